@@ -1,0 +1,169 @@
+"""The `clonemem` command line (SPEC §6). Commands parse arguments, call one service, print."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from functools import wraps
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from clonemem.prefect_env import configure as _configure_prefect
+
+_configure_prefect()
+
+app = typer.Typer(
+    name="clonemem",
+    help="CloneMem benchmark pipeline: generate, gate and evaluate long-term-memory benchmarks for AI clones.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+DEFAULT_WAREHOUSE = "clonemem.duckdb"
+
+
+class State:
+    warehouse: Path = Path(DEFAULT_WAREHOUSE)
+
+
+def fail(message: str, code: int = 1) -> None:
+    typer.echo(f"error: {message}", err=True)
+    raise typer.Exit(code)
+
+
+def handles_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Turn the project's own errors into a clear message and a non-zero exit (no traceback)."""
+
+    @wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        from clonemem.errors import USER_ERRORS
+
+        try:
+            return fn(*args, **kwargs)
+        except USER_ERRORS as exc:
+            fail(str(exc))
+
+    return wrapper
+
+
+@app.callback()
+def main_options(
+    warehouse: Annotated[
+        Path | None,
+        typer.Option("--warehouse", envvar="CLONEMEM_WAREHOUSE", help="DuckDB warehouse file [default: ./clonemem.duckdb]"),
+    ] = None,
+) -> None:
+    State.warehouse = warehouse or Path(DEFAULT_WAREHOUSE)
+
+
+# -- release files -----------------------------------------------------------------------------
+
+
+@app.command("import-release")
+@handles_errors
+def import_release(
+    files: Annotated[list[Path], typer.Argument(help="CloneMem release JSON files, one per persona")],
+    name: Annotated[str, typer.Option("--name", help="benchmark name")],
+) -> None:
+    """Load CloneMem release files as a benchmark (all files or nothing)."""
+    from clonemem import release
+    from clonemem.warehouse import Warehouse
+
+    with Warehouse.open_writer(State.warehouse) as wh:
+        summary = release.import_release_files(wh, files, name)
+    _print_import(summary, State.warehouse)
+
+
+def _print_import(summary: Any, warehouse: Path) -> None:
+    typer.echo(f"imported benchmark {summary.name!r} ({summary.benchmark_id}) into {warehouse}")
+    typer.echo(f"  personas {summary.personas}, traces {summary.traces}, questions {summary.questions} "
+               f"({summary.free_text_only} free-text only)")
+    if summary.unknown_question_types:
+        kinds = ", ".join(f"{k} ×{v}" for k, v in sorted(summary.unknown_question_types.items()))
+        typer.echo(f"  question types outside the eight, kept and flagged: {kinds}")
+    if summary.evidence_without_traces:
+        typer.echo(f"  evidence items naming no trace (skipped by recall metrics): {summary.evidence_without_traces}")
+
+
+@app.command("export-release")
+@handles_errors
+def export_release(
+    benchmark: Annotated[str, typer.Argument(help="benchmark id or name")],
+    out: Annotated[Path, typer.Option("--out", help="output folder")],
+) -> None:
+    """Write a benchmark in the CloneMem release format, one JSON file per persona."""
+    from clonemem import release
+    from clonemem.warehouse import Warehouse
+
+    with Warehouse.open_reader(State.warehouse) as wh:
+        written = release.export_release(wh, benchmark, out)
+    for path in written:
+        typer.echo(str(path))
+
+
+# -- warehouse ---------------------------------------------------------------------------------
+
+
+@app.command("sql")
+@handles_errors
+def sql(
+    query: Annotated[str, typer.Argument(help="SQL query (read-only)")],
+    fmt: Annotated[str, typer.Option("--format", help="table, csv or json")] = "table",
+) -> None:
+    """Run read-only ad-hoc SQL over the warehouse."""
+    from clonemem import sqlcli
+    from clonemem.warehouse import Warehouse
+
+    if fmt not in sqlcli.FORMATS:
+        fail(f"--format must be one of {', '.join(sqlcli.FORMATS)}", code=2)
+    sqlcli.check_read_only(query)
+    with Warehouse.open_reader(State.warehouse) as wh:
+        for result in sqlcli.run(wh, query):
+            typer.echo(sqlcli.FORMATS[fmt](result))
+
+
+@app.command("benchmarks")
+@handles_errors
+def benchmarks(as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False) -> None:
+    """List the benchmarks in the warehouse."""
+    from clonemem.warehouse import Warehouse
+
+    with Warehouse.open_reader(State.warehouse) as wh:
+        rows = wh.rows("SELECT id, name, source, gate_status, personas, traces, questions FROM v_benchmarks ORDER BY name")
+    keys = ["id", "name", "source", "gate_status", "personas", "traces", "questions"]
+    items = [dict(zip(keys, r)) for r in rows]
+    if as_json:
+        typer.echo(json.dumps(items))
+        return
+    for it in items:
+        typer.echo(f"{it['name']}  [{it['source']}, gate {it['gate_status']}]  personas {it['personas']}, "
+                   f"traces {it['traces']}, questions {it['questions']}  id {it['id']}")
+
+
+# -- the end-to-end demo -----------------------------------------------------------------------
+
+
+@app.command("demo")
+@handles_errors
+def demo(
+    out: Annotated[Path, typer.Option("--out", help="folder for exports")] = Path("clonemem-demo"),
+) -> None:
+    """Run the pipeline end to end on the offline default and print where everything landed."""
+    from clonemem.demo import run_demo
+
+    run_demo(State.warehouse, out, echo=typer.echo)
+
+
+def main() -> None:
+    try:
+        app()
+    except KeyboardInterrupt:  # pragma: no cover
+        sys.exit(130)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,241 @@
+"""The wrapper every LLM call goes through (STYLE.md: thin provider, heavy wrapper).
+
+It owns: structured-output validation with the error fed back and a bounded retry; transient-error
+retries with backoff that honours ``retry-after``; no retry on permanent (auth/4xx) errors; a
+concurrency limit per provider; usage and cost accounting; one call record per logical call.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import random
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Protocol, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from clonemem import prompts
+from clonemem.llm.pricing import cost_usd, price_for
+from clonemem.llm.providers.base import ModelAPI
+from clonemem.llm.registry import PROVIDERS
+from clonemem.llm.types import (
+    CallFailed,
+    CallRecord,
+    GenerateRequest,
+    GenerateResult,
+    InvalidOutputError,
+    LLMError,
+    Message,
+    PermanentError,
+    TransientError,
+    Usage,
+    loads_lenient,
+)
+from clonemem.schemas.config import ModelPrice, Role, RunConfig
+
+T = TypeVar("T", bound=BaseModel)
+
+MAX_RETRY_AFTER_S = 600.0
+
+
+class CallSink(Protocol):
+    def record(self, rec: CallRecord) -> None: ...
+
+
+class MemorySink:
+    """Keeps call records in memory (tests, and flows that land them later)."""
+
+    def __init__(self) -> None:
+        self.records: list[CallRecord] = []
+        self._lock = threading.Lock()
+
+    def record(self, rec: CallRecord) -> None:
+        with self._lock:
+            self.records.append(rec)
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    max_retries: int
+    max_validation_retries: int
+    backoff_base_s: float
+    backoff_max_s: float
+
+    def delay(self, retry: int, retry_after: float | None) -> float:
+        if retry_after is not None:
+            return min(retry_after, MAX_RETRY_AFTER_S)
+        # exponential backoff with full jitter (timing only: outputs never depend on it)
+        cap = min(self.backoff_max_s, self.backoff_base_s * 2 ** (retry - 1))
+        return random.uniform(cap / 2, cap) if cap > 0 else 0.0
+
+
+_LIMITERS: dict[str, threading.BoundedSemaphore] = {}
+_LIMITERS_LOCK = threading.Lock()
+
+
+def _limiter(provider: str, size: int) -> threading.BoundedSemaphore:
+    """One semaphore per provider for the whole process, shared by every role that uses it."""
+    with _LIMITERS_LOCK:
+        if provider not in _LIMITERS:
+            _LIMITERS[provider] = threading.BoundedSemaphore(size)
+        return _LIMITERS[provider]
+
+
+class Model:
+    def __init__(
+        self,
+        api: ModelAPI,
+        role: str,
+        policy: RetryPolicy,
+        limiter: threading.BoundedSemaphore,
+        price: ModelPrice | None,
+        sink: CallSink | None = None,
+        run_id: str | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self.api = api
+        self.role = role
+        self.policy = policy
+        self.price = price
+        self.sink = sink
+        self.run_id = run_id
+        self.usage = Usage()
+        self._limiter = limiter
+        self._sleep = sleep
+        self._usage_lock = threading.Lock()
+
+    @property
+    def ref(self) -> str:
+        return self.api.ref
+
+    @property
+    def is_offline(self) -> bool:
+        return not self.api.is_live
+
+    # -- public ------------------------------------------------------------------------------
+
+    def request(self, stage: str, prompt: prompts.Prompt, inputs: BaseModel | None = None,
+                schema: type[BaseModel] | None = None, max_tokens: int = 4096) -> GenerateRequest:
+        """Build a request from a rendered prompt; structured requests carry the JSON schema instruction."""
+        user = prompt.user
+        if schema is not None:
+            user += "\n\n" + prompts.render("json_output", schema=json.dumps(schema.model_json_schema())).user
+        return GenerateRequest(
+            stage=stage, role=self.role, system=prompt.system, messages=(Message("user", user),),
+            inputs=inputs, output_schema=schema, max_tokens=max_tokens,
+        )
+
+    def structured(self, request: GenerateRequest, schema: type[T]) -> T:
+        """Call until the reply validates against ``schema`` (bounded), feeding the error back."""
+        rec = self._record(request)
+        request = replace(request, output_schema=schema)
+        messages = list(request.messages)
+        started = time.perf_counter()
+        try:
+            for _ in range(self.policy.max_validation_retries + 1):
+                result = self._complete(replace(request, messages=tuple(messages)), rec)
+                try:
+                    return schema.model_validate(loads_lenient(result.text))
+                except ValueError as exc:  # JSONDecodeError and ValidationError are ValueErrors
+                    problem = _describe(exc)
+                    messages += [
+                        Message("assistant", result.text),
+                        Message("user", prompts.render("output_feedback", problem=problem).user),
+                    ]
+            rec.outcome = "invalid_output"
+            rec.error = f"no valid {schema.__name__} after {rec.attempts} attempts: {problem}"
+            raise InvalidOutputError(f"{self.ref} ({request.stage}): {rec.error}", last_output=result.text)
+        except LLMError as exc:
+            self._fail(rec, exc)
+            raise
+        finally:
+            self._finish(rec, started)
+
+    def text(self, request: GenerateRequest) -> str:
+        """Free-text call (no schema): transient retries only."""
+        rec = self._record(request)
+        started = time.perf_counter()
+        try:
+            return self._complete(request, rec).text
+        except LLMError as exc:
+            self._fail(rec, exc)
+            raise
+        finally:
+            self._finish(rec, started)
+
+    # -- internals ---------------------------------------------------------------------------
+
+    def _complete(self, request: GenerateRequest, rec: CallRecord) -> GenerateResult:
+        retries = 0
+        while True:
+            rec.attempts += 1
+            try:
+                with self._limiter:
+                    result = self.api.generate(replace(request, attempt=rec.attempts))
+            except TransientError as exc:
+                if retries >= self.policy.max_retries:
+                    raise CallFailed(f"gave up after {rec.attempts} attempts: {exc}") from exc
+                retries += 1
+                self._sleep(self.policy.delay(retries, exc.retry_after))
+                continue
+            rec.input_tokens += result.input_tokens
+            rec.output_tokens += result.output_tokens
+            return result
+
+    def _record(self, request: GenerateRequest) -> CallRecord:
+        return CallRecord(
+            call_id=str(uuid.uuid4()), run_id=self.run_id, stage=request.stage, role=self.role,
+            provider=self.api.provider, model=self.api.model, is_offline=self.is_offline,
+            prompt_hash=request.prompt_hash, started_at=dt.datetime.now(dt.UTC).replace(tzinfo=None),
+        )
+
+    def _fail(self, rec: CallRecord, exc: LLMError) -> None:
+        if isinstance(exc, InvalidOutputError):
+            return  # outcome already set
+        rec.outcome = "permanent_error" if isinstance(exc, PermanentError) else "transient_error"
+        rec.error = self.api.redact(str(exc))
+
+    def _finish(self, rec: CallRecord, started: float) -> None:
+        rec.latency_ms = (time.perf_counter() - started) * 1000.0
+        rec.cost_usd = cost_usd(self.price, rec.input_tokens, rec.output_tokens)
+        if rec.error:
+            rec.error = self.api.redact(rec.error)
+        with self._usage_lock:
+            self.usage.add(rec)
+        if self.sink is not None:
+            self.sink.record(rec)
+
+
+def _describe(exc: ValueError) -> str:
+    if isinstance(exc, ValidationError):
+        parts = []
+        for err in exc.errors(include_url=False)[:8]:
+            where = ".".join(str(p) for p in err["loc"]) or "(root)"
+            parts.append(f"{where}: {err['msg']}")
+        return "the JSON does not match the schema: " + "; ".join(parts)
+    return f"the reply is not valid JSON ({exc})"
+
+
+def get_model(config: RunConfig, role: Role, sink: CallSink | None = None, run_id: str | None = None,
+              sleep: Callable[[float], None] = time.sleep) -> Model:
+    """The model bound to ``role`` by the config, wrapped. Raises for a disabled live provider."""
+    ref = config.models.ref(role)
+    api_cls = PROVIDERS.get(ref.provider)
+    api = api_cls.from_config(ref.model, config)
+    settings = config.role_settings(role)
+    policy = RetryPolicy(
+        max_retries=settings.max_retries,
+        max_validation_retries=settings.max_validation_retries,
+        backoff_base_s=settings.backoff_base_s,
+        backoff_max_s=settings.backoff_max_s,
+    )
+    return Model(api, role, policy, _limiter(ref.provider, settings.max_concurrency),
+                 price_for(str(ref), config), sink, run_id, sleep)
+
+
+__all__ = ["CallFailed", "CallSink", "MemorySink", "Model", "RetryPolicy", "get_model", "TransientError"]

@@ -1,0 +1,16 @@
+"""Providers by name, imported lazily: naming `gemini/...` imports google-genai, nothing else does."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from clonemem.registry import Registry
+
+if TYPE_CHECKING:
+    from clonemem.llm.providers.base import ModelAPI
+
+PROVIDERS: Registry[type[ModelAPI]] = Registry("LLM provider")
+PROVIDERS.add_lazy("offline", "clonemem.llm.providers.offline:OfflineAPI")
+PROVIDERS.add_lazy("anthropic", "clonemem.llm.providers.anthropic:AnthropicAPI", "pip install anthropic")
+PROVIDERS.add_lazy("gemini", "clonemem.llm.providers.gemini:GeminiAPI", "pip install google-genai")
+PROVIDERS.add_lazy("openai", "clonemem.llm.providers.openai:OpenAIAPI", "pip install openai")

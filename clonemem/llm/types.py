@@ -1,0 +1,174 @@
+"""Typed records that cross the LLM layer's boundary."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from dataclasses import dataclass, field
+from typing import Literal
+
+from pydantic import BaseModel
+
+from clonemem.ids import stable_hash
+
+Outcome = Literal["ok", "invalid_output", "transient_error", "permanent_error"]
+
+
+@dataclass(frozen=True)
+class Message:
+    role: Literal["user", "assistant"]
+    content: str
+
+
+@dataclass(frozen=True)
+class GenerateRequest:
+    """One logical LLM call.
+
+    ``inputs`` are the stage's structured inputs, carried beside the rendered prompt so the
+    offline provider can build its answer from them; live providers only see the prompt.
+    """
+
+    stage: str
+    role: str
+    system: str
+    messages: tuple[Message, ...]
+    inputs: BaseModel | None = None
+    output_schema: type[BaseModel] | None = None
+    max_tokens: int = 4096
+    temperature: float = 0.0
+    attempt: int = 1  # set by the wrapper: 1 for the first try
+
+    @property
+    def prompt_hash(self) -> str:
+        """Hash of what a live model sees (system + first user message), stable across retries."""
+        first = self.messages[0].content if self.messages else ""
+        return stable_hash(self.system + "\x00" + first)
+
+    @property
+    def inputs_hash(self) -> str:
+        if self.inputs is None:
+            return stable_hash(self.prompt_hash)
+        return stable_hash(self.stage + "\x00" + self.inputs.model_dump_json())
+
+    def json_schema(self) -> dict | None:
+        return self.output_schema.model_json_schema() if self.output_schema else None
+
+
+@dataclass(frozen=True)
+class GenerateResult:
+    text: str
+    input_tokens: int
+    output_tokens: int
+    finish_reason: str | None = None
+
+
+@dataclass
+class CallRecord:
+    """What is logged to the warehouse for every logical call (SPEC §2). Never holds a key."""
+
+    call_id: str
+    run_id: str | None
+    stage: str
+    role: str
+    provider: str
+    model: str
+    is_offline: bool
+    prompt_hash: str
+    started_at: dt.datetime
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float | None = 0.0
+    latency_ms: float = 0.0
+    attempts: int = 0
+    outcome: Outcome = "ok"
+    error: str | None = None
+
+    def row(self) -> dict:
+        return dict(self.__dict__)
+
+
+@dataclass
+class Usage:
+    """Running totals for one model in this process."""
+
+    calls: int = 0
+    attempts: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float = 0.0
+    failures: int = 0
+    by_outcome: dict[str, int] = field(default_factory=dict)
+
+    def add(self, rec: CallRecord) -> None:
+        self.calls += 1
+        self.attempts += rec.attempts
+        self.input_tokens += rec.input_tokens
+        self.output_tokens += rec.output_tokens
+        self.cost_usd += rec.cost_usd or 0.0
+        self.failures += rec.outcome != "ok"
+        self.by_outcome[rec.outcome] = self.by_outcome.get(rec.outcome, 0) + 1
+
+
+# -- errors ------------------------------------------------------------------------------------
+
+
+class LLMError(RuntimeError):
+    """Base of every error the LLM layer raises; messages never contain API keys."""
+
+
+class TransientError(LLMError):
+    """Worth retrying: 429, 5xx, timeouts, connection resets."""
+
+    def __init__(self, message: str, retry_after: float | None = None, status: int | None = None):
+        super().__init__(message)
+        self.retry_after = retry_after
+        self.status = status
+
+
+class PermanentError(LLMError):
+    """Not worth retrying: authentication, permission, bad request, unknown model."""
+
+    def __init__(self, message: str, status: int | None = None):
+        super().__init__(message)
+        self.status = status
+
+
+class LiveProviderDisabled(LLMError):
+    """A live provider was asked for while CLONEMEM_DISABLE_LIVE_LLM is set."""
+
+
+class InvalidOutputError(LLMError):
+    """The model's output never validated against the schema within the retry budget."""
+
+    def __init__(self, message: str, last_output: str):
+        super().__init__(message)
+        self.last_output = last_output
+
+
+class CallFailed(LLMError):
+    """Transient errors outlasted the retry budget."""
+
+
+def estimate_tokens(text: str) -> int:
+    """Rough token count (≈4 characters a token, at least one per CJK character)."""
+    cjk = sum(1 for ch in text if "\u3000" <= ch <= "\u9fff")
+    return max(1, (len(text) - cjk) // 4 + cjk)
+
+
+def dump_json(obj: BaseModel) -> str:
+    return obj.model_dump_json()
+
+
+def loads_lenient(text: str) -> object:
+    """Parse a model's JSON reply, tolerating a Markdown code fence or prose around one object."""
+    s = text.strip()
+    if s.startswith("```"):
+        s = s.split("\n", 1)[1] if "\n" in s else ""
+        s = s.rsplit("```", 1)[0]
+    try:
+        return json.loads(s)
+    except json.JSONDecodeError:
+        start, end = s.find("{"), s.rfind("}")
+        if 0 <= start < end:
+            return json.loads(s[start : end + 1])
+        raise

@@ -1,0 +1,45 @@
+"""The offline world: deterministic handlers, one per stage, that build each stage's output from
+its structured inputs (SPEC §7). The offline provider looks handlers up here by stage name."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from pydantic import BaseModel
+
+from clonemem.registry import Registry
+
+
+@dataclass(frozen=True)
+class OfflineCall:
+    """What a handler sees: the stage's typed inputs and a generator seeded by (seed, stage, inputs)."""
+
+    stage: str
+    inputs: BaseModel | None
+    rng: random.Random
+    model: str
+
+
+Handler = Callable[[OfflineCall], BaseModel | str]
+
+HANDLERS: Registry[Handler] = Registry("offline stage handler")
+# Stage name -> handler; modules are imported on first use of their stage.
+HANDLERS.add_lazy("memory.summarize_trace", "clonemem.offline.memory:summarize_trace")
+
+
+class ScriptExhausted(RuntimeError):
+    """A scripted handler was called more times than it has outputs."""
+
+
+def scripted(outputs: Iterable[BaseModel | str]) -> Handler:
+    """A handler that replays fixed outputs in order and fails loudly when they run out."""
+    queue = list(outputs)
+
+    def handler(call: OfflineCall) -> BaseModel | str:
+        if not queue:
+            raise ScriptExhausted(f"scripted handler for {call.stage!r} has no outputs left")
+        return queue.pop(0)
+
+    return handler

@@ -1,0 +1,1 @@
+"""Prefect flows: they orchestrate tasks and nothing else."""

@@ -1,0 +1,57 @@
+"""Prompt templates: one Jinja file per prompt under ``templates/``, each with a ``system`` and a
+``user`` block, and this one loader. Editing a template changes its hash, which is part of the
+cache key of every task that renders it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+
+import jinja2
+
+from clonemem.ids import stable_hash
+
+
+@dataclass(frozen=True)
+class Prompt:
+    name: str
+    system: str
+    user: str
+    template_hash: str
+
+
+@lru_cache(maxsize=1)
+def _env() -> jinja2.Environment:
+    return jinja2.Environment(
+        loader=jinja2.PackageLoader("clonemem.prompts", "templates"),
+        undefined=jinja2.StrictUndefined,  # a missing variable is a bug, not an empty string
+        trim_blocks=True,
+        lstrip_blocks=True,
+        autoescape=False,
+    )
+
+
+def template_source(name: str) -> str:
+    return (resources.files("clonemem.prompts") / "templates" / f"{name}.j2").read_text("utf-8")
+
+
+def template_hash(name: str) -> str:
+    """Hash of a template's source (templates are self-contained: no includes or inheritance)."""
+    return stable_hash(template_source(name))
+
+
+def render(name: str, **variables: object) -> Prompt:
+    template = _env().get_template(f"{name}.j2")
+    context = template.new_context(variables)
+    blocks = {}
+    for block in ("system", "user"):
+        if block not in template.blocks:
+            raise KeyError(f"prompt template {name}.j2 has no {{% block {block} %}}")
+        blocks[block] = "".join(template.blocks[block](context)).strip()
+    return Prompt(name=name, system=blocks["system"], user=blocks["user"], template_hash=template_hash(name))
+
+
+def available() -> list[str]:
+    folder = resources.files("clonemem.prompts") / "templates"
+    return sorted(e.name.removesuffix(".j2") for e in folder.iterdir() if e.name.endswith(".j2"))

@@ -1,0 +1,294 @@
+"""The run configuration (TOML): model roles, providers, sizes, seeds, warehouse path.
+
+Every section forbids unknown fields, so a typo is an error naming the field, not a silent default.
+Offline is the default for every role: a fresh machine runs everything with no key and no network.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import tomllib
+from pathlib import Path
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+Role = Literal["generator", "qa_writer", "validator", "extractor", "answerer", "judge"]
+ROLES: tuple[Role, ...] = ("generator", "qa_writer", "validator", "extractor", "answerer", "judge")
+Language = Literal["en", "zh"]
+QuestionType = Literal[
+    "single_point_factual", "comparison", "trajectory", "pattern",
+    "causal", "counterfactual", "inferential", "unanswerable",
+]
+QUESTION_TYPES: tuple[str, ...] = QuestionType.__args__  # type: ignore[attr-defined]
+Dimension = Literal["experience", "emotion", "opinion"]
+DIMENSIONS: tuple[str, ...] = Dimension.__args__  # type: ignore[attr-defined]
+Medium = Literal[
+    "diary", "social_media", "chat_private", "chat_group", "email", "memo", "search_history", "calendar_event",
+]
+MEDIA: tuple[str, ...] = Medium.__args__  # type: ignore[attr-defined]
+
+NonNegInt = Annotated[int, Field(ge=0)]
+PosInt = Annotated[int, Field(ge=1)]
+Rate = Annotated[float, Field(ge=0.0, lt=1.0)]
+
+
+class ConfigError(ValueError):
+    """A configuration that cannot be used; the message names the file and the field."""
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ModelRef(str):
+    """``provider/model``; the model part may itself contain slashes (``openai/meta-llama/...``)."""
+
+    @property
+    def provider(self) -> str:
+        return self.split("/", 1)[0]
+
+    @property
+    def model(self) -> str:
+        return self.split("/", 1)[1]
+
+
+def _model_ref(value: str) -> str:
+    from clonemem.llm.registry import PROVIDERS  # names only; no provider module is imported
+
+    provider, sep, model = value.partition("/")
+    if not sep or not provider or not model:
+        raise ValueError(f"expected 'provider/model', got {value!r}")
+    if provider not in PROVIDERS:
+        raise ValueError(f"unknown provider {provider!r} (known: {', '.join(PROVIDERS.names())})")
+    return value
+
+
+class RoleModels(_Section):
+    """Which ``provider/model`` plays each role (SPEC §2)."""
+
+    generator: str = "offline/world"
+    qa_writer: str = "offline/writer"
+    validator: str = "offline/validator"
+    extractor: str = "offline/extractor"
+    answerer: str = "offline/answerer"
+    judge: str = "offline/judge"
+
+    @field_validator(*ROLES)
+    @classmethod
+    def _ref(cls, value: str) -> str:
+        return _model_ref(value)
+
+    @model_validator(mode="after")
+    def _validator_differs(self) -> RoleModels:
+        if self.validator == self.qa_writer:
+            raise ValueError("validator must be a different model from qa_writer (SPEC §2)")
+        return self
+
+    def ref(self, role: Role) -> ModelRef:
+        return ModelRef(getattr(self, role))
+
+
+class LiveProviderSettings(_Section):
+    """Settings of a live (networked) provider."""
+
+    api_key_env: str | None = Field(None, description="environment variable holding the key; empty for none")
+    api_key_secret: str | None = Field(None, description="Prefect Secret block holding the key (instead of env)")
+    base_url: str | None = None
+    max_concurrency: PosInt = 4
+    timeout_s: Annotated[float, Field(gt=0)] = 120.0
+    max_retries: NonNegInt = 5
+    max_validation_retries: NonNegInt = 2
+    backoff_base_s: Annotated[float, Field(ge=0)] = 1.0
+    backoff_max_s: Annotated[float, Field(ge=0)] = 60.0
+    structured_output: Literal["native", "prompt"] = "native"
+    max_output_tokens: PosInt = 8192
+
+
+class OfflineSettings(_Section):
+    """The deterministic offline provider (SPEC §7) and its fault-injection knobs."""
+
+    latency_ms: Annotated[float, Field(ge=0)] = 0.0
+    transient_failure_rate: Rate = 0.0
+    malformed_rate: Rate = 0.0
+    max_concurrency: PosInt = 16
+    max_retries: NonNegInt = 8
+    max_validation_retries: NonNegInt = 4
+    backoff_base_s: Annotated[float, Field(ge=0)] = 0.0
+    backoff_max_s: Annotated[float, Field(ge=0)] = 0.0
+
+
+class ProvidersConfig(_Section):
+    anthropic: LiveProviderSettings = LiveProviderSettings(api_key_env="ANTHROPIC_API_KEY")
+    gemini: LiveProviderSettings = LiveProviderSettings(api_key_env="GEMINI_API_KEY")
+    openai: LiveProviderSettings = LiveProviderSettings(api_key_env="OPENAI_API_KEY")
+    offline: OfflineSettings = OfflineSettings()
+
+    def live(self, provider: str) -> LiveProviderSettings:
+        settings = getattr(self, provider, None)
+        if not isinstance(settings, LiveProviderSettings):
+            raise KeyError(f"{provider!r} is not a live provider")
+        return settings
+
+
+class ModelPrice(_Section):
+    """USD per million tokens."""
+
+    input_per_mtok: Annotated[float, Field(ge=0)]
+    output_per_mtok: Annotated[float, Field(ge=0)]
+
+
+DEFAULT_MEDIA_MIX: dict[str, float] = {
+    "diary": 0.22, "social_media": 0.16, "chat_private": 0.18, "chat_group": 0.10,
+    "email": 0.10, "memo": 0.08, "search_history": 0.10, "calendar_event": 0.06,
+}
+
+
+class GenerationConfig(_Section):
+    """Sizes of stages I–III (SPEC §3–4)."""
+
+    personas: PosInt = 1
+    language: Language = "en"
+    start_date: dt.date = dt.date(2023, 1, 1)
+    span_years: Annotated[float, Field(ge=0.25, le=3.0)] = 1.0
+    major_events: PosInt = 4
+    phases_per_event: PosInt = 3
+    events_per_phase: PosInt = 4
+    evidence_per_event: PosInt = 3
+    traces_per_event: PosInt = 3
+    noise_traces_per_phase: NonNegInt = 4
+    arcs_per_dimension: PosInt = 1
+    media_mix: dict[str, Annotated[float, Field(ge=0)]] = Field(default_factory=lambda: dict(DEFAULT_MEDIA_MIX))
+    seed_pool: Path | None = Field(None, description="TOML file of curated event seeds; default: the packaged pool")
+
+    @field_validator("media_mix")
+    @classmethod
+    def _media(cls, mix: dict[str, float]) -> dict[str, float]:
+        unknown = sorted(set(mix) - set(MEDIA))
+        if unknown:
+            raise ValueError(f"unknown medium {unknown[0]!r} (known: {', '.join(MEDIA)})")
+        if not any(w > 0 for w in mix.values()):
+            raise ValueError("at least one medium needs a positive weight")
+        return mix
+
+
+class QAConfig(_Section):
+    """Stage IV: trajectory windows, quotas, distractor validation (SPEC §4)."""
+
+    window_days: PosInt = 90
+    stride_days: PosInt = 45
+    questions_per_type: dict[QuestionType, NonNegInt] = Field(
+        default_factory=lambda: {t: 1 for t in QUESTION_TYPES}, description="per active segment, at most"
+    )
+    max_questions_per_persona: PosInt = 120
+    distractor_rounds: PosInt = 3
+
+
+class GateConfig(_Section):
+    """Bounds the GX gate enforces (SPEC §4)."""
+
+    max_rejection_rate: Annotated[float, Field(ge=0, le=1)] = 0.35
+    heuristic_margin: Annotated[float, Field(ge=0, le=1)] = 0.15
+    media_mix_tolerance: Annotated[float, Field(ge=0, le=1)] = 0.10
+
+
+class EvaluationConfig(_Section):
+    systems: list[str] = Field(default_factory=lambda: ["oracle", "full_context", "bm25", "dense", "hybrid", "mem0", "amem", "omem"])
+    k: list[PosInt] = Field(default_factory=lambda: [5, 10, 20])
+    full_context_tokens: PosInt = 8000
+    bootstrap_samples: PosInt = 1000
+
+
+class RunConfig(_Section):
+    """One pipeline run."""
+
+    name: str = "demo"
+    seed: int = 42
+    warehouse: Path | None = None
+    models: RoleModels = RoleModels()
+    providers: ProvidersConfig = ProvidersConfig()
+    pricing: dict[str, ModelPrice] = Field(default_factory=dict, description="'provider/model' -> price")
+    generation: GenerationConfig = GenerationConfig()
+    qa: QAConfig = QAConfig()
+    gate: GateConfig = GateConfig()
+    evaluation: EvaluationConfig = EvaluationConfig()
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, v: str) -> str:
+        if not v.strip():
+            raise ValueError("must not be empty")
+        return v
+
+    def role_settings(self, role: Role) -> LiveProviderSettings | OfflineSettings:
+        ref = self.models.ref(role)
+        return self.providers.offline if ref.provider == "offline" else self.providers.live(ref.provider)
+
+
+def missing_keys(config: RunConfig, environ: dict[str, str] | None = None) -> list[str]:
+    """Field paths of roles whose live provider has no key available (SPEC §2)."""
+    env = os.environ if environ is None else environ
+    problems = []
+    for role in ROLES:
+        ref = config.models.ref(role)
+        if ref.provider == "offline":
+            continue
+        settings = config.providers.live(ref.provider)
+        if settings.api_key_secret or not settings.api_key_env:
+            continue  # a Secret block, or an endpoint that needs no key (a local server)
+        if not env.get(settings.api_key_env):
+            problems.append(
+                f"models.{role}: {ref} needs an API key in ${settings.api_key_env} "
+                f"(providers.{ref.provider}.api_key_env), which is not set"
+            )
+    return problems
+
+
+def format_validation_error(source: str, exc: ValidationError) -> str:
+    lines = [f"{source}: invalid configuration"]
+    for err in exc.errors():
+        field = ".".join(str(p) for p in err["loc"]) or "(top level)"
+        msg = "unknown field" if err["type"] == "extra_forbidden" else err["msg"]
+        if msg.startswith("Value error, "):
+            msg = msg.removeprefix("Value error, ")
+        lines.append(f"  {field}: {msg}")
+    return "\n".join(lines)
+
+
+def load_config(path: str | Path | None = None, *, check_keys: bool = True) -> RunConfig:
+    """Read and validate a TOML config (or the defaults when path is None); raise ConfigError."""
+    if path is None:
+        data: dict = {}
+        source = "<defaults>"
+    else:
+        path = Path(path)
+        source = str(path)
+        try:
+            data = tomllib.loads(path.read_text("utf-8"))
+        except FileNotFoundError:
+            raise ConfigError(f"{source}: no such config file") from None
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"{source}: not valid TOML: {exc}") from None
+    try:
+        config = RunConfig.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(format_validation_error(source, exc)) from None
+    if isinstance(path, Path):
+        config = _resolve_paths(config, path.parent)
+    if check_keys:
+        problems = missing_keys(config)
+        if problems:
+            raise ConfigError("\n".join([f"{source}: invalid configuration", *(f"  {p}" for p in problems)]))
+    return config
+
+
+def _resolve_paths(config: RunConfig, base: Path) -> RunConfig:
+    """Relative paths in a config file are relative to the file, not to the working directory."""
+    updates: dict = {}
+    if config.warehouse is not None and not config.warehouse.is_absolute():
+        updates["warehouse"] = base / config.warehouse
+    pool = config.generation.seed_pool
+    if pool is not None and not pool.is_absolute():
+        updates["generation"] = config.generation.model_copy(update={"seed_pool": base / pool})
+    return config.model_copy(update=updates) if updates else config

@@ -1,0 +1,1 @@
+"""Prefect tasks: small typed units with retries and cross-run caching."""

@@ -1,0 +1,51 @@
+"""Which tables hold a persona's content, and how to remove it (for re-imports and re-landing)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from clonemem.warehouse.db import Warehouse
+
+# Content tables in landing order.
+PERSONA_TABLES: tuple[str, ...] = (
+    "personas", "relations", "event_seeds", "life_arcs", "arc_anchor_states", "major_events",
+    "major_event_arcs", "snapshots", "phases", "detailed_events", "evidence", "evidence_arcs", "traces",
+    "evidence_traces", "trajectory_segments", "questions", "question_evidence", "question_traces",
+    "question_choices", "qa_checks", "qa_distractor_rounds", "qa_rejected",
+)
+
+# Children first; each statement takes the persona id once per `?`.
+_DELETE_PERSONA = (
+    "DELETE FROM question_choices WHERE question_id IN (SELECT question_id FROM questions WHERE persona_id = ?)",
+    "DELETE FROM question_traces WHERE question_id IN (SELECT question_id FROM questions WHERE persona_id = ?)",
+    "DELETE FROM question_evidence WHERE question_id IN (SELECT question_id FROM questions WHERE persona_id = ?)",
+    "DELETE FROM qa_checks WHERE question_id IN (SELECT question_id FROM questions WHERE persona_id = ?"
+    " UNION ALL SELECT question_id FROM qa_rejected WHERE persona_id = ?)",
+    "DELETE FROM qa_distractor_rounds WHERE question_id IN (SELECT question_id FROM questions WHERE persona_id = ?"
+    " UNION ALL SELECT question_id FROM qa_rejected WHERE persona_id = ?)",
+    "DELETE FROM qa_rejected WHERE persona_id = ?",
+    "DELETE FROM questions WHERE persona_id = ?",
+    "DELETE FROM trajectory_segments WHERE persona_id = ?",
+    "DELETE FROM evidence_traces WHERE evidence_id IN (SELECT evidence_id FROM evidence WHERE persona_id = ?)",
+    "DELETE FROM evidence_arcs WHERE evidence_id IN (SELECT evidence_id FROM evidence WHERE persona_id = ?)",
+    "DELETE FROM evidence WHERE persona_id = ?",
+    "DELETE FROM traces WHERE persona_id = ?",
+    "DELETE FROM detailed_events WHERE phase_id IN (SELECT phase_id FROM phases JOIN major_events"
+    " USING (major_event_id) WHERE persona_id = ?)",
+    "DELETE FROM phases WHERE major_event_id IN (SELECT major_event_id FROM major_events WHERE persona_id = ?)",
+    "DELETE FROM major_event_arcs WHERE major_event_id IN (SELECT major_event_id FROM major_events WHERE persona_id = ?)",
+    "DELETE FROM major_events WHERE persona_id = ?",
+    "DELETE FROM arc_anchor_states WHERE arc_id IN (SELECT arc_id FROM life_arcs WHERE persona_id = ?)",
+    "DELETE FROM life_arcs WHERE persona_id = ?",
+    "DELETE FROM snapshots WHERE persona_id = ?",
+    "DELETE FROM event_seeds WHERE persona_id = ?",
+    "DELETE FROM relations WHERE persona_id = ?",
+    "DELETE FROM personas WHERE persona_id = ?",
+)
+
+
+def delete_persona(wh: Warehouse, persona_id: str) -> None:
+    with wh.transaction() as con:
+        for sql in _DELETE_PERSONA:
+            con.execute(sql, [persona_id] * sql.count("?"))
