@@ -33,6 +33,7 @@ class Warehouse:
         self.read_only = read_only
         self._lock = threading.RLock()
         self._snapshot_dir = snapshot_dir
+        self._in_tx = False
 
     # -- opening -----------------------------------------------------------------------------
 
@@ -87,7 +88,7 @@ class Warehouse:
         """All-or-nothing block; nested use joins the outer transaction."""
         self._require_writer()
         with self._lock:
-            if getattr(self, "_in_tx", False):
+            if self._in_tx:
                 yield self.con
                 return
             self._in_tx = True
@@ -107,12 +108,15 @@ class Warehouse:
         frame = rows if isinstance(rows, pl.DataFrame) else _frame(rows)
         if frame.height == 0:
             return 0
-        with self.transaction() as con:
-            con.register("_upsert_rows", frame)
+        with self._lock:
+            self.con.register("_upsert_rows", frame)
             try:
-                con.execute(f"INSERT OR REPLACE INTO {table} BY NAME SELECT * FROM _upsert_rows")
+                with self.transaction() as con:
+                    con.execute(f"INSERT OR REPLACE INTO {table} BY NAME SELECT * FROM _upsert_rows")
             finally:
-                con.unregister("_upsert_rows")
+                # after the transaction ends: an aborted transaction refuses even this
+                if not self._in_tx:
+                    self.con.unregister("_upsert_rows")
         return frame.height
 
     def execute(self, sql: str, params: Sequence[Any] | None = None) -> None:

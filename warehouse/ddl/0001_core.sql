@@ -222,7 +222,7 @@ CREATE TABLE llm_calls (
     prompt_hash    VARCHAR NOT NULL,
     input_tokens   BIGINT NOT NULL,
     output_tokens  BIGINT NOT NULL,
-    cost_usd       DOUBLE NOT NULL,
+    cost_usd       DOUBLE,                       -- NULL when the model has no known price
     latency_ms     DOUBLE NOT NULL,
     attempts       INTEGER NOT NULL,
     outcome        VARCHAR NOT NULL CHECK (outcome IN ('ok', 'invalid_output', 'transient_error', 'permanent_error', 'disabled')),

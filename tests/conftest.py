@@ -1,0 +1,53 @@
+"""Test isolation: no live LLM can be reached, Prefect state lives in a temporary home."""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+# Before anything imports prefect: Prefect reads its settings at import time.
+_PREFECT_HOME = tempfile.mkdtemp(prefix="clonemem-test-prefect-")
+atexit.register(shutil.rmtree, _PREFECT_HOME, True)
+os.environ["PREFECT_HOME"] = _PREFECT_HOME
+os.environ.pop("PREFECT_API_URL", None)
+os.environ["CLONEMEM_DISABLE_LIVE_LLM"] = os.environ.get("CLONEMEM_LIVE_TESTS") and "0" or "1"
+os.environ.pop("CLONEMEM_WAREHOUSE", None)
+
+from clonemem.prefect_env import configure  # noqa: E402
+
+configure()
+
+import pytest  # noqa: E402
+
+from clonemem.demo import fixture_files  # noqa: E402
+from clonemem.warehouse import Warehouse  # noqa: E402
+
+
+@pytest.fixture
+def demo_file() -> Path:
+    return fixture_files()[0]
+
+
+@pytest.fixture
+def demo_doc(demo_file: Path) -> dict:
+    return json.loads(demo_file.read_text("utf-8"))
+
+
+@pytest.fixture
+def wh_path(tmp_path: Path) -> Path:
+    return tmp_path / "wh.duckdb"
+
+
+@pytest.fixture
+def wh(wh_path: Path):
+    with Warehouse.open_writer(wh_path) as w:
+        yield w
+
+
+def write_json(path: Path, doc: object) -> Path:
+    path.write_text(json.dumps(doc, ensure_ascii=False), "utf-8")
+    return path

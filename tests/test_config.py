@@ -1,0 +1,72 @@
+"""Config validation: one clear error naming the field, before any work starts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from clonemem.schemas.config import ROLES, ConfigError, load_config
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "run.toml"
+    path.write_text(text, "utf-8")
+    return path
+
+
+def test_defaults_are_offline_for_every_role() -> None:
+    config = load_config(None)
+    assert all(config.models.ref(role).provider == "offline" for role in ROLES)
+
+
+@pytest.mark.parametrize(
+    ("toml", "expected"),
+    [
+        ('[models]\ngenerator = "foo/bar"', "models.generator: unknown provider 'foo'"),
+        ('[models]\njudge = "gpt-4o"', "models.judge: expected 'provider/model'"),
+        ("[generation]\npersonas = -1", "generation.personas: Input should be greater than or equal to 1"),
+        ("[generation]\nnoise_traces_per_phase = -3", "generation.noise_traces_per_phase: Input should be greater than or equal to 0"),
+        ("[generation]\npersonnas = 2", "generation.personnas: unknown field"),
+        ("colour = 'blue'", "colour: unknown field"),
+        ('[generation.media_mix]\nfax = 1.0', "generation.media_mix: unknown medium 'fax'"),
+        ('[models]\nqa_writer = "offline/x"\nvalidator = "offline/x"', "validator must be a different model"),
+        ("[providers.offline]\nmalformed_rate = 1.5", "providers.offline.malformed_rate"),
+        ('[generation]\nlanguage = "fr"', "generation.language"),
+    ],
+)
+def test_invalid_configs_name_the_field(tmp_path: Path, toml: str, expected: str) -> None:
+    path = write(tmp_path, toml)
+    with pytest.raises(ConfigError) as err:
+        load_config(path)
+    assert str(err.value).startswith(f"{path}: invalid configuration")
+    assert expected in str(err.value)
+
+
+def test_missing_key_for_live_provider(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    path = write(tmp_path, '[models]\ngenerator = "anthropic/claude-haiku-4-5"')
+    with pytest.raises(ConfigError, match=r"models.generator: anthropic/claude-haiku-4-5 needs an API key in \$ANTHROPIC_API_KEY"):
+        load_config(path)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
+    assert load_config(path).models.generator == "anthropic/claude-haiku-4-5"
+
+
+def test_keyless_local_endpoint(tmp_path: Path) -> None:
+    path = write(tmp_path, '[models]\nanswerer = "openai/llama3.1:8b"\n'
+                           '[providers.openai]\napi_key_env = ""\nbase_url = "http://127.0.0.1:11434/v1"')
+    assert load_config(path).providers.openai.base_url == "http://127.0.0.1:11434/v1"
+
+
+def test_relative_paths_resolve_against_the_config_file(tmp_path: Path) -> None:
+    (tmp_path / "conf").mkdir()
+    path = tmp_path / "conf" / "run.toml"
+    path.write_text('warehouse = "data/wh.duckdb"\n', "utf-8")
+    assert load_config(path).warehouse == tmp_path / "conf" / "data" / "wh.duckdb"
+
+
+def test_bad_toml_and_missing_file(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="not valid TOML"):
+        load_config(write(tmp_path, "[generation\n"))
+    with pytest.raises(ConfigError, match="no such config file"):
+        load_config(tmp_path / "absent.toml")
