@@ -70,3 +70,13 @@ def test_bad_toml_and_missing_file(tmp_path: Path) -> None:
         load_config(write(tmp_path, "[generation\n"))
     with pytest.raises(ConfigError, match="no such config file"):
         load_config(tmp_path / "absent.toml")
+
+
+def test_shipped_configs_load(monkeypatch) -> None:
+    for var in ("ANTHROPIC_API_KEY", "GEMINI_API_KEY", "OPENAI_API_KEY"):
+        monkeypatch.setenv(var, "k")
+    folder = Path(__file__).parent.parent / "configs"
+    names = sorted(p.name for p in folder.glob("*.toml"))
+    assert names == ["demo.toml", "live-example.toml"]
+    for path in folder.glob("*.toml"):
+        load_config(path)

@@ -1,0 +1,72 @@
+"""Versioned DDL, idempotent upserts, read-only readers."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from clonemem.warehouse import Warehouse, WarehouseError
+from clonemem.warehouse.migrate import MigrationError, apply_migrations, available_migrations
+
+
+def test_migrations_apply_once(wh_path: Path) -> None:
+    with Warehouse.open_writer(wh_path) as wh:
+        versions = [r[0] for r in wh.rows("SELECT version FROM schema_migrations ORDER BY version")]
+        assert versions == [m.version for m in available_migrations()]
+        assert apply_migrations(wh.con) == []
+    with Warehouse.open_writer(wh_path) as wh:
+        assert wh.scalar("SELECT count(*) FROM schema_migrations") == len(versions)
+
+
+def test_edited_migration_is_detected(wh_path: Path) -> None:
+    Warehouse.open_writer(wh_path).close()
+    con = duckdb.connect(str(wh_path))
+    con.execute("UPDATE schema_migrations SET checksum = 'x' WHERE version = 1")
+    with pytest.raises(MigrationError, match="0001_core.sql changed after it was applied"):
+        apply_migrations(con)
+    con.close()
+
+
+def test_upsert_is_idempotent(wh: Warehouse) -> None:
+    row = {"benchmark_id": "b", "name": "n", "source": "imported", "is_offline": False}
+    wh.upsert("benchmarks", [row])
+    wh.upsert("benchmarks", [row])
+    wh.upsert("benchmarks", [{**row, "name": "renamed"}])
+    assert wh.rows("SELECT benchmark_id, name FROM benchmarks") == [("b", "renamed")]
+
+
+def test_reader_is_read_only(wh_path: Path) -> None:
+    Warehouse.open_writer(wh_path).close()
+    with Warehouse.open_reader(wh_path) as reader:
+        with pytest.raises(WarehouseError, match="read-only"):
+            reader.upsert("benchmarks", [{"benchmark_id": "b", "name": "n", "source": "imported", "is_offline": False}])
+        with pytest.raises(duckdb.Error):
+            reader.con.execute("DELETE FROM benchmarks")
+
+
+def test_reader_beside_a_writer_reads_a_snapshot(wh_path: Path, tmp_path: Path) -> None:
+    import subprocess
+    import sys
+    import textwrap
+
+    # A writer in another process holds DuckDB's file lock; the reader falls back to a snapshot copy.
+    script = textwrap.dedent(f"""
+        import sys, time
+        from clonemem.warehouse import Warehouse
+        wh = Warehouse.open_writer({str(wh_path)!r})
+        wh.upsert("benchmarks", [{{"benchmark_id": "b", "name": "n", "source": "imported", "is_offline": False}}])
+        wh.con.execute("CHECKPOINT")
+        print("ready", flush=True)
+        sys.stdin.readline()
+    """)
+    proc = subprocess.Popen([sys.executable, "-c", script], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "ready"
+        with Warehouse.open_reader(wh_path) as reader:
+            assert reader.rows("SELECT name FROM benchmarks") == [("n",)]
+    finally:
+        proc.stdin.write("\n")
+        proc.stdin.flush()
+        proc.wait(timeout=30)
