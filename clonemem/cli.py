@@ -28,6 +28,7 @@ DEFAULT_WAREHOUSE = "clonemem.duckdb"
 
 class State:
     warehouse: Path = Path(DEFAULT_WAREHOUSE)
+    explicit: bool = False  # --warehouse or $CLONEMEM_WAREHOUSE given: it beats a config's `warehouse`
 
 
 def fail(message: str, code: int = 1) -> None:
@@ -58,6 +59,13 @@ def main_options(
     ] = None,
 ) -> None:
     State.warehouse = warehouse or Path(DEFAULT_WAREHOUSE)
+    State.explicit = warehouse is not None
+
+
+def _warehouse_for(config: Any) -> Path:
+    if State.explicit or config.warehouse is None:
+        return State.warehouse
+    return config.warehouse
 
 
 # -- release files -----------------------------------------------------------------------------
@@ -103,6 +111,61 @@ def export_release(
         written = release.export_release(wh, benchmark, out)
     for path in written:
         typer.echo(str(path))
+
+
+# -- generation --------------------------------------------------------------------------------
+
+
+@app.command("generate")
+@handles_errors
+def generate(
+    config: Annotated[Path, typer.Option("--config", help="run configuration (TOML)")],
+    persona: Annotated[int | None, typer.Option("--persona", help="generate only this persona index (scale-out)")] = None,
+    bundle: Annotated[Path | None, typer.Option("--bundle", help="with --persona: write the persona here instead of landing")] = None,
+) -> None:
+    """Run generation stages I–III; prints the benchmark id."""
+    from clonemem.schemas.config import load_config
+
+    cfg = load_config(config)
+    if (persona is None) != (bundle is None):
+        fail("--persona and --bundle go together", code=2)
+    if persona is not None and bundle is not None:
+        from clonemem.flows.generation import generate_persona_flow
+
+        out = generate_persona_flow(cfg.model_dump(mode="json"), persona, str(bundle))
+        typer.echo(f"persona {persona} written to {bundle} ({out['failures']} failed items)", err=True)
+        return
+    from clonemem.flows.generation import generate_flow
+
+    warehouse = _warehouse_for(cfg).expanduser().resolve()
+    summary = generate_flow(cfg.model_dump(mode="json"), str(warehouse))
+    _print_generation(summary, warehouse)
+    typer.echo(summary["benchmark_id"])
+
+
+def _print_generation(s: dict, warehouse: Path) -> None:
+    err = lambda msg: typer.echo(msg, err=True)  # noqa: E731
+    err(f"benchmark {s['name']!r} in {warehouse}: {s['personas']} persona(s), {s['landed']} landed, "
+        f"{s['unchanged']} unchanged; {s['detailed_events']} detailed events, {s['evidence']} evidence, "
+        f"{s['traces']} traces; {s['llm_calls']} LLM calls in {s['seconds']:.1f} s")
+    if s["failures"]:
+        err(f"{len(s['failures'])} stage item(s) failed after retries:")
+        for f in s["failures"][:20]:
+            err(f"  {f['persona']} {f['stage']} {f['item']}: {f['error']}")
+    for d in s["dropped"][:20]:
+        err(f"  dropped {d}")
+
+
+@app.command("land")
+@handles_errors
+def land_bundles(bundles: Annotated[list[Path], typer.Argument(help="persona bundles from `generate --persona`")]) -> None:
+    """Land persona bundles generated elsewhere into this warehouse (one writer, many generators)."""
+    from clonemem.generation.land import land_bundle_files
+    from clonemem.warehouse import Warehouse
+
+    with Warehouse.open_writer(State.warehouse) as wh:
+        for path, changed in land_bundle_files(wh, bundles):
+            typer.echo(f"{path}: {'landed' if changed else 'unchanged'}")
 
 
 # -- warehouse ---------------------------------------------------------------------------------

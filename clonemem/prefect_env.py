@@ -16,6 +16,8 @@ DEFAULTS = {
     "PREFECT_CLOUD_ENABLE_ORCHESTRATION_TELEMETRY": "false",
     # The CLI prints its own summaries; Prefect's INFO lines would bury them.
     "PREFECT_LOGGING_LEVEL": "WARNING",
+    # The ephemeral server logs tracebacks when it is stopped with events still queued (at exit).
+    "PREFECT_LOGGING_SERVER_LEVEL": "CRITICAL",
 }
 
 

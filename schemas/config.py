@@ -154,10 +154,10 @@ class GenerationConfig(_Section):
     span_years: Annotated[float, Field(ge=0.25, le=3.0)] = 1.0
     major_events: PosInt = 4
     phases_per_event: PosInt = 3
-    events_per_phase: PosInt = 4
+    events_per_phase: PosInt = 5
     evidence_per_event: PosInt = 3
-    traces_per_event: PosInt = 3
-    noise_traces_per_phase: NonNegInt = 4
+    traces_per_event: PosInt = 4
+    noise_traces_per_phase: NonNegInt = 6
     arcs_per_dimension: PosInt = 1
     media_mix: dict[str, Annotated[float, Field(ge=0)]] = Field(default_factory=lambda: dict(DEFAULT_MEDIA_MIX))
     seed_pool: Path | None = Field(None, description="TOML file of curated event seeds; default: the packaged pool")

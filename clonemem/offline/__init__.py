@@ -43,3 +43,20 @@ def scripted(outputs: Iterable[BaseModel | str]) -> Handler:
         return queue.pop(0)
 
     return handler
+
+# Generation stages I–III: the offline world generator.
+for _stage, _target in {
+    "generation.persona": "macro:enrich_persona",
+    "generation.relations": "macro:relations",
+    "generation.seeds": "macro:select_seeds",
+    "generation.arcs": "macro:life_arcs",
+    "generation.major_events": "macro:major_events",
+    "generation.initial_snapshot": "meso:initial_snapshot",
+    "generation.phase": "meso:phase",
+    "generation.snapshot_update": "meso:update_snapshot",
+    "generation.detailed_events": "micro:detailed_events",
+    "generation.trace_plans": "micro:trace_plans",
+    "generation.noise_plans": "micro:noise_plans",
+    "generation.trace_content": "micro:write_trace",
+}.items():
+    HANDLERS.add_lazy(_stage, "clonemem.offline.world." + _target)

@@ -1,0 +1,133 @@
+"""Turn a finished persona graph into warehouse rows with deterministic ids (the SPEC §3 graph).
+
+Items lost to failures are dropped consistently: a detailed event without any written trace goes,
+with its evidence; evidence that no surviving trace carries goes too. What was dropped is reported.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from dataclasses import dataclass, field
+
+from clonemem.generation.dag import PersonaDag
+from clonemem.ids import content_id, stable_hash
+from clonemem.release import PersonaRows, benchmark_id, persona_id
+
+
+@dataclass
+class Assembly:
+    rows: PersonaRows
+    dropped: list[str] = field(default_factory=list)
+
+    @property
+    def content_hash(self) -> str:
+        return stable_hash(json.dumps(self.rows.tables, sort_keys=True, default=str), 32)
+
+
+def _ts(d: dt.date) -> dt.datetime:
+    return dt.datetime.combine(d, dt.time())
+
+
+def assemble(dag: PersonaDag, benchmark_name: str) -> Assembly | None:
+    if dag.profile is None or not dag.arcs or not dag.events:
+        return None  # stage I failed: nothing coherent to land (the failure is recorded)
+    bid, pid = benchmark_id(benchmark_name), persona_id(benchmark_name, dag.key)
+    out = Assembly(PersonaRows(pid))
+    add = out.rows.add
+    p = dag.profile
+    add("personas", {
+        "persona_id": pid, "benchmark_id": bid, "person_key": dag.key, "seq": dag.spec.index, "person_name": p.name,
+        "language": dag.language, "big_five": dag.spec.big_five.model_dump_json(), "profile": p.model_dump_json(),
+        "narrative": p.narrative, "timeline_start": _ts(dag.spec.timeline_start),
+        "timeline_end": _ts(dag.spec.timeline_end), "source_file": None,
+    })
+    for i, r in enumerate(dag.relations or []):
+        add("relations", {"relation_id": content_id(pid, "relation", i), "persona_id": pid, "seq": i, "name": r.name,
+                          "relation_type": r.relation_type, "description": f"{r.role}: {r.description}"})
+    seed_ids = {}
+    for i, s in enumerate(dag.seeds or []):
+        seed_ids.setdefault(s.concept, content_id(pid, "seed", i))
+        add("event_seeds", {"seed_id": content_id(pid, "seed", i), "persona_id": pid, "seq": i, "concept": s.concept,
+                            "origin": s.origin, "rationale": s.rationale})
+    arc_ids = {a.key: content_id(pid, "arc", a.key) for a in dag.arcs}
+    for i, a in enumerate(dag.arcs):
+        add("life_arcs", {"arc_id": arc_ids[a.key], "persona_id": pid, "seq": i, "dimension": a.dimension,
+                          "title": a.title, "description": a.description, "seed_id": seed_ids.get(a.seed_concept)})
+        for j, st in enumerate(a.anchor_states):
+            add("arc_anchor_states", {"arc_id": arc_ids[a.key], "idx": j, "state": st.state,
+                                      "trigger_logic": st.trigger_logic, "behavioural_cues": st.behavioural_cues})
+    snap_ids = [content_id(pid, "snapshot", i) for i in range(len(dag.snapshots))]
+    for i, s in enumerate(dag.snapshots):
+        add("snapshots", {"snapshot_id": snap_ids[i], "persona_id": pid, "seq": i, "energy": s.energy, "stress": s.stress,
+                          "dominant_emotion": s.dominant_emotion, "attentional_focus": s.attentional_focus,
+                          "arc_status": json.dumps({arc_ids.get(x.arc_key, x.arc_key): x.status for x in s.arc_status},
+                                                   ensure_ascii=False, sort_keys=True)})
+    event_ids = [content_id(pid, "major_event", e) for e in range(len(dag.events))]
+    for e, ev in enumerate(dag.events):
+        add("major_events", {"major_event_id": event_ids[e], "persona_id": pid, "seq": e, "event_date": _ts(ev.date),
+                             "title": ev.title, "description": ev.description})
+        for al in ev.alignments:
+            if al.arc_key in arc_ids:
+                add("major_event_arcs", {"major_event_id": event_ids[e], "arc_id": arc_ids[al.arc_key],
+                                         "anchor_idx": al.anchor_index})
+    traces: list[dict] = []
+    carried: list[tuple[str, str]] = []  # (evidence_id, trace external id)
+    evidence_rows: dict[str, tuple[dict, list[str]]] = {}
+    for (e, k), (phase, before, after) in sorted(dag.phases.items()):
+        phase_id = content_id(event_ids[e], "phase", k)
+        add("phases", {"phase_id": phase_id, "major_event_id": event_ids[e], "seq": k, "start_date": _ts(phase.start_date),
+                       "end_date": _ts(phase.end_date), "title": phase.title, "description": phase.description,
+                       "snapshot_before_id": snap_ids[before], "snapshot_after_id": snap_ids[after]})
+        for i, de in enumerate(dag.detailed.get((e, k), [])):
+            de_id = content_id(phase_id, "event", i)
+            written = [(t, plan) for t, plan in enumerate(dag.plans.get((e, k, i), [])) if (e, k, i, t) in dag.contents]
+            if not written:
+                out.dropped.append(f"detailed event E{e + 1}P{k + 1}D{i + 1}: no trace written")
+                continue
+            add("detailed_events", {"detailed_event_id": de_id, "phase_id": phase_id, "seq": i, "event_date": _ts(de.date),
+                                    "title": de.title, "description": de.description,
+                                    "people": json.dumps(de.people, ensure_ascii=False), "place": de.place})
+            ev_ids = [content_id(de_id, "evidence", j) for j in range(len(de.evidence))]
+            for j, ev in enumerate(de.evidence):
+                evidence_rows[ev_ids[j]] = ({"evidence_id": ev_ids[j], "persona_id": pid, "detailed_event_id": de_id,
+                                             "seq": j, "kind": ev.kind, "statement": ev.statement},
+                                            [arc_ids[a] for a in ev.arc_keys if a in arc_ids])
+            for t, plan in written:
+                ext = content_id(de_id, "trace", t)
+                traces.append(_trace(pid, ext, plan, dag.contents[(e, k, i, t)], de_id, False))
+                carried += [(ev_ids[j], ext) for j in plan.evidence_indices]
+        for t, plan in enumerate(dag.noise_plans.get((e, k), [])):
+            if (e, k, "noise", t) in dag.contents:
+                traces.append(_trace(pid, content_id(phase_id, "noise", t), plan, dag.contents[(e, k, "noise", t)], None, True))
+    # traces in time order; seq is their position in the exported context
+    traces.sort(key=lambda r: (r["event_date"], r["external_id"]))
+    trace_key = {}
+    for seq, row in enumerate(traces):
+        row["seq"] = seq
+        trace_key[row["external_id"]] = row["trace_id"]
+        add("traces", row)
+    by_evidence: dict[str, list[str]] = {}
+    for eid, ext in carried:
+        by_evidence.setdefault(eid, [])
+        if trace_key[ext] not in by_evidence[eid]:
+            by_evidence[eid].append(trace_key[ext])
+    seq_of = {row["trace_id"]: row["seq"] for row in traces}
+    for eid, (row, arcs) in evidence_rows.items():
+        tids = sorted(by_evidence.get(eid, []), key=seq_of.__getitem__)
+        if not tids:
+            out.dropped.append(f"evidence {row['statement'][:40]!r}: carried by no written trace")
+            continue
+        add("evidence", row)
+        for a in sorted(set(arcs)):
+            add("evidence_arcs", {"evidence_id": eid, "arc_id": a})
+        for s, tid in enumerate(tids):
+            add("evidence_traces", {"evidence_id": eid, "trace_id": tid, "seq": s})
+    return out
+
+
+def _trace(pid: str, ext: str, plan, content: str, de_id: str | None, noise: bool) -> dict:
+    return {"trace_id": content_id(pid, "trace", ext), "persona_id": pid, "external_id": ext, "seq": 0,
+            "medium": plan.medium, "event_date": plan.timestamp.replace(tzinfo=None), "content": content,
+            "detailed_event_id": de_id, "intent": plan.intent, "audience": plan.audience,
+            "key_information": json.dumps(plan.key_information, ensure_ascii=False), "is_noise": noise}

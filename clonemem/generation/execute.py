@@ -1,0 +1,102 @@
+"""Driving persona graphs: one loop on the calling thread hands ready stages to an executor and
+feeds completions back, so the graph's state is only ever touched by one thread."""
+
+from __future__ import annotations
+
+import datetime as dt
+import queue
+import random
+import tomllib
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+from clonemem.generation.dag import PersonaDag
+from clonemem.generation.stages import Stage
+from clonemem.ids import stable_int
+from clonemem.runtime import Runtime
+from clonemem.schemas.config import ConfigError, RunConfig
+from clonemem.schemas.generation import BigFive, PersonaSpec, SeedConcept
+
+StartCall = Callable[[Stage, BaseModel, str], Any]  # returns a future with add_done_callback/result
+
+
+def drive(dags: list[PersonaDag], start_call: StartCall, on_persona_done: Callable[[PersonaDag], None]) -> None:
+    done: queue.Queue = queue.Queue()
+
+    def submit(stage: Stage, inp: BaseModel, item: str, on_done: Any, dag: PersonaDag) -> None:
+        fut = start_call(stage, inp, item)
+        fut.add_done_callback(lambda f: done.put((f, stage, item, on_done, dag)))
+
+    for dag in dags:
+        dag.start(submit, on_persona_done)
+    while any(d._pending for d in dags):
+        fut, stage, item, on_done, dag = done.get()
+        try:
+            result = fut.result()
+        except Exception as exc:  # recorded on the persona as a failed item; the rest continues
+            dag.failed(stage, item, exc, on_done)
+            continue
+        dag.completed(on_done, result)
+
+
+def run_inline(dags: list[PersonaDag], runtime: Runtime, on_persona_done: Callable[[PersonaDag], None],
+               workers: int = 32) -> None:
+    """Run graphs without Prefect (tests, debugging): a plain thread pool, no caching."""
+    with ThreadPoolExecutor(workers) as pool:
+        def start(stage: Stage, inp: BaseModel, item: str) -> Future:
+            return pool.submit(stage.run, runtime.model(stage.role), inp)
+
+        drive(dags, start, on_persona_done)
+
+
+def persona_specs(config: RunConfig) -> list[PersonaSpec]:
+    """Big Five configurations and timelines, derived from the run seed (fixed inputs, as in A.2)."""
+    gen = config.generation
+    end = gen.start_date + dt.timedelta(days=round(365 * gen.span_years))
+    specs = []
+    for i in range(gen.personas):
+        rng = random.Random(stable_int(config.seed, "persona", i))
+        traits = {t: round(rng.uniform(0.1, 0.9), 2) for t in BigFive.model_fields}
+        specs.append(PersonaSpec(index=i, big_five=BigFive(**traits), language=gen.language,
+                                 timeline_start=gen.start_date, timeline_end=end))
+    return specs
+
+
+def seed_pool(config: RunConfig) -> list[SeedConcept]:
+    """The curated event-seed pool: the config's file, else the packaged one."""
+    path = config.generation.seed_pool
+    if path is None:
+        text = (resources.files("clonemem") / "data" / "event_seeds.toml").read_text("utf-8")
+        source = "event_seeds.toml"
+    else:
+        try:
+            text = Path(path).read_text("utf-8")
+        except OSError as exc:
+            raise ConfigError(f"generation.seed_pool: cannot read {path}: {exc.strerror}") from None
+        source = str(path)
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{source}: not valid TOML: {exc}") from None
+    lang = config.generation.language
+    pool = []
+    for i, entry in enumerate(data.get("seed", [])):
+        try:
+            label, desc = entry["label"], entry["description"]
+            pool.append(SeedConcept(concept=entry["concept"], label=label[lang] if isinstance(label, dict) else label,
+                                    description=desc[lang] if isinstance(desc, dict) else desc))
+        except (KeyError, TypeError) as exc:
+            raise ConfigError(f"{source}: seed[{i}]: missing {exc} (each seed needs concept, label, description)") from None
+    if not pool:
+        raise ConfigError(f"{source}: no [[seed]] entries")
+    return pool
+
+
+def new_dags(config: RunConfig) -> list[PersonaDag]:
+    pool = seed_pool(config)
+    return [PersonaDag(spec=spec, gen=config.generation, pool=pool) for spec in persona_specs(config)]
