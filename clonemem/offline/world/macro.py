@@ -71,9 +71,12 @@ def enrich_persona(call: OfflineCall) -> Profile:
         if b5[trait] >= HIGH:
             concerns.append(pick(rng, lex.concerns[trait]))
     concerns += rng.sample(lex.concerns["general"], 2 if len(concerns) < 2 else 1)
-    roles = lex.relation_roles["family"]
-    family_names = rng.sample([n for n in lex.names.female + lex.names.male if n != given], 2)
-    family = [fill(lex.s("family_item"), {"role": roles[i * 2 % len(roles)], "name": _full_name(family_names[i], surname, lex)})
+    roles = lex.relation_roles["family"]  # [mother, father, sister, brother]: the profile names mother and sister
+    family_names = rng.sample([n for n in lex.names.female if n != given], 2)
+    # in Chinese families the mother keeps her own surname
+    mother_surname = pick(rng, [s for s in lex.names.surnames if s != surname]) if lex.language == "zh" else surname
+    family = [fill(lex.s("family_item"), {"role": roles[i * 2 % len(roles)],
+                                          "name": _full_name(family_names[i], mother_surname if i == 0 else surname, lex)})
               for i in range(2)]
     name = _full_name(given, surname, lex)
     first = given if not lex.first_is_full_name else name
@@ -81,7 +84,8 @@ def enrich_persona(call: OfflineCall) -> Profile:
     slots = {"first": first, "traits": join_list(traits, lex), "hometown": hometown.name, "city": city.name,
              "education": occ.education, "subj": pron.subj, "occupation": occ.title,
              "occupation_a": with_article(occ.title, lex), "employer": occ.employers[0],
-             "interest": hobbies[0].name, "family_member": family[0], "year": str(spec.timeline_start.year)}
+             "interest": hobbies[0].name,
+             "family_member": family[0].replace(" ", "") if lex.language == "zh" else family[0], "year": str(spec.timeline_start.year)}
     return Profile(
         name=name, age=rng.randint(24, 52), gender=gender, personality=fill(lex.s("personality"), slots),
         family=family, education=occ.education, occupation=occ.title, employer=occ.employers[0], city=city.name,
@@ -108,7 +112,8 @@ def relations(call: OfflineCall) -> RelationsOut:
     for item in profile.family:  # the family named in the profile, as "role name"
         role, _, name = item.partition(" ")
         add("family", role, name.strip() or item)
-    pool = [n for n in lex.names.female + lex.names.male if n not in taken]
+    # no friend or colleague shares a given name with the persona or the family
+    pool = [n for n in lex.names.female + lex.names.male if not any(n in full for full in taken)]
     rng.shuffle(pool)
     if profile.age >= 26 and rng.random() < 0.7:
         add("partner", lex.relation_roles["partner"][0], pool.pop())

@@ -70,7 +70,7 @@ def detailed_events(call: OfflineCall) -> DetailedEventsOut:
         evidence.append(EvidenceDraft(
             kind="emotion", arc_keys=sorted({emo_arc.key, focus.key}),
             statement=_sentence(fill(lex.s("evidence_emotion"), {**slots, "feeling": feeling,
-                                                                 "context": fill("{subj} ", slots) + activity})),
+                                                                 "context": slots["subj"] + ("" if lex.language == "zh" else " ") + activity})),
         ))
         op_arc = pick(rng, by_dim.get("opinion", [focus]))  # type: ignore[arg-type]
         _, op_state = arc_state(op_arc, lex, phase_state_index(op_arc, inp.phase_index, inp.phase_count))
@@ -79,7 +79,7 @@ def detailed_events(call: OfflineCall) -> DetailedEventsOut:
                                       statement=_sentence(fill(template, {**slots, "belief": pick(rng, op_state.beliefs)}))))
         for extra in state.facts[: max(0, inp.evidence_per_event - 3)]:
             evidence.append(EvidenceDraft(kind="fact", arc_keys=[focus.key], statement=_sentence(fill(extra, slots))))
-        people = sorted({p for p in People.of(inp.relations).everyone if p in fact + activity}) or [slots["person"]]
+        people = sorted({p for p in People.of(inp.relations).everyone if p in fact + activity})
         events.append(DetailedEvent(
             date=date, title=cap(_clip(activity)), people=people, place=slots["place"],
             description=fill(lex.s("detailed_event_description"), {**slots, "date": date.isoformat(), "activity": activity}),
@@ -97,11 +97,16 @@ def _is_cjk(text: str) -> bool:
     return any("\u4e00" <= ch <= "\u9fff" for ch in text)
 
 
-def _clip(text: str, words: int = 9) -> str:
+def _clip(text: str) -> str:
+    """A title from an activity phrase: the phrase without its trailing company or place."""
+    text = text.rstrip(".。")
     if _is_cjk(text):
-        return text.rstrip("。")[:18]
-    parts = text.rstrip(".").split()
-    return " ".join(parts[:words])
+        return text[:28]
+    for cut in (" with ", " at ", " after ", " because "):
+        head = text.split(cut)[0]
+        if len(head.split()) >= 3:
+            text = head
+    return text
 
 
 def _media(mix: dict[str, float], rng: random.Random, n: int) -> list[str]:
@@ -202,9 +207,9 @@ def _emotion(inp: TraceWriteInput) -> str:
 
 def _write_diary(inp, lines, slots, lex, rng) -> str:
     opener = fill(pick(rng, _m(lex, "diary", "openers")), slots)
-    body = [lines[0]] + [f"{pick(rng, _m(lex, 'diary', 'joiners'))} {line}" for line in lines[1:]]
-    closer = fill(pick(rng, _m(lex, "diary", "closers")), {"emotion": _emotion(inp)})
     sep = "" if lex.language == "zh" else " "
+    body = [lines[0]] + [f"{pick(rng, _m(lex, 'diary', 'joiners'))}{sep}{line}" for line in lines[1:]]
+    closer = fill(pick(rng, _m(lex, "diary", "closers")), {"emotion": _emotion(inp)})
     return sep.join([opener, *body, closer])
 
 
@@ -252,7 +257,7 @@ def _write_search(inp, lines, slots, lex, rng) -> str:
     for line in lines:
         words = [w for w in textutil.content_words(line) if w not in ("i", "me", "my", "我")]
         if lex.language == "zh":
-            query = line.replace("我", "").rstrip("。")[:24]
+            query = line.removeprefix("我").replace("了", "").rstrip("。")[:24]
         else:
             query = " ".join(dict.fromkeys(words))  # keep order, drop repeats
         queries.append(pick(rng, _m(lex, "search_history", "prefixes")) + query)
@@ -262,6 +267,8 @@ def _write_search(inp, lines, slots, lex, rng) -> str:
 
 def _write_calendar(inp, lines, slots, lex, rng) -> str:
     title = lines[0].rstrip(".。")
+    if lex.language == "zh":
+        title = title.removeprefix(lex.first_person.subject)
     return fill(_m(lex, "calendar_event", "template"), {
         "title": title, "place": inp.place, "duration": pick(rng, _m(lex, "calendar_event", "durations"))})
 

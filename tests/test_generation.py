@@ -1,0 +1,269 @@
+"""Generation stages I–III on the offline world: structure, coherence, determinism, reliability."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from clonemem import text as textutil
+from clonemem.generation.assemble import assemble
+from clonemem.generation.dag import PersonaDag
+from clonemem.generation.execute import new_dags, run_inline
+from clonemem.llm.types import PermanentError
+from clonemem.offline import HANDLERS, OfflineCall
+from clonemem.runtime import Runtime, use
+from clonemem.schemas.config import RunConfig
+
+SMALL = {"generation": {"major_events": 3, "phases_per_event": 2, "events_per_phase": 3, "traces_per_event": 3,
+                        "noise_traces_per_phase": 2}}
+
+
+def generate_inline(overrides: dict | None = None, **offline) -> PersonaDag:
+    cfg = RunConfig.model_validate({**SMALL, **(overrides or {}), "providers": {"offline": offline}})
+    rt, done = Runtime(cfg), []
+    with use(rt):
+        run_inline(new_dags(cfg), rt, done.append)
+    assert len(done) == 1
+    return done[0]
+
+
+@pytest.fixture(scope="module")
+def dag() -> PersonaDag:
+    return generate_inline()
+
+
+def test_default_one_year_persona_has_several_hundred_traces() -> None:
+    d = generate_inline({"generation": {}})
+    assembly = assemble(d, "bench")
+    assert assembly is not None and not d.failures
+    assert len(assembly.rows.tables["traces"]) >= 300
+
+
+def test_snapshot_is_carried_across_phases_and_events(dag: PersonaDag) -> None:
+    chain = sorted(dag.phases.items())
+    assert len(chain) == 3 * 2
+    previous_after = 0  # H0
+    for (_e, _k), (_phase, before, after) in chain:
+        assert before == previous_after  # each phase starts from the snapshot the previous one left
+        assert after == before + 1
+        previous_after = after
+    # the final snapshot of event 1 is the initial snapshot of event 2
+    assert dag.phases[(1, 0)][1] == dag.phases[(0, 1)][2]
+
+
+def test_snapshot_values_follow_what_phases_do(dag: PersonaDag) -> None:
+    for phase, before, after in dag.phases.values():
+        b, a = dag.snapshots[before], dag.snapshots[after]
+        if phase.tone == "stressful" and b.stress < 10:
+            assert a.stress > b.stress
+        if phase.tone in ("relieved", "joyful") and b.stress > 1:
+            assert a.stress < b.stress
+
+
+def test_arcs_cover_three_dimensions_and_progress(dag: PersonaDag) -> None:
+    assert {a.dimension for a in dag.arcs} == {"experience", "emotion", "opinion"}
+    for arc in dag.arcs:
+        indices = [next(al.anchor_index for al in ev.alignments if al.arc_key == arc.key) for ev in dag.events]
+        assert indices == sorted(indices) and indices[-1] > indices[0]
+
+
+def test_detailed_events_name_people_from_the_relations(dag: PersonaDag) -> None:
+    names = {r.name for r in dag.relations or []}
+    events = [e for evs in dag.detailed.values() for e in evs]
+    assert events and all(set(e.people) <= names for e in events)
+    assert sum(any(n in e.description for n in names) for e in events) >= len(events) // 2
+    kinds = {ev.kind for e in events for ev in e.evidence}
+    assert kinds == {"fact", "emotion", "opinion"}
+
+
+def overlap(statement: str, content: str, name: str) -> float:
+    words = {w for w in textutil.content_words(statement) if w not in {t.lower() for t in name.split()}}
+    have = set(textutil.content_words(content))
+    return len(words & have) / max(1, len(words))
+
+
+def test_traces_contain_the_evidence_they_carry(dag: PersonaDag) -> None:
+    assembly = assemble(dag, "bench")
+    t = assembly.rows.tables
+    content = {r["trace_id"]: (r["medium"], r["content"]) for r in t["traces"]}
+    statement = {r["evidence_id"]: r["statement"] for r in t["evidence"]}
+    name = dag.profile.name
+    scores = {}
+    for link in t["evidence_traces"]:
+        medium, text = content[link["trace_id"]]
+        scores.setdefault(medium, []).append(overlap(statement[link["evidence_id"]], text, name))
+    for medium, values in scores.items():
+        floor = 0.5 if medium == "search_history" else 0.8
+        assert min(values) >= floor, (medium, min(values))
+    # noise traces carry nothing and search histories look like query lists
+    assert all(r["key_information"] == "[]" for r in t["traces"] if r["is_noise"])
+    for r in t["traces"]:
+        if r["medium"] == "search_history":
+            assert all(len(line) < 120 and not line.endswith(".") for line in r["content"].splitlines())
+
+
+def test_every_evidence_is_carried_and_every_event_has_traces(dag: PersonaDag) -> None:
+    t = assemble(dag, "bench").rows.tables
+    carried = {r["evidence_id"] for r in t["evidence_traces"]}
+    assert carried == {r["evidence_id"] for r in t["evidence"]}
+    with_traces = {r["detailed_event_id"] for r in t["traces"] if r["detailed_event_id"]}
+    assert with_traces == {r["detailed_event_id"] for r in t["detailed_events"]}
+
+
+def test_generation_is_deterministic(dag: PersonaDag) -> None:
+    again = generate_inline()
+    assert assemble(again, "bench").content_hash == assemble(dag, "bench").content_hash
+    other_seed = generate_inline({"seed": 7})
+    assert assemble(other_seed, "bench").content_hash != assemble(dag, "bench").content_hash
+
+
+def test_faults_leave_the_result_unchanged(dag: PersonaDag) -> None:
+    faulty = generate_inline(transient_failure_rate=0.2, malformed_rate=0.1)
+    assert not faulty.failures
+    assert assemble(faulty, "bench").content_hash == assemble(dag, "bench").content_hash
+
+
+def test_an_item_that_keeps_failing_is_recorded_and_the_rest_continues() -> None:
+    real = HANDLERS.get("generation.trace_content")
+
+    def broken(call: OfflineCall):
+        if call.inputs.trace_key in ("E1P1D1T1", "E2P1D2T2"):
+            raise PermanentError("offline/world: simulated permanent failure")
+        return real(call)
+
+    with HANDLERS.override("generation.trace_content", broken):
+        d = generate_inline()
+    assert sorted(f.item for f in d.failures) == ["E1P1D1T1", "E2P1D2T2"]
+    assert all(f.stage == "generation.trace_content" and "simulated permanent" in f.error for f in d.failures)
+    assembly = assemble(d, "bench")
+    full = assemble(generate_inline(), "bench")
+    assert len(assembly.rows.tables["traces"]) == len(full.rows.tables["traces"]) - 2
+    # evidence only the lost trace carried is dropped and reported; what remains stays consistent
+    assert all(x.startswith("evidence ") for x in assembly.dropped)
+    t = assembly.rows.tables
+    assert {r["evidence_id"] for r in t["evidence_traces"]} == {r["evidence_id"] for r in t["evidence"]}
+    assert len(t["evidence"]) == len(full.rows.tables["evidence"]) - len(assembly.dropped)
+
+
+def test_a_failed_phase_is_skipped_and_the_chain_goes_on() -> None:
+    real = HANDLERS.get("generation.phase")
+
+    def broken(call: OfflineCall):
+        if call.inputs.event_index == 1 and call.inputs.phase_index == 0:
+            raise PermanentError("simulated")
+        return real(call)
+
+    with HANDLERS.override("generation.phase", broken):
+        d = generate_inline()
+    assert [f.item for f in d.failures] == ["E2P1"]
+    assert (1, 0) not in d.phases and (1, 1) in d.phases and (2, 1) in d.phases
+
+
+# -- through Prefect, in fresh processes -------------------------------------------------------
+
+
+def run_generate(tmp: Path, wh: Path, prefect_home: Path, config: Path, **popen) -> subprocess.Popen:
+    env = {**os.environ, "PREFECT_HOME": str(prefect_home)}
+    exe = Path(sys.executable).with_name("clonemem")
+    return subprocess.Popen([str(exe), "--warehouse", str(wh), "generate", "--config", str(config)], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **popen)
+
+
+CONTENT_TABLES = ["benchmarks", "personas", "relations", "event_seeds", "life_arcs", "arc_anchor_states", "major_events",
+                  "major_event_arcs", "snapshots", "phases", "detailed_events", "evidence", "evidence_arcs", "traces",
+                  "evidence_traces", "persona_landings"]
+
+
+def content(wh_path: Path) -> dict:
+    from clonemem.warehouse import Warehouse
+
+    with Warehouse.open_reader(wh_path) as wh:
+        return {t: sorted(map(repr, wh.rows(f"SELECT * FROM {t}"))) for t in CONTENT_TABLES}
+
+
+def _without_config(tables: dict) -> dict:
+    return {t: rows for t, rows in tables.items() if t != "benchmarks"}
+
+
+def write_config(tmp: Path, name: str, **offline) -> Path:
+    path = tmp / f"{name}.toml"
+    lines = ['name = "bench"', "seed = 11", "[generation]", "major_events = 2", "phases_per_event = 2",
+             "events_per_phase = 3", "traces_per_event = 3", "noise_traces_per_phase = 2", "[providers.offline]"]
+    lines += [f"{k} = {v}" for k, v in offline.items()]
+    path.write_text("\n".join(lines) + "\n", "utf-8")
+    return path
+
+
+@pytest.mark.prefect
+def test_flow_rerun_kill_resume_and_faults(tmp_path: Path) -> None:
+    """One fault-free reference run, then: a re-run (no calls, same bytes), a killed run resumed
+    (equal to the reference), and a run with 20% transient and 10% malformed replies (equal too)."""
+    ref_wh, ref_home = tmp_path / "ref.duckdb", tmp_path / "home-ref"
+    cfg = write_config(tmp_path, "clean")
+    proc = run_generate(tmp_path, ref_wh, ref_home, cfg)
+    out, err = proc.communicate(timeout=240)
+    assert proc.returncode == 0, err
+    bid = out.strip().splitlines()[-1]
+    reference = content(ref_wh)
+    assert len(reference["traces"]) > 40
+
+    # re-run: zero LLM calls, warehouse byte-for-byte unchanged
+    before = ref_wh.read_bytes()
+    proc = run_generate(tmp_path, ref_wh, ref_home, cfg)
+    out, err = proc.communicate(timeout=240)
+    assert proc.returncode == 0 and "0 LLM calls" in err and out.strip().endswith(bid)
+    assert ref_wh.read_bytes() == before
+
+    # killed midway (SIGKILL), then started again: same state as the uninterrupted run
+    slow = write_config(tmp_path, "slow", latency_ms=150)
+    kill_wh, kill_home = tmp_path / "kill.duckdb", tmp_path / "home-kill"
+    proc = run_generate(tmp_path, kill_wh, kill_home, slow, start_new_session=True)
+    storage = kill_home / "storage"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and len(list(storage.glob("*"))) < 20:
+        time.sleep(0.1)
+    assert proc.poll() is None, "the run finished before it could be killed"
+    # midway: some stage results are cached, nothing is landed yet; the whole process group dies,
+    # as on a lost machine, including Prefect's ephemeral server
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.communicate()
+    proc = run_generate(tmp_path, kill_wh, kill_home, slow)
+    out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 0, err
+    # the benchmark row holds each run's own config (latency, fault rates); all content is equal
+    assert _without_config(content(kill_wh)) == _without_config(reference)
+
+    # transient failures and malformed output: same warehouse as the fault-free run
+    faulty = write_config(tmp_path, "faulty", transient_failure_rate=0.2, malformed_rate=0.1)
+    fault_wh = tmp_path / "fault.duckdb"
+    proc = run_generate(tmp_path, fault_wh, tmp_path / "home-fault", faulty)
+    out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 0, err
+    assert _without_config(content(fault_wh)) == _without_config(reference)
+    from clonemem.warehouse import Warehouse
+
+    with Warehouse.open_reader(fault_wh) as wh:
+        attempts, calls = wh.rows("SELECT sum(attempts), count(*) FROM llm_calls")[0]
+        assert attempts > calls  # faults really happened and were retried
+
+
+def test_chinese_persona() -> None:
+    d = generate_inline({"generation": {**SMALL["generation"], "language": "zh"}})
+    assert not d.failures
+    assembly = assemble(d, "bench")
+    t = assembly.rows.tables
+    cjk = lambda s: sum("\u4e00" <= ch <= "\u9fff" for ch in s) / max(1, len(s.replace(" ", "")))  # noqa: E731
+    assert all(cjk(r["content"]) > 0.3 for r in t["traces"] if r["medium"] != "calendar_event")
+    name = d.profile.name
+    assert all(r["statement"].startswith(name) for r in t["evidence"])
+    # traces speak in the first person: the persona's own name never appears in what they carry
+    carried = [r for r in t["traces"] if not r["is_noise"]]
+    assert sum(name in r["content"] for r in carried if r["medium"] != "email") == 0
+    assert all("我" in r["content"] for r in carried if r["medium"] in ("diary", "memo"))
