@@ -135,10 +135,10 @@ def generate(
         out = generate_persona_flow(cfg.model_dump(mode="json"), persona, str(bundle))
         typer.echo(f"persona {persona} written to {bundle} ({out['failures']} failed items)", err=True)
         return
-    from clonemem.flows.generation import generate_flow
+    from clonemem.flows.generation import run_generation
 
     warehouse = _warehouse_for(cfg).expanduser().resolve()
-    summary = generate_flow(cfg.model_dump(mode="json"), str(warehouse))
+    summary = run_generation(cfg, warehouse)
     _print_generation(summary, warehouse)
     typer.echo(summary["benchmark_id"])
 

@@ -60,7 +60,7 @@ def land_persona(wh: Warehouse, assembly: Assembly, bid: str) -> bool:
 
 
 def _start(stage, inp, item):  # noqa: ANN001 - executor hook for drive()
-    return stage_task(stage).with_options(task_run_name=f"{stage.name} {item}").submit(stage.name, inp)
+    return stage_task(stage).submit(stage.name, item, inp)
 
 
 @flow(name="generate-benchmark", task_runner=ThreadPoolTaskRunner(max_workers=WORKERS))
@@ -104,6 +104,12 @@ def generate_flow(config: dict, warehouse_path: str) -> dict:
     finally:
         wh.close()
     return asdict(summary)
+
+
+def run_generation(cfg: RunConfig, warehouse: Path) -> dict:
+    """Run :func:`generate_flow` with the config's worker count."""
+    runner = ThreadPoolTaskRunner(max_workers=cfg.generation.workers)
+    return generate_flow.with_options(task_runner=runner)(cfg.model_dump(mode="json"), str(warehouse))
 
 
 def _record_run(wh: Warehouse, run_id: str, bid: str, cfg: RunConfig, started_at: dt.datetime,

@@ -24,12 +24,18 @@ def _transient_only(task: Task, task_run: object, state: object) -> bool:
 
 
 @task(cache_policy=INPUTS + TASK_SOURCE + StagePolicy(), persist_result=True, retries=2, retry_delay_seconds=0.2,
-      retry_condition_fn=_transient_only)
-def run_stage(stage_name: str, inp: BaseModel) -> BaseModel:
-    """Run one generation step through the role's model (the wrapper retries each call first)."""
+      retry_condition_fn=_transient_only, task_run_name="{stage_name} {item}")
+def run_stage(stage_name: str, item: str, inp: BaseModel) -> BaseModel:
+    """Run one generation step (``item`` names it, e.g. E2P1D3T1) through the role's model."""
     stage = STAGES.get(stage_name)
     return stage.run(runtime.current().model(stage.role), inp)
 
 
+_TASKS: dict[str, Task] = {}
+
+
 def stage_task(stage: Stage) -> Task:
-    return run_stage.with_options(name=stage.name, task_run_name=f"{stage.name}")
+    """The task of one stage, named after it (made once: building task variants is not free)."""
+    if stage.name not in _TASKS:
+        _TASKS[stage.name] = run_stage.with_options(name=stage.name)
+    return _TASKS[stage.name]

@@ -19,6 +19,10 @@ from clonemem.schemas import generation as g
 from clonemem.schemas.config import GenerationConfig
 
 OnDone = Callable[[BaseModel], None]
+
+# Stages on a persona's critical path: stage I and the phase chain.
+CHAIN_STAGES = frozenset({S.PERSONA.name, S.RELATIONS.name, S.SEEDS.name, S.ARCS.name, S.MAJOR_EVENTS.name,
+                          S.INITIAL_SNAPSHOT.name, S.PHASE.name, S.SNAPSHOT_UPDATE.name})
 Submit = Callable[[S.Stage, BaseModel, str, OnDone, "PersonaDag"], None]
 
 
@@ -162,8 +166,9 @@ class PersonaDag:
             assert isinstance(snap, g.Snapshot)
             self.snapshots.append(snap)
             self.phases[(e, k)] = (phase, before, before + 1)
-            self._micro(e, k, phase, before)
+            # the chain first: it is the critical path
             self._next_phase(e, k + 1, g.PhaseBrief(title=phase.title, description=phase.description, tone=phase.tone))
+            self._micro(e, k, phase, before)
 
         # without its update the phase is dropped and the chain carries the snapshot it had
         on_snapshot.on_failure = lambda: self._next_phase(e, k + 1, None)  # type: ignore[attr-defined]

@@ -4,6 +4,7 @@ feeds completions back, so the graph's state is only ever touched by one thread.
 from __future__ import annotations
 
 import datetime as dt
+import itertools
 import queue
 import random
 import tomllib
@@ -15,7 +16,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from clonemem.generation.dag import PersonaDag
+from clonemem.generation.dag import CHAIN_STAGES, PersonaDag
 from clonemem.generation.stages import Stage
 from clonemem.ids import stable_int
 from clonemem.runtime import Runtime
@@ -26,16 +27,20 @@ StartCall = Callable[[Stage, BaseModel, str], Any]  # returns a future with add_
 
 
 def drive(dags: list[PersonaDag], start_call: StartCall, on_persona_done: Callable[[PersonaDag], None]) -> None:
-    done: queue.Queue = queue.Queue()
+    # Completions on the sequential chain are handled first: every moment the chain waits in this
+    # queue behind fan-out work lengthens the whole run.
+    done: queue.PriorityQueue = queue.PriorityQueue()
+    order = itertools.count()
 
     def submit(stage: Stage, inp: BaseModel, item: str, on_done: Any, dag: PersonaDag) -> None:
         fut = start_call(stage, inp, item)
-        fut.add_done_callback(lambda f: done.put((f, stage, item, on_done, dag)))
+        rank = 0 if stage.name in CHAIN_STAGES else 1
+        fut.add_done_callback(lambda f: done.put((rank, next(order), (f, stage, item, on_done, dag))))
 
     for dag in dags:
         dag.start(submit, on_persona_done)
     while any(d._pending for d in dags):
-        fut, stage, item, on_done, dag = done.get()
+        fut, stage, item, on_done, dag = done.get()[2]
         try:
             result = fut.result()
         except Exception as exc:  # recorded on the persona as a failed item; the rest continues
