@@ -15,7 +15,7 @@ from typing import Any
 from prefect.cache_policies import CachePolicy
 
 from clonemem import prompts, runtime
-from clonemem.generation.stages import STAGES
+from clonemem.stages import STAGES
 from clonemem.ids import stable_hash
 
 
@@ -31,13 +31,18 @@ def offline_code_hash() -> str:
 
 @dataclass
 class StagePolicy(CachePolicy):
-    """Adds the template hash and the role's model binding to a stage task's cache key."""
+    """Adds the template hash and the role's model binding of the stages a task runs to its cache key:
+    the stages named here, or the one in the task's ``stage_name`` input."""
+
+    stage_names: tuple[str, ...] = ()
 
     def compute_key(self, task_ctx: Any, inputs: dict[str, Any], flow_parameters: dict[str, Any], **kwargs: Any) -> str | None:
-        stage = STAGES.get(inputs["stage_name"])
         config = runtime.current().config
-        ref = config.models.ref(stage.role)
-        parts = [str(ref), prompts.template_hash(stage.template)]
-        if ref.provider == "offline":
-            parts += [str(config.seed), offline_code_hash()]
+        parts = []
+        for name in self.stage_names or (inputs["stage_name"],):
+            stage = STAGES.get(name)
+            ref = config.models.ref(stage.role)
+            parts += [name, str(ref), prompts.template_hash(stage.template)]
+            if ref.provider == "offline":
+                parts += [str(config.seed), offline_code_hash()]
         return stable_hash("|".join(parts))

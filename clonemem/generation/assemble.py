@@ -53,7 +53,8 @@ def assemble(dag: PersonaDag, benchmark_name: str) -> Assembly | None:
     arc_ids = {a.key: content_id(pid, "arc", a.key) for a in dag.arcs}
     for i, a in enumerate(dag.arcs):
         add("life_arcs", {"arc_id": arc_ids[a.key], "persona_id": pid, "seq": i, "dimension": a.dimension,
-                          "title": a.title, "description": a.description, "seed_id": seed_ids.get(a.seed_concept)})
+                          "title": a.title, "description": a.description, "seed_id": seed_ids.get(a.seed_concept),
+                          "theme": a.theme})
         for j, st in enumerate(a.anchor_states):
             add("arc_anchor_states", {"arc_id": arc_ids[a.key], "idx": j, "state": st.state,
                                       "trigger_logic": st.trigger_logic, "behavioural_cues": st.behavioural_cues})

@@ -60,3 +60,13 @@ for _stage, _target in {
     "generation.trace_content": "micro:write_trace",
 }.items():
     HANDLERS.add_lazy(_stage, "clonemem.offline.world." + _target)
+
+# Stage IV: QA writing and quality control.
+for _stage, _target in {
+    "qa.plan": "qa:plan",
+    "qa.write": "qa:write",
+    "qa.sufficiency": "qa:sufficiency",
+    "qa.distractors": "qa:distractors",
+    "qa.distractor_check": "qa:check_choice",
+}.items():
+    HANDLERS.add_lazy(_stage, "clonemem.offline.world." + _target)

@@ -1,0 +1,1 @@
+"""Stage IV: trajectory segments, two-step QA writing, quality control, multiple-choice conversion."""

@@ -1,0 +1,109 @@
+"""Stage IV results into the warehouse: accepted items as questions, everything else kept with its reason."""
+
+from __future__ import annotations
+
+import json
+
+from clonemem.ids import stable_hash
+from clonemem.qa.pipeline import ItemResult
+from clonemem.schemas.config import DIMENSIONS, QUESTION_TYPES
+from clonemem.schemas.qa import Segment
+from clonemem.qa.segments import segment_row
+from clonemem.warehouse import Warehouse
+
+QA_TABLES = ("trajectory_segments", "questions", "question_evidence", "question_traces", "question_choices",
+             "qa_checks", "qa_distractor_rounds", "qa_rejected")
+
+_DELETE = (
+    "DELETE FROM question_choices WHERE question_id IN (SELECT question_id FROM questions WHERE persona_id = ?)",
+    "DELETE FROM question_traces WHERE question_id IN (SELECT question_id FROM questions WHERE persona_id = ?)",
+    "DELETE FROM question_evidence WHERE question_id IN (SELECT question_id FROM questions WHERE persona_id = ?)",
+    "DELETE FROM qa_checks WHERE question_id IN (SELECT question_id FROM questions WHERE persona_id = ? "
+    "UNION ALL SELECT question_id FROM qa_rejected WHERE persona_id = ?)",
+    "DELETE FROM qa_distractor_rounds WHERE question_id IN (SELECT question_id FROM questions WHERE persona_id = ? "
+    "UNION ALL SELECT question_id FROM qa_rejected WHERE persona_id = ?)",
+    "DELETE FROM qa_rejected WHERE persona_id = ?",
+    "DELETE FROM questions WHERE persona_id = ?",
+    "DELETE FROM trajectory_segments WHERE persona_id = ?",
+)
+
+
+def qa_rows(persona_id: str, benchmark_id: str, segments: list[Segment], results: list[ItemResult],
+            arc_ids: dict[str, str]) -> dict[str, list[dict]]:
+    seg_by_id = {s.segment_id: s for s in segments}
+    rows: dict[str, list[dict]] = {t: [] for t in QA_TABLES}
+    rows["trajectory_segments"] = [segment_row(s, persona_id, arc_ids[s.arc.key]) for s in segments]
+    seq = 0
+    for r in results:
+        if r.status == "infeasible":
+            continue
+        seg = seg_by_id[r.segment_id]
+        for c in r.checks:
+            rows["qa_checks"].append({"question_id": r.question_id, **c})
+        for rd in r.rounds:
+            rows["qa_distractor_rounds"].append({"question_id": r.question_id, **{**rd, "choices": json.dumps(rd["choices"])}})
+        if r.status == "rejected":
+            rows["qa_rejected"].append({
+                "question_id": r.question_id, "persona_id": persona_id, "segment_id": r.segment_id,
+                "question_type": r.question_type, "dimension": seg.arc.dimension, "stage": r.rejected_stage,
+                "reason": r.rejected_reason or "", "draft": json.dumps({"question": r.question, "answer": r.answer,
+                                                                         "evidence_ids": r.evidence_ids})})
+            continue
+        rows["questions"].append({
+            "question_id": r.question_id, "benchmark_id": benchmark_id, "persona_id": persona_id,
+            "external_id": r.question_id, "seq": seq, "question": r.question, "question_type": r.question_type,
+            "question_type_known": r.question_type in QUESTION_TYPES, "dimension": seg.arc.dimension,
+            "dimension_known": seg.arc.dimension in DIMENSIONS, "question_time": r.question_time,
+            "answer": r.answer, "correct_choice_id": r.correct_choice_id, "arc_id": arc_ids[seg.arc.key],
+            "segment_id": r.segment_id, "plan": r.plan.model_dump_json() if r.plan else None})
+        seq += 1
+        traces: list[str] = []
+        evidence = {e.evidence_id: e for e in seg.evidence}
+        for i, eid in enumerate(r.evidence_ids):
+            rows["question_evidence"].append({"question_id": r.question_id, "seq": i, "evidence_id": eid})
+            traces += [t for t in evidence[eid].trace_ids if t not in traces]
+        rows["question_traces"] += [{"question_id": r.question_id, "seq": i, "trace_id": t} for i, t in enumerate(traces)]
+        rows["question_choices"] += [{"question_id": r.question_id, "seq": i, "choice_id": c.id, "text": c.text}
+                                     for i, c in enumerate(r.choices)]
+    return rows
+
+
+def land_qa(wh: Warehouse, persona_id: str, benchmark_id: str, rows: dict[str, list[dict]], summary: dict) -> bool:
+    digest = stable_hash(json.dumps(rows, sort_keys=True, default=str), 32)
+    if wh.scalar("SELECT content_hash FROM qa_landings WHERE persona_id = ?", [persona_id]) == digest:
+        return False
+    with wh.transaction() as con:
+        for sql in _DELETE:
+            con.execute(sql, [persona_id] * sql.count("?"))
+        for table in QA_TABLES:
+            wh.upsert(table, rows[table])
+        wh.upsert("qa_landings", [{"persona_id": persona_id, "benchmark_id": benchmark_id, "content_hash": digest,
+                                   "summary": json.dumps(summary)}])
+        wh.execute("UPDATE benchmarks SET gate_status = 'pending' WHERE benchmark_id = ?", [benchmark_id])
+    return True
+
+
+def cue_stats(wh: Warehouse, benchmark_id: str) -> dict:
+    """Superficial cues over accepted multiple-choice items: could length, word overlap with the
+    question, or position predict the correct option? Chance is 25% among A–D."""
+    items = wh.rows(
+        "SELECT q.question_id, q.question, q.correct_choice_id, list({'id': c.choice_id, 'text': c.text} ORDER BY c.seq) "
+        "FROM questions q JOIN question_choices c USING (question_id) WHERE q.benchmark_id = ? GROUP BY ALL",
+        [benchmark_id])
+    from clonemem import text as textutil
+
+    longest = overlap = n = 0
+    letters: dict[str, int] = {}
+    for _qid, question, correct, choices in items:
+        letters[correct] = letters.get(correct, 0) + 1
+        options = [c for c in choices if c["id"] != "E"]
+        if correct == "E" or not options:
+            continue
+        n += 1
+        longest += max(options, key=lambda c: (len(c["text"]), c["id"]))["id"] == correct
+        q = set(textutil.content_words(question))
+        overlap += max(options, key=lambda c: (len(q & set(textutil.content_words(c["text"]))), c["id"]))["id"] == correct
+    return {"items": len(items), "items_correct_in_a_to_d": n,
+            "longest_option_accuracy": round(longest / n, 4) if n else None,
+            "overlap_option_accuracy": round(overlap / n, 4) if n else None,
+            "correct_letter_distribution": dict(sorted(letters.items()))}

@@ -1,0 +1,147 @@
+"""One candidate item through stage IV: plan → write → format check → evidence sufficiency →
+multiple-choice conversion with distractor validation (regenerated up to a bounded number of rounds).
+Every verdict and every round is kept, accepted or not."""
+
+from __future__ import annotations
+
+import datetime as dt
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from pydantic import BaseModel
+
+from clonemem.ids import content_id, stable_int
+from clonemem.qa import stages as Q
+from clonemem.schemas.config import QuestionType
+from clonemem.schemas.qa import E_TEXT, Choice, ChoiceInput, DistractorInput, PlanInput, QAPlan, Segment, SufficiencyInput, WriteInput
+from clonemem.stages import Stage
+
+RunStage = Callable[[Stage, BaseModel], BaseModel]
+LETTERS = "ABCD"
+# Types whose answer needs more than one point in time: one evidence item must not be enough.
+MULTI_POINT = frozenset({"comparison", "trajectory", "pattern", "causal", "counterfactual", "inferential"})
+
+
+@dataclass
+class ItemResult:
+    question_id: str
+    segment_id: str
+    question_type: str
+    status: str  # accepted, rejected, infeasible
+    plan: QAPlan | None = None
+    question: str = ""
+    answer: str = ""
+    question_time: dt.datetime | None = None
+    evidence_ids: list[str] = field(default_factory=list)
+    choices: list[Choice] = field(default_factory=list)
+    correct_choice_id: str | None = None
+    checks: list[dict] = field(default_factory=list)  # qa_checks rows without question_id
+    rounds: list[dict] = field(default_factory=list)  # qa_distractor_rounds rows without question_id
+    rejected_stage: str | None = None
+    rejected_reason: str | None = None
+
+
+def question_time(seg: Segment, evidence_ids: list[str]) -> dt.datetime:
+    """After every gold trace (so all are visible), at the window's end when possible, inside the timeline."""
+    chosen = [e for e in seg.evidence if e.evidence_id in evidence_ids]
+    after_traces = max(e.last_trace_at for e in chosen) + dt.timedelta(hours=2)
+    window = dt.datetime.combine(seg.window_end, dt.time(20, 0))
+    end = dt.datetime.combine(seg.timeline_end, dt.time(23, 0))
+    return min(max(after_traces, window), max(end, after_traces))
+
+
+def shuffle_choices(question_id: str, rnd: int, answer: str, wrong: list[str], correct_is_e: bool) -> tuple[list[Choice], str]:
+    """A–D shuffled deterministically, E fixed; for unanswerable items E is correct."""
+    texts = list(wrong[:4]) if correct_is_e else [answer, *wrong[:3]]
+    order = list(range(4))
+    random.Random(stable_int(question_id, "choices", rnd)).shuffle(order)
+    choices = [Choice(id=LETTERS[i], text=texts[j]) for i, j in enumerate(order)]
+    choices.append(Choice(id="E", text=E_TEXT))
+    correct = "E" if correct_is_e else LETTERS[order.index(0)]
+    return choices, correct
+
+
+def run_item(seg: Segment, qtype: QuestionType, rounds: int, run: RunStage) -> ItemResult:
+    qid = content_id(seg.segment_id, "qa", qtype)
+    res = ItemResult(question_id=qid, segment_id=seg.segment_id, question_type=qtype, status="infeasible")
+    plan = run(Q.PLAN, PlanInput(segment=seg, question_type=qtype))
+    assert isinstance(plan, QAPlan)
+    res.plan = plan
+    if not plan.feasible:
+        return res
+    known = {e.evidence_id: e for e in seg.evidence}
+    res.evidence_ids = [i for i in plan.evidence_ids if i in known]
+    if not res.evidence_ids:
+        return _reject(res, "format", "the plan names no evidence of this segment")
+    res.question_time = question_time(seg, res.evidence_ids)
+    draft = run(Q.WRITE, WriteInput(segment=seg, question_type=qtype, plan=plan, question_time=res.question_time))
+    res.question, res.answer = draft.question.strip(), draft.answer.strip()  # type: ignore[attr-defined]
+    problems = [p for p, bad in (("empty question", not res.question), ("empty answer", not res.answer),
+                                 ("evidence names no trace", any(not known[i].trace_ids for i in res.evidence_ids)))
+                if bad]
+    res.checks.append({"check_name": "format", "round": 1, "passed": not problems, "score": None,
+                       "verdict": "ok" if not problems else "malformed", "reason": "; ".join(problems) or None,
+                       "detail": None})
+    if problems:
+        return _reject(res, "format", "; ".join(problems))
+    statements = [known[i].statement for i in res.evidence_ids]
+    verdict = run(Q.SUFFICIENCY, SufficiencyInput(question=res.question, answer=res.answer, question_type=qtype,
+                                                  evidence=statements, persona_name=seg.persona.name,
+                                                  language=seg.language))
+    ok = verdict.verdict == "sufficient"  # type: ignore[attr-defined]
+    res.checks.append({"check_name": "sufficiency", "round": 1, "passed": ok, "score": verdict.score,  # type: ignore[attr-defined]
+                       "verdict": verdict.verdict, "reason": verdict.reason, "detail": None})  # type: ignore[attr-defined]
+    if not ok:
+        return _reject(res, "sufficiency", verdict.reason)  # type: ignore[attr-defined]
+    feedback = None
+    for rnd in range(1, rounds + 1):
+        wrong = run(Q.DISTRACTORS, DistractorInput(
+            count=4 if qtype == "unanswerable" else 3, question=res.question, answer=res.answer, question_type=qtype,
+            persona=seg.persona, arc=seg.arc, other_arcs=seg.other_arcs, evidence=statements, round=rnd,
+            feedback=feedback, language=seg.language)).options  # type: ignore[attr-defined]
+        choices, correct = shuffle_choices(qid, rnd, res.answer, wrong, qtype == "unanswerable")
+        failures = _distinct(choices, res.answer, qtype)
+        blind = run(Q.DISTRACTOR_CHECK, ChoiceInput(question=res.question, choices=choices, mode="blind", evidence=None,
+                                                    language=seg.language))
+        solved_blind = blind.choice_id == correct and blind.confidence >= 0.6  # type: ignore[attr-defined]
+        res.checks.append(_attempt_row("distractor_blind", rnd, blind, correct, solved_blind))
+        if solved_blind:
+            failures.append(f"answerable from the question and options alone ({blind.reason})")  # type: ignore[attr-defined]
+        if qtype in MULTI_POINT:
+            single = run(Q.DISTRACTOR_CHECK, ChoiceInput(question=res.question, choices=choices, mode="single_evidence",
+                                                         evidence=statements[-1], language=seg.language))
+            solved_single = single.choice_id == correct and single.confidence >= 0.6  # type: ignore[attr-defined]
+            res.checks.append(_attempt_row("distractor_single_evidence", rnd, single, correct, solved_single))
+            if solved_single:
+                failures.append(f"answerable from one evidence item ({single.reason})")  # type: ignore[attr-defined]
+        res.rounds.append({"round": rnd, "choices": [c.model_dump() for c in choices], "correct_choice_id": correct,
+                           "passed": not failures})
+        if not failures:
+            res.choices, res.correct_choice_id, res.status = choices, correct, "accepted"
+            return res
+        feedback = "; ".join(failures)
+    return _reject(res, "distractors", f"no valid distractors after {rounds} rounds: {feedback}")
+
+
+def _distinct(choices: list[Choice], answer: str, qtype: str) -> list[str]:
+    texts = [c.text.strip().lower() for c in choices]
+    problems = []
+    if len(set(texts)) != len(texts):
+        problems.append("options repeat each other")
+    if qtype != "unanswerable" and sum(t == answer.strip().lower() for t in texts) != 1:
+        problems.append("a distractor copies the answer")
+    return problems
+
+
+def _attempt_row(name: str, rnd: int, attempt: BaseModel, correct: str, solved: bool) -> dict:
+    import json
+
+    return {"check_name": name, "round": rnd, "passed": not solved, "score": attempt.confidence,  # type: ignore[attr-defined]
+            "verdict": attempt.choice_id, "reason": attempt.reason,  # type: ignore[attr-defined]
+            "detail": json.dumps({"correct": correct, "picked": attempt.choice_id})}  # type: ignore[attr-defined]
+
+
+def _reject(res: ItemResult, stage: str, reason: str) -> ItemResult:
+    res.status, res.rejected_stage, res.rejected_reason = "rejected", stage, reason
+    return res
