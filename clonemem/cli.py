@@ -135,12 +135,52 @@ def generate(
         out = generate_persona_flow(cfg.model_dump(mode="json"), persona, str(bundle))
         typer.echo(f"persona {persona} written to {bundle} ({out['failures']} failed items)", err=True)
         return
+    from clonemem.flows.gate import gate_flow
     from clonemem.flows.generation import run_generation
+    from clonemem.flows.qa import qa_flow
 
     warehouse = _warehouse_for(cfg).expanduser().resolve()
     summary = run_generation(cfg, warehouse)
     _print_generation(summary, warehouse)
+    qa = qa_flow(cfg.model_dump(mode="json"), str(warehouse))
+    _print_qa(qa)
+    gate = gate_flow(str(warehouse), summary["benchmark_id"])
+    _print_gate(gate)
     typer.echo(summary["benchmark_id"])
+
+
+def _print_qa(q: dict) -> None:
+    status = q["status"]
+    typer.echo(f"stage IV: {status.get('accepted', 0)} questions accepted, {status.get('rejected', 0)} rejected "
+               f"({q['rejection_rate']}), {status.get('infeasible', 0)} candidates infeasible; by type "
+               f"{q['by_type']}; by dimension {q['by_dimension']}; {q['llm_calls']} LLM calls", err=True)
+    cues = q["cues"]
+    typer.echo(f"  superficial cues: longest option right {cues['longest_option_accuracy']}, "
+               f"word overlap right {cues['overlap_option_accuracy']} (chance 0.25); correct letters "
+               f"{cues['correct_letter_distribution']}", err=True)
+
+
+def _print_gate(g: dict) -> None:
+    failed = [o for o in g["outcomes"] if not o["success"]]
+    typer.echo(f"gate {g['status']}: {len(g['outcomes']) - len(failed)}/{len(g['outcomes'])} expectations met; "
+               f"data docs: {g['data_docs']}", err=True)
+    for o in failed:
+        typer.echo(f"  FAILED {o['suite']}: {o['expectation']} (unexpected: {o['unexpected_count']}, "
+                   f"observed: {json.dumps(o['observed'], default=str)[:200]})", err=True)
+        for row in o["failing_sample"][:3]:
+            typer.echo(f"    e.g. {json.dumps(row, default=str)[:300]}", err=True)
+
+
+@app.command("gate")
+@handles_errors
+def gate(benchmark: Annotated[str, typer.Argument(help="benchmark id or name")]) -> None:
+    """Run the Great Expectations gate; exit 1 when the benchmark fails it."""
+    from clonemem.flows.gate import gate_flow
+
+    result = gate_flow(str(State.warehouse.expanduser().resolve()), benchmark)
+    _print_gate(result)
+    if result["status"] != "passed":
+        raise typer.Exit(1)
 
 
 def _print_generation(s: dict, warehouse: Path) -> None:

@@ -35,6 +35,7 @@ class StagePolicy(CachePolicy):
     the stages named here, or the one in the task's ``stage_name`` input."""
 
     stage_names: tuple[str, ...] = ()
+    modules: tuple[str, ...] = ()  # code the task body runs beyond its own source (e.g. a pipeline module)
 
     def compute_key(self, task_ctx: Any, inputs: dict[str, Any], flow_parameters: dict[str, Any], **kwargs: Any) -> str | None:
         config = runtime.current().config
@@ -45,4 +46,13 @@ class StagePolicy(CachePolicy):
             parts += [name, str(ref), prompts.template_hash(stage.template)]
             if ref.provider == "offline":
                 parts += [str(config.seed), offline_code_hash()]
+        parts += [module_hash(m) for m in self.modules]
         return stable_hash("|".join(parts))
+
+
+@lru_cache(maxsize=None)
+def module_hash(name: str) -> str:
+    import importlib
+    import inspect
+
+    return stable_hash(inspect.getsource(importlib.import_module(name)))

@@ -5,6 +5,8 @@ Every verdict and every round is kept, accepted or not."""
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
+import json
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -91,7 +93,9 @@ def run_item(seg: Segment, qtype: QuestionType, rounds: int, run: RunStage) -> I
                                                   language=seg.language))
     ok = verdict.verdict == "sufficient"  # type: ignore[attr-defined]
     res.checks.append({"check_name": "sufficiency", "round": 1, "passed": ok, "score": verdict.score,  # type: ignore[attr-defined]
-                       "verdict": verdict.verdict, "reason": verdict.reason, "detail": None})  # type: ignore[attr-defined]
+                       "verdict": verdict.verdict, "reason": verdict.reason,  # type: ignore[attr-defined]
+                       # the verdict holds for this exact answer; the gate checks it still is the answer
+                       "detail": json.dumps({"answer_sha256": hashlib.sha256(res.answer.encode("utf-8")).hexdigest()})})
     if not ok:
         return _reject(res, "sufficiency", verdict.reason)  # type: ignore[attr-defined]
     feedback = None
@@ -135,8 +139,6 @@ def _distinct(choices: list[Choice], answer: str, qtype: str) -> list[str]:
 
 
 def _attempt_row(name: str, rnd: int, attempt: BaseModel, correct: str, solved: bool) -> dict:
-    import json
-
     return {"check_name": name, "round": rnd, "passed": not solved, "score": attempt.confidence,  # type: ignore[attr-defined]
             "verdict": attempt.choice_id, "reason": attempt.reason,  # type: ignore[attr-defined]
             "detail": json.dumps({"correct": correct, "picked": attempt.choice_id})}  # type: ignore[attr-defined]

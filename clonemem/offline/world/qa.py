@@ -122,9 +122,14 @@ def plan(call: OfflineCall) -> QAPlan:
 # -- writing ------------------------------------------------------------------------------------
 
 
-def _hint(statement: str, name: str) -> str:
-    words = [w for w in textutil.keyphrases(statement, limit=6) if w not in {p.lower() for p in name.split()}]
-    return " and ".join(words[:2]) if words else "that"
+def _hint(statement: str, name: str, language: str) -> str:
+    """A conversational anchor: the people and places the statement names, else its last words."""
+    body = statement.replace(name, "").strip(" .。")
+    if language == "zh":
+        return body[:8] or "那件事"
+    words = body.split()
+    proper = [w.strip(",.'") for w in words[1:] if w[:1].isupper() and w.strip(",.'") not in name.split()]
+    return " ".join(dict.fromkeys(proper)) if proper else " ".join(words[-3:]) or "that"
 
 
 def write(call: OfflineCall) -> QADraft:
@@ -136,7 +141,7 @@ def write(call: OfflineCall) -> QADraft:
     chosen = [by_id[i] for i in inp.plan.evidence_ids if i in by_id]
     slots = _slots(seg, rng)
     fill_slots = {**slots, "topic": _topic(seg, qa, slots), "month1": _month(chosen[0].date, qa),
-                  "month2": _month(chosen[-1].date, qa), "hint": _hint(chosen[0].statement, seg.persona.name),
+                  "month2": _month(chosen[-1].date, qa), "hint": _hint(chosen[0].statement, first_name(seg.persona, lex), seg.language),
                   "first": first_name(seg.persona, lex)}
     question = fill(pick(rng, qa["questions"][inp.question_type]), fill_slots)
     sentences = {f"s{i + 1}": first_person(e.statement, seg.persona, lex) for i, e in enumerate(chosen)}

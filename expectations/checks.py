@@ -1,0 +1,139 @@
+"""The gate's expectations (SPEC §4), as data: suite, name, the query of the rows they look at, the GX
+expectation, and which benchmarks they apply to. Queries are scoped to one benchmark by ``{bid}``."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from clonemem.schemas.config import DIMENSIONS, QUESTION_TYPES
+from clonemem.schemas.qa import E_TEXT
+
+Applies = Literal["all", "generated"]
+
+QUESTIONS = "SELECT * FROM questions WHERE benchmark_id = '{bid}'"
+QUESTIONS_IN_TIMELINE = ("SELECT q.*, p.timeline_start, p.timeline_end FROM questions q JOIN personas p USING (persona_id) "
+                         "WHERE q.benchmark_id = '{bid}'")
+EVIDENCE = ("SELECT e.* FROM evidence e JOIN personas p USING (persona_id) WHERE p.benchmark_id = '{bid}'")
+EVIDENCE_TRACES = ("SELECT et.*, e.detailed_event_id AS evidence_event, e.persona_id AS evidence_persona, "
+                   "t.detailed_event_id AS trace_event, t.persona_id AS trace_persona "
+                   "FROM evidence_traces et JOIN evidence e USING (evidence_id) JOIN personas p USING (persona_id) "
+                   "LEFT JOIN traces t ON t.trace_id = et.trace_id WHERE p.benchmark_id = '{bid}'")
+QUESTION_TRACES = ("SELECT qt.*, q.persona_id FROM question_traces qt JOIN questions q USING (question_id) "
+                   "WHERE q.benchmark_id = '{bid}'")
+DETAILED_EVENTS = ("SELECT d.* FROM detailed_events d JOIN phases USING (phase_id) JOIN major_events m "
+                   "USING (major_event_id) JOIN personas p USING (persona_id) WHERE p.benchmark_id = '{bid}'")
+MC_QUESTIONS = QUESTIONS + " AND correct_choice_id IS NOT NULL"
+
+
+@dataclass(frozen=True)
+class Check:
+    suite: str
+    name: str
+    query: str  # the batch: rows of this benchmark
+    expectation: Callable[[dict[str, Any]], Any]  # params -> GX expectation
+    applies: Applies = "all"
+
+    def batch_query(self, bid: str, params: dict[str, Any]) -> str:
+        query = self.query
+        for key, value in params.items():
+            query = query.replace("{" + key + "}", "NULL" if value is None else str(value))
+        # GX wants a query that starts with SELECT; a WITH query goes inside one
+        return "SELECT * FROM (" + query.replace("{bid}", bid.replace("'", "''")) + ") AS rows"
+
+
+def _gx():
+    import great_expectations as gx
+
+    return gx.expectations
+
+
+def _not_null(column: str) -> Callable[[dict], Any]:
+    return lambda p: _gx().ExpectColumnValuesToNotBeNull(column=column)
+
+
+def _in_set(column: str, values: tuple[str, ...]) -> Callable[[dict], Any]:
+    return lambda p: _gx().ExpectColumnValuesToBeInSet(column=column, value_set=list(values))
+
+
+def _no_rows(sql: str, description: str) -> Callable[[dict], Any]:
+    return lambda p: _gx().UnexpectedRowsExpectation(unexpected_rows_query=sql, description=description)
+
+
+def _between(column: str, low: Callable[[dict], float], high: Callable[[dict], float]) -> Callable[[dict], Any]:
+    return lambda p: _gx().ExpectColumnValuesToBeBetween(column=column, min_value=low(p), max_value=high(p))
+
+
+MISSING_TRACE = "SELECT * FROM {batch} WHERE subselect.trace_id NOT IN (SELECT trace_id FROM traces)"
+E_SQL = E_TEXT.replace("'", "''")
+
+CHECKS: tuple[Check, ...] = (
+    # -- format and referential integrity ------------------------------------------------------
+    *(Check("format_integrity", f"questions.{c} not null", QUESTIONS, _not_null(c))
+      for c in ("question", "answer", "question_type", "dimension", "question_time")),
+    Check("format_integrity", "question_type in the eight types", QUESTIONS,
+          _in_set("question_type", QUESTION_TYPES), "generated"),
+    Check("format_integrity", "dimension in the three dimensions", QUESTIONS, _in_set("dimension", DIMENSIONS), "generated"),
+    Check("format_integrity", "question_time inside the persona's timeline", QUESTIONS_IN_TIMELINE, _no_rows(
+        "SELECT * FROM {batch} WHERE question_time < timeline_start OR question_time > timeline_end + INTERVAL 1 DAY",
+        "question_time must lie inside the persona's timeline"), "generated"),
+    Check("format_integrity", "every question names evidence", QUESTIONS, _no_rows(
+        "SELECT subselect.* FROM {batch} WHERE NOT EXISTS "
+        "(SELECT 1 FROM question_evidence qe WHERE qe.question_id = subselect.question_id)",
+        "a question without evidence cannot be scored"), "generated"),
+    Check("format_integrity", "every evidence has at least one trace id", EVIDENCE, _no_rows(
+        "SELECT subselect.* FROM {batch} WHERE NOT EXISTS (SELECT 1 FROM evidence_traces et WHERE et.evidence_id = subselect.evidence_id)",
+        "evidence naming no trace"), "generated"),
+    Check("format_integrity", "every evidence trace id exists", EVIDENCE_TRACES,
+          _no_rows(MISSING_TRACE, "evidence points at a trace that does not exist")),
+    Check("format_integrity", "every question trace id exists", QUESTION_TRACES,
+          _no_rows(MISSING_TRACE, "a question points at a trace that does not exist")),
+    Check("format_integrity", "traces referenced by evidence carry it", EVIDENCE_TRACES, _no_rows(
+        "SELECT * FROM {batch} WHERE trace_persona IS DISTINCT FROM evidence_persona "
+        "OR trace_event IS DISTINCT FROM evidence_event",
+        "a trace linked to evidence was not written from that evidence's event"), "generated"),
+    # -- evidence sufficiency ------------------------------------------------------------------
+    Check("evidence_sufficiency", "every accepted item passed the sufficiency check", QUESTIONS, _no_rows(
+        "SELECT subselect.* FROM {batch} WHERE NOT EXISTS (SELECT 1 FROM qa_checks c WHERE c.question_id = subselect.question_id "
+        "AND c.check_name = 'sufficiency' AND c.passed "
+        "AND json_extract_string(c.detail, '$.answer_sha256') = sha256(subselect.answer))",
+        "accepted item without a passing sufficiency verdict on its current answer"),
+          "generated"),
+    Check("evidence_sufficiency", "rejection rate within bounds",
+          "SELECT count(r.question_id) / nullif(count(r.question_id) + (SELECT count(*) FROM questions q "
+          "WHERE q.benchmark_id = '{bid}'), 0) AS rejection_rate FROM qa_rejected r JOIN personas p "
+          "USING (persona_id) WHERE p.benchmark_id = '{bid}'",
+          _between("rejection_rate", lambda p: 0.0, lambda p: p["max_rejection_rate"]), "generated"),
+    # -- distractor validation -----------------------------------------------------------------
+    Check("distractor_validation", "five distinct options, one correct, E as specified", MC_QUESTIONS, _no_rows(
+        "SELECT subselect.* FROM {batch} WHERE (SELECT count(*) FROM question_choices c WHERE c.question_id = subselect.question_id) <> 5 "
+        "OR (SELECT count(DISTINCT lower(trim(c.text))) FROM question_choices c WHERE c.question_id = subselect.question_id) <> 5 "
+        "OR (SELECT count(*) FROM question_choices c WHERE c.question_id = subselect.question_id "
+        "    AND c.choice_id = subselect.correct_choice_id) <> 1 "
+        f"OR NOT EXISTS (SELECT 1 FROM question_choices c WHERE c.question_id = subselect.question_id AND c.choice_id = 'E' "
+        f"    AND c.text = '{E_SQL}') "
+        "OR (subselect.question_type = 'unanswerable' AND subselect.correct_choice_id <> 'E')",
+        "options must be A–E, distinct, with exactly one correct and E the fixed abstention")),
+    Check("distractor_validation", "no distractor copies the answer", MC_QUESTIONS, _no_rows(
+        "SELECT subselect.* FROM {batch} WHERE (SELECT count(*) FROM question_choices c WHERE c.question_id = subselect.question_id "
+        "AND lower(trim(c.text)) = lower(trim(subselect.answer))) > CASE WHEN subselect.question_type = 'unanswerable' THEN 0 ELSE 1 END",
+        "a distractor repeats the reference answer"), "generated"),
+    Check("distractor_validation", "accepted items passed blind and single-evidence validation", MC_QUESTIONS, _no_rows(
+        "SELECT subselect.* FROM {batch} WHERE NOT EXISTS (SELECT 1 FROM qa_distractor_rounds r WHERE r.question_id = subselect.question_id "
+        "AND r.passed AND r.correct_choice_id = subselect.correct_choice_id) OR EXISTS (SELECT 1 FROM qa_checks c "
+        "WHERE c.question_id = subselect.question_id AND c.check_name LIKE 'distractor_%' AND NOT c.passed AND c.round = "
+        "(SELECT max(r2.round) FROM qa_distractor_rounds r2 WHERE r2.question_id = subselect.question_id))",
+        "accepted item whose final options did not pass the validator"), "generated"),
+    Check("distractor_validation", "longest option is right at chance level", "SELECT {longest_option_accuracy} AS value",
+          _between("value", lambda p: 0.25 - p["heuristic_margin"], lambda p: 0.25 + p["heuristic_margin"]), "generated"),
+    Check("distractor_validation", "word overlap with the question is right at chance level",
+          "SELECT {overlap_option_accuracy} AS value",
+          _between("value", lambda p: 0.25 - p["heuristic_margin"], lambda p: 0.25 + p["heuristic_margin"]), "generated"),
+    # -- generation coverage -------------------------------------------------------------------
+    Check("coverage", "every detailed event has a trace", DETAILED_EVENTS, _no_rows(
+        "SELECT subselect.* FROM {batch} WHERE NOT EXISTS (SELECT 1 FROM traces t WHERE t.detailed_event_id = subselect.detailed_event_id)",
+        "detailed event without any trace"), "generated"),
+    Check("coverage", "media mix matches the configuration", "{media_mix_query}",
+          _between("deviation", lambda p: 0.0, lambda p: p["media_mix_tolerance"]), "generated"),
+)

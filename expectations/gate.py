@@ -1,0 +1,194 @@
+"""The Great Expectations gate (SPEC §4): suites over the warehouse tables of one benchmark, run
+read-only, results stored per expectation (with failing-row samples) and browsable as Data Docs."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from clonemem.expectations.checks import CHECKS, Check
+from clonemem.expectations.gx_duckdb import close_all_engines, patch_duckdb_connection
+from clonemem.qa.land import cue_stats
+from clonemem.release import resolve_benchmark
+from clonemem.schemas.config import DEFAULT_MEDIA_MIX, GateConfig, RunConfig
+from clonemem.warehouse import Warehouse
+
+SAMPLE_ROWS = 5
+
+
+@dataclass
+class ExpectationOutcome:
+    suite: str
+    expectation: str
+    success: bool
+    observed: Any
+    unexpected_count: int | None
+    failing_sample: list[dict] = field(default_factory=list)
+
+
+@dataclass
+class GateResult:
+    gate_run_id: str
+    benchmark_id: str
+    name: str
+    status: str  # passed, failed
+    outcomes: list[ExpectationOutcome]
+    data_docs: str | None
+    params: dict[str, Any]
+
+    @property
+    def failed(self) -> list[ExpectationOutcome]:
+        return [o for o in self.outcomes if not o.success]
+
+
+def gate_params(wh: Warehouse, bid: str, gate: GateConfig) -> dict[str, Any]:
+    """What the expectations compare against: the configured bounds, the superficial-cue statistics,
+    and the configured media mix as a SQL query of deviations."""
+    cues = cue_stats(wh, bid)
+    config_json = wh.scalar("SELECT config_json::VARCHAR FROM benchmarks WHERE benchmark_id = ?", [bid])
+    mix = DEFAULT_MEDIA_MIX
+    if config_json:
+        mix = RunConfig.model_validate_json(config_json).generation.media_mix
+    total = sum(mix.values()) or 1.0
+    targets = ", ".join(f"('{m}', {w / total:.6f})" for m, w in sorted(mix.items()))
+    media_query = (
+        "WITH actual AS (SELECT t.medium, count(*)::DOUBLE / sum(count(*)) OVER () AS share FROM traces t "
+        "JOIN personas p USING (persona_id) WHERE p.benchmark_id = '{bid}' GROUP BY t.medium), "
+        f"target(medium, share) AS (VALUES {targets}) "
+        "SELECT coalesce(target.medium, actual.medium) AS medium, "
+        "abs(coalesce(actual.share, 0) - coalesce(target.share, 0)) AS deviation "
+        "FROM target FULL OUTER JOIN actual ON target.medium = actual.medium")
+    return {**gate.model_dump(), "longest_option_accuracy": cues["longest_option_accuracy"],
+            "overlap_option_accuracy": cues["overlap_option_accuracy"], "media_mix_query": media_query,
+            "cues": cues}
+
+
+def applicable(source: str) -> list[Check]:
+    return [c for c in CHECKS if c.applies == "all" or source == "generated"]
+
+
+def run_gate(warehouse_path: str | Path, ref: str, gate: GateConfig | None = None,
+             docs_dir: str | Path | None = None) -> GateResult:
+    """Validate one benchmark; store the results; mark the benchmark passed or failed."""
+    warehouse_path = Path(warehouse_path).expanduser().resolve()
+    with Warehouse.open_reader(warehouse_path) as wh:
+        bid, name = resolve_benchmark(wh, ref)
+        source = wh.scalar("SELECT source FROM benchmarks WHERE benchmark_id = ?", [bid])
+        if gate is None:
+            config_json = wh.scalar("SELECT config_json::VARCHAR FROM benchmarks WHERE benchmark_id = ?", [bid])
+            gate = RunConfig.model_validate_json(config_json).gate if source == "generated" and config_json else GateConfig()
+        params = gate_params(wh, bid, gate)
+    docs = Path(docs_dir) if docs_dir else warehouse_path.with_name(warehouse_path.name + ".gx")
+    started = dt.datetime.now(dt.UTC).replace(tzinfo=None)
+    outcomes, docs_index = _validate(warehouse_path, bid, applicable(source), params, docs)
+    status = "passed" if all(o.success for o in outcomes) else "failed"
+    run_id = str(uuid.uuid4())
+    with Warehouse.open_writer(warehouse_path) as wh:
+        with wh.transaction():
+            wh.upsert("gate_runs", [{
+                "gate_run_id": run_id, "benchmark_id": bid, "run_id": None, "status": status, "started_at": started,
+                "finished_at": dt.datetime.now(dt.UTC).replace(tzinfo=None), "data_docs_path": docs_index,
+                "summary": json.dumps({"expectations": len(outcomes), "failed": sum(not o.success for o in outcomes),
+                                       "cues": params["cues"], "source": source}, default=str)}])
+            wh.upsert("gate_results", [{
+                "gate_run_id": run_id, "suite": o.suite, "expectation": o.expectation, "success": o.success,
+                "observed": json.dumps(o.observed, default=str), "unexpected_count": o.unexpected_count,
+                "failing_sample": json.dumps(o.failing_sample, default=str)} for o in outcomes])
+            wh.execute("UPDATE benchmarks SET gate_status = ? WHERE benchmark_id = ?", [status, bid])
+    return GateResult(run_id, bid, name, status, outcomes, docs_index, params)
+
+
+def _validate(path: Path, bid: str, checks: list[Check], params: dict[str, Any],
+              docs: Path) -> tuple[list[ExpectationOutcome], str | None]:
+    os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
+    import great_expectations as gx  # slow to import: only when a gate runs
+    from great_expectations.data_context.types.base import ProgressBarsConfig
+
+    patch_duckdb_connection()
+    docs.mkdir(parents=True, exist_ok=True)
+    context = gx.get_context(mode="file", project_root_dir=str(docs))
+    context.variables.progress_bars = ProgressBarsConfig(globally=False)
+    # Same connection settings as the pipeline's writer, so both may be open in one process (DuckDB
+    # refuses a second configuration of one file); the gate only ever runs SELECTs.
+    datasource = context.data_sources.add_or_update_sql(name="warehouse", connection_string=f"duckdb:///{path}")
+    validations = []
+    by_suite: dict[str, list[tuple[Check, str]]] = {}
+    for i, check in enumerate(checks):
+        by_suite.setdefault(f"{check.suite}.{i:02d}", []).append((check, check.batch_query(bid, params)))
+    outcomes: list[ExpectationOutcome] = []
+    try:
+        for key, items in by_suite.items():
+            check, query = items[0]
+            asset = datasource.add_query_asset(name=f"q{key}", query=query)
+            batch_def = asset.add_batch_definition_whole_table("all")
+            suite = context.suites.add_or_update(gx.ExpectationSuite(name=key))
+            expectation = check.expectation(params)
+            expectation.meta = {"check": check.name}
+            suite.add_expectation(expectation)
+            validations.append(context.validation_definitions.add_or_update(
+                gx.ValidationDefinition(name=f"v{key}", data=batch_def, suite=suite)))
+        checkpoint = context.checkpoints.add_or_update(gx.Checkpoint(
+            name="clonemem-gate", validation_definitions=validations,
+            actions=[gx.checkpoint.UpdateDataDocsAction(name="docs")], result_format="SUMMARY"))
+        run = checkpoint.run()
+        results = {vr.suite_name: vr for vr in run.run_results.values()}
+        engine = datasource.get_execution_engine()
+        for key, items in by_suite.items():
+            check, query = items[0]
+            vr = results[key]
+            for r in vr.results:
+                res = r.result or {}
+                error = _error(r)
+                sample = _sample(engine, check, query) if not r.success and not error else []
+                outcomes.append(ExpectationOutcome(
+                    suite=check.suite, expectation=check.name, success=bool(r.success),
+                    observed={"error": error} if error else res.get("observed_value", res.get("partial_unexpected_list")),
+                    unexpected_count=_unexpected(expectation_of(check, params), res),
+                    failing_sample=sample))
+    finally:
+        close_all_engines()
+    index = docs / "gx" / "uncommitted" / "data_docs" / "local_site" / "index.html"
+    return outcomes, str(index) if index.exists() else None
+
+
+def expectation_of(check: Check, params: dict[str, Any]) -> Any:
+    return check.expectation(params)
+
+
+def _unexpected(expectation: Any, res: dict) -> int | None:
+    """Failing-row count: GX's column expectations report it; the custom-SQL one reports it as its observed value."""
+    if "unexpected_count" in res:
+        return res["unexpected_count"]
+    if getattr(expectation, "unexpected_rows_query", None) and isinstance(res.get("observed_value"), int):
+        return res["observed_value"]
+    return None
+
+
+def _error(result: Any) -> str | None:
+    info = getattr(result, "exception_info", None) or {}
+    if isinstance(info, dict) and info.get("raised_exception"):
+        return str(info.get("exception_message"))[:500]
+    for value in (info.values() if isinstance(info, dict) else []):
+        if isinstance(value, dict) and value.get("raised_exception"):
+            return str(value.get("exception_message"))[:500]
+    return None
+
+
+def _sample(engine: Any, check: Check, batch_query: str) -> list[dict]:
+    """The first failing rows, for the stored result (GX's custom-SQL expectation reports only a count)."""
+    import sqlalchemy as sa
+
+    expectation = check.expectation({"max_rejection_rate": 0, "heuristic_margin": 0, "media_mix_tolerance": 0})
+    sql = getattr(expectation, "unexpected_rows_query", None)
+    if sql:
+        sql = sql.replace("{batch}", f"({batch_query}) AS subselect")  # as GX substitutes it
+    else:
+        sql = batch_query
+    with engine.engine.connect() as conn:  # not GX's persisted connection, which a failed query may have aborted
+        rows = conn.execute(sa.text(f"SELECT * FROM ({sql}) LIMIT {SAMPLE_ROWS}")).mappings().all()
+    return [dict(r) for r in rows]

@@ -1,0 +1,69 @@
+"""The one workaround GX needs for DuckDB, kept in one place.
+
+GX 1.24.1 with duckdb-engine 0.17.0 reads metric results after closing the SQLAlchemy connection it
+ran them on; duckdb-engine then returns nothing and every expectation fails with an IndexError in
+``resolve_metric_bundle`` (upstream great_expectations issues #10738, #11579; a native DuckDB
+engine, PR #12084, is still open). GX already keeps one persisted connection for dialects that need
+it (sqlite, mssql, ...); this does the same for duckdb.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+_patched = False
+
+
+def patch_duckdb_connection() -> None:
+    global _patched
+    if _patched:
+        return
+    from great_expectations.execution_engine import sqlalchemy_execution_engine as engine_module
+
+    original = engine_module.SqlAlchemyExecutionEngine.get_connection
+
+    @contextmanager
+    def get_connection(self) -> Iterator[object]:  # noqa: ANN001
+        if self.dialect_name != "duckdb":
+            with original(self) as connection:
+                yield connection
+            return
+        if getattr(self, "_connection", None) is None:
+            self._connection = self.engine.connect()
+        try:
+            yield self._connection
+        except Exception:
+            # a failed query aborts DuckDB's transaction; without this every later query fails too
+            self._connection.rollback()
+            raise
+
+    engine_module.SqlAlchemyExecutionEngine.get_connection = get_connection
+    _patched = True
+
+
+def close_engine(execution_engine: object) -> None:
+    """Release the persisted connection and the engine, so the warehouse file can be opened for writing."""
+    connection = getattr(execution_engine, "_connection", None)
+    if connection is not None:
+        connection.close()
+        execution_engine._connection = None  # type: ignore[attr-defined]
+    engine = getattr(execution_engine, "engine", None)
+    if engine is not None:
+        engine.dispose()
+
+
+def close_all_engines() -> None:
+    """GX builds execution engines of its own (checkpoints reload datasources from the context), so
+    find every one and close it: DuckDB refuses the writer while they hold the file."""
+    import gc
+
+    from great_expectations.execution_engine import SqlAlchemyExecutionEngine
+
+    import sqlalchemy
+
+    for obj in gc.get_objects():
+        if isinstance(obj, SqlAlchemyExecutionEngine):
+            close_engine(obj)
+        elif isinstance(obj, sqlalchemy.engine.Engine) and obj.url.drivername.startswith("duckdb"):
+            obj.dispose()
