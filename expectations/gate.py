@@ -50,9 +50,9 @@ def gate_params(wh: Warehouse, bid: str, gate: GateConfig) -> dict[str, Any]:
     """What the expectations compare against: the configured bounds, the superficial-cue statistics,
     and the configured media mix as a SQL query of deviations."""
     cues = cue_stats(wh, bid)
-    config_json = wh.scalar("SELECT config_json::VARCHAR FROM benchmarks WHERE benchmark_id = ?", [bid])
-    mix = DEFAULT_MEDIA_MIX
-    if config_json:
+    config_json, source = wh.rows("SELECT config_json::VARCHAR, source FROM benchmarks WHERE benchmark_id = ?", [bid])[0]
+    mix = DEFAULT_MEDIA_MIX  # imported benchmarks have no generation config (and no media check)
+    if config_json and source == "generated":
         mix = RunConfig.model_validate_json(config_json).generation.media_mix
     total = sum(mix.values()) or 1.0
     targets = ", ".join(f"('{m}', {w / total:.6f})" for m, w in sorted(mix.items()))

@@ -174,8 +174,14 @@ def sufficiency(call: OfflineCall) -> SufficiencyVerdict:
         ok = settled < 0.5
         return SufficiencyVerdict(verdict="sufficient" if ok else "insufficient", score=round(1 - settled, 3),
                                   reason=qa["unanswerable_ok" if ok else "unanswerable_bad"])
-    claimed = [w for w in textutil.content_words(inp.answer) if w not in name_words and w not in _template_words(qa)]
-    covered = sum(w in evidence_words for w in claimed) / max(1, len(claimed))
+    # sentence by sentence: one unsupported sentence is enough to make the answer insufficient
+    skip = name_words | _template_words(qa)
+    coverages = []
+    for sentence in textutil.sentences(inp.answer):
+        claimed = [w for w in textutil.content_words(sentence) if w not in skip]
+        if len(claimed) >= 2:
+            coverages.append(sum(w in evidence_words for w in claimed) / len(claimed))
+    covered = min(coverages, default=1.0)
     ok = covered >= SUFFICIENT
     return SufficiencyVerdict(verdict="sufficient" if ok else "insufficient", score=round(covered, 3),
                               reason=fill(qa["sufficient" if ok else "insufficient"], {"covered": covered}))
