@@ -208,6 +208,88 @@ def land_bundles(bundles: Annotated[list[Path], typer.Argument(help="persona bun
             typer.echo(f"{path}: {'landed' if changed else 'unchanged'}")
 
 
+# -- evaluation --------------------------------------------------------------------------------
+
+
+def _csv(value: str, what: str) -> list[str]:
+    items = [v.strip() for v in value.split(",") if v.strip()]
+    if not items:
+        fail(f"{what} must not be empty", code=2)
+    return items
+
+
+@app.command("evaluate")
+@handles_errors
+def evaluate(
+    benchmark: Annotated[str, typer.Argument(help="benchmark id or name")],
+    systems: Annotated[str, typer.Option("--systems", help="comma-separated; see `clonemem systems`")] = "",
+    k: Annotated[str, typer.Option("--k", help="retrieval depths, comma-separated")] = "5,10,20",
+    json_out: Annotated[Path | None, typer.Option("--json", help="also write the results to this JSON file")] = None,
+    config: Annotated[Path | None, typer.Option("--config", help="run configuration (models, bootstrap)")] = None,
+    force: Annotated[bool, typer.Option("--force", help="evaluate a benchmark that did not pass the gate")] = False,
+) -> None:
+    """Score memory systems on a benchmark; write metrics to the warehouse (and --json)."""
+    from clonemem.flows.evaluation import evaluate_flow
+    from clonemem.schemas.config import load_config
+
+    cfg = load_config(config)
+    names = _csv(systems, "--systems") if systems else list(cfg.evaluation.systems)
+    try:
+        ks = sorted({int(x) for x in _csv(k, "--k")})
+    except ValueError:
+        fail(f"--k must be comma-separated integers, got {k!r}", code=2)
+    if any(x < 1 for x in ks):
+        fail("--k values must be at least 1", code=2)
+    _precheck_evaluation(benchmark, names, force)
+    result = evaluate_flow(cfg.model_dump(mode="json"), str(State.warehouse.expanduser().resolve()), benchmark, names, ks,
+                           force)
+    typer.echo(leaderboard(result))
+    if json_out is not None:
+        json_out.parent.mkdir(parents=True, exist_ok=True)
+        json_out.write_text(json.dumps(result, indent=1, default=str), "utf-8")
+        typer.echo(f"results written to {json_out}", err=True)
+
+
+def _precheck_evaluation(benchmark: str, names: list[str], force: bool) -> None:
+    """Fail before the flow starts (the flow checks again, for deployments): unknown systems, an ungated benchmark."""
+    from clonemem.flows.evaluation import EvaluationRefused
+    from clonemem.memory import SYSTEMS
+    from clonemem.release import resolve_benchmark
+    from clonemem.warehouse import Warehouse
+
+    for name in names:
+        SYSTEMS.get(name)
+    with Warehouse.open_reader(State.warehouse) as wh:
+        bid, name = resolve_benchmark(wh, benchmark)
+        status = wh.scalar("SELECT gate_status FROM benchmarks WHERE benchmark_id = ?", [bid])
+    if status != "passed" and not force:
+        raise EvaluationRefused(f"benchmark {name!r} has gate status {status!r}: run `clonemem gate {name}` first, "
+                                "or pass --force to evaluate anyway")
+
+
+def leaderboard(result: dict) -> str:
+    """A table like the paper's Tables 3–4: retrieval and QA metrics per system and k."""
+    cols = [("recall_flat", "R-flat"), ("recall_all_any", "R-all-any"), ("recall_any_any", "R-any-any"),
+            ("choice_accuracy", "choice"), ("qa_consistency", "QA-cons"), ("mem_recall", "mem-rec"),
+            ("mem_helpful", "mem-help"), ("context_tokens", "ctx-tok")]
+    head = f"{'system':<18}{'k':>4}" + "".join(f"{label:>11}" for _, label in cols)
+    lines = [f"benchmark {result['benchmark']} ({'offline answerer/judge' if result.get('offline') else 'live models'})",
+             head, "-" * len(head)]
+    for r in result["results"]:
+        cells = "".join(f"{r[m]:>11.3f}" if isinstance(r[m], float) else f"{'-':>11}" for m, _ in cols)
+        lines.append(f"{r['system']:<18}{r['k']:>4}{cells}")
+    return "\n".join(lines)
+
+
+@app.command("systems")
+def systems_cmd(as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False) -> None:
+    """List the registered memory systems (the names `evaluate --systems` accepts)."""
+    from clonemem.memory import SYSTEMS
+
+    names = SYSTEMS.names()
+    typer.echo(json.dumps(names) if as_json else "\n".join(names))
+
+
 # -- warehouse ---------------------------------------------------------------------------------
 
 

@@ -1,11 +1,12 @@
 """`clonemem demo`: the pipeline end to end on the offline default, printing where everything landed.
 
-Today: generate a benchmark (stages I–III) with the default configuration, query it with SQL,
-export it in the release format. The gate and evaluation join as their stages land.
+Generate a benchmark with the default configuration (stages I–IV), gate it, evaluate every
+registered memory system on it, print a leaderboard like the paper's Tables 3–4, export it.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
@@ -22,39 +23,51 @@ def fixture_files() -> list[Path]:
     return sorted(Path(str(p)) for p in folder.iterdir() if p.name.endswith(".json"))
 
 
-def run_demo(warehouse: Path, out: Path, echo: Callable[[str], None] = print) -> None:
+def run_demo(warehouse: Path, out: Path, echo: Callable[[str], None] = print) -> dict:
+    from clonemem.cli import leaderboard
+    from clonemem.flows.evaluation import evaluate_flow
+    from clonemem.flows.gate import gate_flow
     from clonemem.flows.generation import run_generation
+    from clonemem.flows.qa import qa_flow
+    from clonemem.memory import SYSTEMS
     from clonemem.warehouse import Warehouse
 
     warehouse = warehouse.expanduser().resolve()
     config = RunConfig(name=DEMO_BENCHMARK)
-    echo(f"[1/3] generating benchmark {DEMO_BENCHMARK!r} on the offline provider into {warehouse}")
+    echo(f"[1/5] generating benchmark {DEMO_BENCHMARK!r} (stages I-III) on the offline provider into {warehouse}")
     s = run_generation(config, warehouse)
     echo(f"      {s['personas']} persona: {s['detailed_events']} detailed events, {s['evidence']} evidence, "
-         f"{s['traces']} traces; {s['llm_calls']} LLM calls ({'cached re-run' if not s['llm_calls'] else 'fresh'}), "
-         f"{s['seconds']:.1f} s; {len(s['failures'])} failed items")
+         f"{s['traces']} traces; {s['llm_calls']} LLM calls, {s['seconds']:.1f} s; {len(s['failures'])} failed items")
+    echo("[2/5] stage IV: trajectory segments, questions, sufficiency and distractor validation")
+    q = qa_flow(config.model_dump(mode="json"), str(warehouse))
+    cues = q["cues"]
+    echo(f"      {q['status'].get('accepted', 0)} questions accepted, {q['status'].get('rejected', 0)} rejected "
+         f"(rate {q['rejection_rate']}); longest-option cue {cues['longest_option_accuracy']}, "
+         f"overlap cue {cues['overlap_option_accuracy']} (chance 0.25)")
+    echo("[3/5] Great Expectations gate")
+    g = gate_flow(str(warehouse), DEMO_BENCHMARK)
+    failed = [o for o in g["outcomes"] if not o["success"]]
+    echo(f"      {g['status']}: {len(g['outcomes']) - len(failed)}/{len(g['outcomes'])} expectations; "
+         f"data docs {g['data_docs']}")
+    systems = [n for n in SYSTEMS.names()]
+    echo(f"[4/5] evaluating {len(systems)} memory systems at k = 5, 10, 20")
+    result = evaluate_flow(config.model_dump(mode="json"), str(warehouse), DEMO_BENCHMARK, systems, [5, 10, 20],
+                           force=g["status"] != "passed")
+    echo(_indent(leaderboard(result)))
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "evaluation.json").write_text(json.dumps(result, indent=1, default=str), "utf-8")
     with Warehouse.open_reader(warehouse) as wh:
-        echo("[2/3] what landed (SQL over the warehouse)")
-        queries = [
-            "SELECT medium, traces, noise_traces FROM v_trace_media "
-            f"WHERE benchmark = '{DEMO_BENCHMARK}' ORDER BY traces DESC, medium",
-            "SELECT a.dimension, a.title, count(DISTINCT ea.evidence_id) AS evidence "
-            "FROM life_arcs a JOIN evidence_arcs ea USING (arc_id) JOIN personas p USING (persona_id) "
-            f"WHERE p.benchmark_id = (SELECT benchmark_id FROM benchmarks WHERE name = '{DEMO_BENCHMARK}') "
-            "GROUP BY ALL ORDER BY a.dimension",
-            "SELECT stage, calls, attempts, input_tokens, output_tokens FROM v_llm_spend "
-            "WHERE run_id = (SELECT run_id FROM runs WHERE kind = 'generate' ORDER BY started_at DESC LIMIT 1) "
-            "ORDER BY calls DESC LIMIT 6",
-        ]
-        for query in queries:
-            for result in sqlcli.run(wh, query):
-                echo(_indent(sqlcli.format_table(result)))
-        echo(f"[3/3] exporting in the CloneMem release format to {out.resolve()}")
-        for path in release.export_release(wh, DEMO_BENCHMARK, out):
+        echo(f"[5/5] exporting in the CloneMem release format to {out.resolve()}")
+        for path in release.export_release(wh, DEMO_BENCHMARK, out / "release"):
             echo(f"      {path.resolve()}")
+        echo(_indent(sqlcli.format_table(sqlcli.run(wh, "SELECT question_type, dimension, questions FROM "
+                                                        "v_question_composition ORDER BY question_type, dimension")[0])))
+    echo(f"      evaluation results: {(out / 'evaluation.json').resolve()}")
     echo("done. Explore further with, e.g.:")
     echo(f'  clonemem --warehouse {warehouse} sql "SELECT * FROM v_question_composition"')
-    echo(f'  clonemem --warehouse {warehouse} sql "SELECT medium, content FROM traces LIMIT 5"')
+    echo(f'  clonemem --warehouse {warehouse} sql "SELECT system, k, metric, value FROM eval_metrics '
+         "WHERE group_by = 'all' ORDER BY system, k\"")
+    return result
 
 
 def _indent(text: str) -> str:

@@ -12,7 +12,9 @@ from clonemem.warehouse.migrate import MigrationError
 
 import duckdb
 
+from clonemem.flows.evaluation import EvaluationRefused
+
 USER_ERRORS: tuple[type[BaseException], ...] = (
     ConfigError, ReleaseError, UnknownBenchmark, ReadOnlyViolation, WarehouseError, MigrationError,
-    LLMError, RegistryError, duckdb.Error,
+    LLMError, RegistryError, duckdb.Error, EvaluationRefused,
 )

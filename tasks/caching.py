@@ -36,11 +36,15 @@ class StagePolicy(CachePolicy):
 
     stage_names: tuple[str, ...] = ()
     modules: tuple[str, ...] = ()  # code the task body runs beyond its own source (e.g. a pipeline module)
+    stage_prefix: str | None = None  # also every registered stage whose name starts with this
 
     def compute_key(self, task_ctx: Any, inputs: dict[str, Any], flow_parameters: dict[str, Any], **kwargs: Any) -> str | None:
         config = runtime.current().config
         parts = []
-        for name in self.stage_names or (inputs["stage_name"],):
+        names = list(self.stage_names) or ([inputs["stage_name"]] if "stage_name" in inputs else [])
+        if self.stage_prefix:
+            names += [n for n in STAGES.names() if n.startswith(self.stage_prefix)]
+        for name in names:
             stage = STAGES.get(name)
             ref = config.models.ref(stage.role)
             parts += [name, str(ref), prompts.template_hash(stage.template)]

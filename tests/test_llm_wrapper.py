@@ -31,8 +31,7 @@ TRACE = TraceText(trace_id="t1", medium="diary", event_date="2023-03-04T15:20:00
 
 
 def summarize(model: Model, trace: TraceText = TRACE) -> TraceSummary:
-    prompt = prompts.render("summarize_trace", medium=trace.medium, event_date=trace.event_date,
-                            content=trace.content, language_name="English", max_keyphrases=8)
+    prompt = prompts.render("summarize_trace", inp=trace, language_name="English")
     return model.structured(model.request("memory.summarize_trace", prompt, trace, TraceSummary), TraceSummary)
 
 

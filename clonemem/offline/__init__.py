@@ -70,3 +70,8 @@ for _stage, _target in {
     "qa.distractor_check": "qa:check_choice",
 }.items():
     HANDLERS.add_lazy(_stage, "clonemem.offline.world." + _target)
+
+# Evaluation: the answerer and the judge.
+HANDLERS.add_lazy("eval.answer_free", "clonemem.offline.world.evaluation:answer_free")
+HANDLERS.add_lazy("eval.answer_choice", "clonemem.offline.world.evaluation:answer_choice")
+HANDLERS.add_lazy("eval.judge", "clonemem.offline.world.evaluation:judge")

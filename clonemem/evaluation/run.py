@@ -1,0 +1,168 @@
+"""Scoring memory systems on a benchmark: load, build and retrieve, answer and judge, measure.
+
+Plain functions over typed records; ``flows/evaluation.py`` runs them as cached Prefect tasks.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from clonemem.evaluation import metrics as M
+from clonemem.evaluation import stages as E
+from clonemem.llm.types import LLMError, estimate_tokens
+from clonemem.memory import SYSTEMS
+from clonemem.memory.base import BuildContext, MemoryTrace, QuestionView
+from clonemem.schemas.evaluation import AnswerInput, JudgeInput
+from clonemem.schemas.qa import Choice
+from clonemem.warehouse import Warehouse
+
+
+@dataclass(frozen=True)
+class EvalQuestion:
+    question_id: str
+    persona_id: str
+    question: str
+    question_type: str
+    dimension: str
+    question_time: dt.datetime
+    answer: str
+    correct_choice_id: str | None
+    choices: tuple[Choice, ...]
+    evidence_sets: tuple[tuple[str, ...], ...]  # each evidence item's trace ids
+    statements: tuple[str, ...]
+
+    def view(self) -> QuestionView:
+        gold = tuple(dict.fromkeys(t for s in self.evidence_sets for t in s))
+        return QuestionView(self.question_id, self.question, self.question_time, gold,
+                            tuple(zip(self.statements, self.evidence_sets)))
+
+
+@dataclass(frozen=True)
+class PersonaData:
+    persona_id: str
+    person_key: str
+    name: str
+    language: str
+    traces: tuple[MemoryTrace, ...]
+    questions: tuple[EvalQuestion, ...]
+
+
+def load_benchmark(wh: Warehouse, benchmark_id: str) -> list[PersonaData]:
+    out = []
+    for pid, key, name, language in wh.rows("SELECT persona_id, person_key, person_name, coalesce(language, 'en') "
+                                            "FROM personas WHERE benchmark_id = ? ORDER BY seq", [benchmark_id]):
+        traces = tuple(MemoryTrace(t, m, d, c) for t, m, d, c in wh.rows(
+            "SELECT trace_id, medium, event_date, content FROM traces WHERE persona_id = ? ORDER BY event_date, trace_id",
+            [pid]))
+        questions = []
+        for qid, q, qtype, dim, qtime, ans, correct, choices, ev in wh.rows(
+            "SELECT q.question_id, q.question, q.question_type, q.dimension, q.question_time, q.answer, q.correct_choice_id, "
+            " coalesce((SELECT list({'id': c.choice_id, 'text': c.text} ORDER BY c.seq) FROM question_choices c "
+            "           WHERE c.question_id = q.question_id), []), "
+            " coalesce((SELECT list({'statement': e.statement, 'ids': coalesce((SELECT list(et.trace_id ORDER BY et.seq) "
+            "           FROM evidence_traces et WHERE et.evidence_id = e.evidence_id), [])} ORDER BY qe.seq) "
+            "           FROM question_evidence qe JOIN evidence e USING (evidence_id) WHERE qe.question_id = q.question_id), []) "
+            "FROM questions q WHERE q.persona_id = ? ORDER BY q.seq", [pid]):
+            questions.append(EvalQuestion(
+                qid, pid, q, qtype, dim, qtime, ans, correct, tuple(Choice(id=c["id"], text=c["text"]) for c in choices),
+                tuple(tuple(e["ids"]) for e in ev), tuple(e["statement"] for e in ev)))
+        out.append(PersonaData(pid, key, name, language, traces, tuple(questions)))
+    return out
+
+
+@dataclass
+class Retrieval:
+    system: str
+    persona_id: str
+    build_seconds: float
+    llm_calls: int
+    llm_tokens: int
+    items: int
+    results: dict[str, tuple[tuple[str, ...], tuple[tuple[str, ...], ...], float]] = field(default_factory=dict)
+    # question_id -> (texts, trace ids per item, latency ms)
+
+
+def build_and_retrieve(system: str, persona: PersonaData, k_max: int, llm: Callable, seed: int,
+                       usage: Callable[[], tuple[int, int]]) -> Retrieval:
+    memory = SYSTEMS.get(system)()
+    ctx = BuildContext(llm=llm, language=persona.language, seed=seed)
+    started = time.perf_counter()
+    memory.build(persona.traces, ctx)
+    build = time.perf_counter() - started
+    calls, tokens = usage()
+    out = Retrieval(system, persona.persona_id, build, calls, tokens, int(ctx.stats.get("items", 0)))
+    for q in persona.questions:
+        t0 = time.perf_counter()
+        items = memory.retrieve(q.view(), k_max)
+        latency = (time.perf_counter() - t0) * 1000
+        out.results[q.question_id] = (tuple(i.text for i in items), tuple(i.trace_ids for i in items), latency)
+    return out
+
+
+@dataclass
+class Outcome:
+    question_id: str
+    context_tokens: int
+    answer_text: str | None
+    predicted_choice_id: str | None
+    judge: dict  # qa_consistency, mem_covered, mem_helpful or {} when unscored
+    unscored_reason: str | None
+
+
+def context_for(system: str, texts: tuple[str, ...], k: int) -> list[str]:
+    return list(texts) if system == "full_context" else list(texts[:k])
+
+
+def answer_and_judge(system: str, k: int, persona: PersonaData, retrieval: Retrieval, run: Callable,
+                     workers: int = 8) -> list[Outcome]:
+    def one(q: EvalQuestion) -> Outcome:
+        memories = context_for(system, retrieval.results[q.question_id][0], k)
+        when = q.question_time.isoformat(sep=" ", timespec="minutes")
+        free = run(E.ANSWER_FREE, AnswerInput(persona_name=persona.name, question=q.question, question_time=when,
+                                              memories=memories, mode="free", language=persona.language))
+        choice = None
+        if q.choices:
+            choice = run(E.ANSWER_CHOICE, AnswerInput(persona_name=persona.name, question=q.question, question_time=when,
+                                                      memories=memories, mode="choice", choices=list(q.choices),
+                                                      language=persona.language)).choice_id
+        verdict, reason = {}, None
+        try:
+            v = run(E.JUDGE, JudgeInput(question=q.question, question_type=q.question_type, reference_answer=q.answer,
+                                        candidate_answer=free.answer, gold_statements=list(q.statements),
+                                        retrieved=memories, language=persona.language))
+            verdict = {"qa_consistency": v.qa_consistency, "mem_covered": v.mem_covered, "mem_helpful": v.mem_helpful}
+        except LLMError as exc:  # an unparseable verdict is unscored with its reason, never 0
+            reason = str(exc)[:500]
+        return Outcome(q.question_id, sum(estimate_tokens(m) for m in memories), free.answer, choice, verdict, reason)
+
+    with ThreadPoolExecutor(workers) as pool:
+        return list(pool.map(one, persona.questions))
+
+
+def question_metrics(system: str, k: int, q: EvalQuestion, retrieval: Retrieval, outcome: Outcome | None) -> dict:
+    ids = [t for item in retrieval.results[q.question_id][1] for t in item]
+    row = {"system": system, "k": k, "question_id": q.question_id, "persona_id": q.persona_id,
+           "question_type": q.question_type, "dimension": q.dimension,
+           **M.recall_at_k(q.evidence_sets, ids, k)}
+    if outcome is None:
+        row.update({"choice_accuracy": None, **dict.fromkeys(M.JUDGED)})
+        return row
+    row["choice_accuracy"] = M.choice_correct(outcome.predicted_choice_id, q.correct_choice_id)
+    j = outcome.judge
+    row.update(M.judged(j.get("qa_consistency"), j.get("mem_covered"), len(q.statements), j.get("mem_helpful")))
+    return row
+
+
+def percentile(values: list[float], p: float) -> float | None:
+    return float(np.percentile(values, p)) if values else None
+
+
+def retrieved_json(retrieval: Retrieval, qid: str) -> str:
+    return json.dumps([t for item in retrieval.results[qid][1] for t in item])

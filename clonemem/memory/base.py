@@ -1,0 +1,76 @@
+"""The memory-system interface (SPEC §5).
+
+A system is built once per persona from all of its traces, then answers retrieval queries "as of" a
+question's time: only traces dated at or before ``as_of`` may contribute, which every system
+enforces through timestamps on what it stores (a consolidated memory keeps its versions with the
+time each became valid), never by rebuilding per question. Every retrieved item carries the trace
+ids it came from, so recall over trace ids is computable for every system.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+from pydantic import BaseModel
+
+from clonemem.registry import Registry
+
+
+@dataclass(frozen=True)
+class MemoryTrace:
+    trace_id: str  # warehouse id
+    medium: str
+    event_date: dt.datetime
+    content: str
+
+
+@dataclass(frozen=True)
+class QuestionView:
+    """What a system may know of the question beyond its text (only the oracle uses the gold)."""
+
+    question_id: str
+    question: str
+    question_time: dt.datetime
+    gold_trace_ids: tuple[str, ...] = ()
+    gold_statements: tuple[tuple[str, tuple[str, ...]], ...] = ()  # (statement, trace ids)
+
+
+@dataclass(frozen=True)
+class Retrieved:
+    text: str
+    trace_ids: tuple[str, ...]
+    score: float = 0.0
+    kind: str = "trace"  # trace, fact, note, summary, attribute ...
+
+
+# How a system's own LLM work is done: (stage name, inputs) -> validated output, through the
+# extractor role's model (the wrapper, limits, accounting and call log apply).
+LLMStep = Callable[[str, BaseModel], BaseModel]
+
+
+@dataclass
+class BuildContext:
+    llm: LLMStep
+    language: str = "en"
+    seed: int = 0
+    stats: dict = field(default_factory=dict)
+
+
+class MemorySystem(ABC):
+    name: ClassVar[str]
+    uses_llm: ClassVar[bool] = False
+
+    @abstractmethod
+    def build(self, traces: Sequence[MemoryTrace], ctx: BuildContext) -> None:
+        """Ingest every trace of one persona, in time order."""
+
+    @abstractmethod
+    def retrieve(self, question: QuestionView, k: int) -> list[Retrieved]:
+        """Ranked items for the question, using only what was visible at ``question.question_time``."""
+
+
+SYSTEMS: Registry[Callable[[], MemorySystem]] = Registry("memory system")

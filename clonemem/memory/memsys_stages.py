@@ -1,0 +1,39 @@
+"""LLM steps of the consolidating memory systems (extractor role): Mem0, A-Mem, O-Mem.
+
+Each step is a stage (name, template, role, input and output schema); the systems call them through
+``BuildContext.llm`` and the offline world answers them in ``clonemem.offline.world.memsys``."""
+
+from __future__ import annotations
+
+from clonemem.schemas.memsys import (
+    AMemEvolution,
+    AMemEvolveIn,
+    AMemLinks,
+    AMemLinksIn,
+    AMemNote,
+    AMemNoteIn,
+    Mem0ExtractIn,
+    Mem0Facts,
+    Mem0Operation,
+    Mem0UpdateIn,
+    OMemExtractIn,
+    OMemExtraction,
+    OMemRoute,
+    OMemRouteIn,
+)
+from clonemem.stages import define
+
+# Mem0 (Chhikara et al., 2025): extraction phase, then one update decision per candidate fact.
+MEM0_EXTRACT = define("memory.mem0_extract", "mem_mem0_extract", "extractor", Mem0ExtractIn, Mem0Facts)
+MEM0_UPDATE = define("memory.mem0_update", "mem_mem0_update", "extractor", Mem0UpdateIn, Mem0Operation)
+
+# A-Mem (Xu et al., 2025): note construction, link generation, memory evolution.
+AMEM_NOTE = define("memory.amem_note", "mem_amem_note", "extractor", AMemNoteIn, AMemNote)
+AMEM_LINKS = define("memory.amem_links", "mem_amem_links", "extractor", AMemLinksIn, AMemLinks)
+AMEM_EVOLVE = define("memory.amem_evolve", "mem_amem_evolve", "extractor", AMemEvolveIn, AMemEvolution)
+
+# O-Mem (OPPO, 2025): topic / attribute / event extraction (eq. 1), add-ignore-update routing (eqs. 3-4).
+OMEM_EXTRACT = define("memory.omem_extract", "mem_omem_extract", "extractor", OMemExtractIn, OMemExtraction)
+OMEM_ROUTE = define("memory.omem_route", "mem_omem_route", "extractor", OMemRouteIn, OMemRoute)
+
+ALL = (MEM0_EXTRACT, MEM0_UPDATE, AMEM_NOTE, AMEM_LINKS, AMEM_EVOLVE, OMEM_EXTRACT, OMEM_ROUTE)

@@ -1,0 +1,55 @@
+"""Answerer and judge steps (SPEC §5)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from clonemem.schemas.config import Language
+from clonemem.schemas.qa import Choice
+
+
+class _M(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+
+class AnswerInput(_M):
+    """The AI clone answers in the persona's voice strictly from the retrieved memories."""
+
+    persona_name: str
+    question: str
+    question_time: str
+    memories: list[str]
+    mode: Literal["free", "choice"]
+    choices: list[Choice] = Field(default_factory=list)
+    language: Language = "en"
+
+
+class FreeAnswer(_M):
+    answer: str
+
+
+class ChoiceAnswer(_M):
+    choice_id: str
+    reason: str
+
+
+class JudgeInput(_M):
+    question: str
+    question_type: str
+    reference_answer: str
+    candidate_answer: str
+    gold_statements: list[str]
+    retrieved: list[str]
+    language: Language = "en"
+
+
+class JudgeVerdict(_M):
+    """qa_consistency 0–3; mem_covered = how many gold statements the retrieved memories cover;
+    mem_helpful 0–2 (SPEC §5 rubrics)."""
+
+    qa_consistency: int = Field(ge=0, le=3)
+    mem_covered: int = Field(ge=0)
+    mem_helpful: int = Field(ge=0, le=2)
+    reason: str
