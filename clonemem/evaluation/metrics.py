@@ -62,7 +62,7 @@ def judged(qa_consistency: int | None, mem_covered: int | None, n_gold: int, mem
 
 
 def bootstrap_ci(values: np.ndarray, samples: int, seed: int) -> tuple[float | None, float | None]:
-    """95% percentile bootstrap interval of the mean."""
+    """95% percentile bootstrap interval of the mean (NaN values are left out)."""
     values = values[~np.isnan(values)]
     if values.size == 0:
         return None, None
@@ -74,20 +74,47 @@ def bootstrap_ci(values: np.ndarray, samples: int, seed: int) -> tuple[float | N
     return float(low), float(high)
 
 
+def _weights(n: int, samples: int, seed: int) -> np.ndarray:
+    """Bootstrap resamples as count matrices (samples × n): resample means become one matrix product."""
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, n, size=(samples, n))
+    weights = np.zeros((samples, n), dtype=np.float64)
+    np.add.at(weights, (np.repeat(np.arange(samples), n), idx.ravel()), 1.0)
+    return weights
+
+
 def aggregate(per_question: pl.DataFrame, group_cols: Sequence[str], samples: int = 1000, seed: int = 0) -> pl.DataFrame:
     """Mean, n and 95% bootstrap CI of every metric, per system, k and group (long format).
 
     ``per_question`` has columns system, k, question_id, <group cols>, and one column per metric.
+    Every (system, k) sees the same questions, so each group's resampling matrix is drawn once and
+    shared; unscored (null) values are left out of both the mean and its resamples.
     """
+    metrics = [m for m in METRICS if m in per_question.columns]
+    frame = per_question.sort(["system", "k", *group_cols, "question_id"])
+    weights: dict[tuple, np.ndarray] = {}
     rows = []
-    keys = ["system", "k", *group_cols]
-    for key, frame in per_question.group_by(keys, maintain_order=True):
-        for metric in METRICS:
-            if metric not in frame.columns:
-                continue
-            values = frame[metric].cast(pl.Float64).to_numpy()
-            valid = values[~np.isnan(values)]
-            low, high = bootstrap_ci(values, samples, seed)
-            rows.append({**dict(zip(keys, key)), "metric": metric, "n": int(valid.size),
-                         "value": float(valid.mean()) if valid.size else None, "ci_low": low, "ci_high": high})
+    for key, part in frame.group_by(["system", "k", *group_cols], maintain_order=True):
+        group = tuple(key[2:])
+        x = part.select([pl.col(m).cast(pl.Float64) for m in metrics]).to_numpy()
+        present = ~np.isnan(x)
+        values = np.where(present, x, 0.0)
+        n = x.shape[0]
+        if (group, n) not in weights:
+            weights[(group, n)] = _weights(n, samples, seed + len(weights)) if n > 1 else np.ones((1, n))
+        w = weights[(group, n)]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            boot = (w @ values) / (w @ present)
+        for j, metric in enumerate(metrics):
+            count = int(present[:, j].sum())
+            mean = float(values[:, j].sum() / count) if count else None
+            if count == 0:
+                low = high = None
+            elif count == 1:
+                low = high = mean
+            else:
+                finite = boot[:, j][~np.isnan(boot[:, j])]
+                low, high = (float(v) for v in np.percentile(finite, [2.5, 97.5]))
+            rows.append({"system": key[0], "k": key[1], **dict(zip(group_cols, group)), "metric": metric, "n": count,
+                         "value": mean, "ci_low": low, "ci_high": high})
     return pl.DataFrame(rows, infer_schema_length=None)

@@ -73,6 +73,7 @@ class BM25(_Flat):
     def index(self, units: list[Unit]) -> None:
         import bm25s
 
+        logging.getLogger("bm25s").setLevel(logging.WARNING)  # it logs every index build at DEBUG
         self._bm25 = bm25s.BM25()
         self._bm25.index([words(u.text) for u in units], show_progress=False)
 

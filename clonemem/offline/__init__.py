@@ -75,3 +75,12 @@ for _stage, _target in {
 HANDLERS.add_lazy("eval.answer_free", "clonemem.offline.world.evaluation:answer_free")
 HANDLERS.add_lazy("eval.answer_choice", "clonemem.offline.world.evaluation:answer_choice")
 HANDLERS.add_lazy("eval.judge", "clonemem.offline.world.evaluation:judge")
+
+# Memory systems' own steps: Mem0, A-Mem, O-Mem.
+HANDLERS.add_lazy("memory.mem0_extract", "clonemem.offline.world.memsys:mem0_extract")
+HANDLERS.add_lazy("memory.mem0_update", "clonemem.offline.world.memsys:mem0_update")
+HANDLERS.add_lazy("memory.amem_note", "clonemem.offline.world.memsys:amem_note")
+HANDLERS.add_lazy("memory.amem_links", "clonemem.offline.world.memsys:amem_links")
+HANDLERS.add_lazy("memory.amem_evolve", "clonemem.offline.world.memsys:amem_evolve")
+HANDLERS.add_lazy("memory.omem_extract", "clonemem.offline.world.memsys:omem_extract")
+HANDLERS.add_lazy("memory.omem_route", "clonemem.offline.world.memsys:omem_route")

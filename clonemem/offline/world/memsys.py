@@ -1,0 +1,408 @@
+"""Offline handlers for the LLM steps of Mem0, A-Mem and O-Mem (``clonemem.memory.memsys_stages``).
+
+They do each step's job from the step's inputs alone, extractively and deterministically (``call.rng``
+only breaks exact ties):
+
+* statements are the sentences of a trace that the writer says about themselves (first person, the
+  writer's own lines of a chat, their calendar entries and searches), lightly normalised: hashtags,
+  bullets and discourse lead-ins ("Also,", "Small update:") removed;
+* update decisions compare the new statement with the candidate memories by word overlap (Jaccard over
+  content words): a near-duplicate changes nothing, the same subject with changed content updates the
+  memory, an explicit reversal ("no longer", "不再") of a memory deletes it (Mem0) or updates it
+  (O-Mem, which has no delete), anything else is added;
+* notes take their keywords, context sentence and tags from the text (frequent content words, the lead
+  statement, a small domain lexicon, hashtags and the medium); evolution merges the new note's thematic
+  tags and context into the neighbours it was linked to;
+* O-Mem's extraction separates persona attributes (opinions, beliefs, preferences, traits, present
+  feelings) from event facts, and names topics by the most salient content-word phrase.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+
+from clonemem import text as tx
+from clonemem.offline import OfflineCall
+from clonemem.schemas.memsys import (
+    AMemEvolution,
+    AMemEvolveIn,
+    AMemLinks,
+    AMemLinksIn,
+    AMemNeighbourUpdate,
+    AMemNote,
+    AMemNoteIn,
+    AMemNoteView,
+    MemoryEntry,
+    Mem0ExtractIn,
+    Mem0Facts,
+    Mem0Operation,
+    Mem0UpdateIn,
+    OMemExtraction,
+    OMemExtractIn,
+    OMemRoute,
+    OMemRouteIn,
+)
+
+# Word-overlap thresholds of the update decisions (Jaccard over content words).
+NEAR_DUPLICATE = 0.8
+SAME_SUBJECT = 0.5
+# A-Mem link generation: shared keywords, or overlapping content.
+LINK_SHARED_KEYWORDS = 2
+LINK_OVERLAP = 0.25
+MAX_TAGS = 8  # a note keeps "several" tags (A-Mem); evolution adds new themes up to this many
+
+# -- statements ---------------------------------------------------------------------------------
+
+_FIRST_PERSON_EN = re.compile(r"\b(i|i'm|i've|i'd|i'll|me|my|mine|myself|we|we're|we've|us|our|ours|let's)\b", re.I)
+_SPEAKER = re.compile(r"^\s*([^:：\n]{1,30}?)(?::\s+|：\s*)(.*)$")
+_WRITER = {"me", "i", "myself", "我", "我自己"}
+_LEADIN_EN = re.compile(
+    r"^(also|and|but|so|honestly|anyway|mostly|frankly|to be honest|small update|quick update|update|btw|"
+    r"ps|p\.s\.|well|okay|ok|oh|today)\b[,:;!]?\s+", re.I)
+_LEADIN_ZH = re.compile(r"^(另外|说实话|其实|总之|还有|而且|不过|所以|小更新|更新|今天)[，,：:]?\s*")
+_HASHTAG = re.compile(r"#[^\s#]+")
+_BULLET = re.compile(r"^\s*(?:[-*•·]|\d+[.)])\s+")
+_SENTENCE_END = "。！？.!?"
+
+
+def _lang(language: str) -> str:
+    return "zh" if language == "zh" else "en"
+
+
+def _first_person(s: str, language: str) -> bool:
+    return "我" in s if _lang(language) == "zh" else bool(_FIRST_PERSON_EN.search(s))
+
+
+def _clean(s: str, language: str) -> str:
+    s = _HASHTAG.sub("", s)
+    s = _BULLET.sub("", s)
+    lead = _LEADIN_ZH if _lang(language) == "zh" else _LEADIN_EN
+    while True:
+        m = lead.match(s)
+        if not m:
+            break
+        s = s[m.end():]
+    s = " ".join(s.split()).strip(" ,;:，；：")
+    if not s:
+        return ""
+    if _lang(language) == "zh":
+        return s if s[-1] in _SENTENCE_END else s + "。"
+    s = s[:1].upper() + s[1:]
+    return s if s[-1] in _SENTENCE_END else s + "."
+
+
+def _substantial(s: str, language: str) -> bool:
+    return len(set(tx.content_words(s))) >= (3 if _lang(language) == "zh" else 2)
+
+
+def statements(content: str, medium: str, language: str = "en") -> list[str]:
+    """The statements a trace makes about its writer, in order, each once."""
+    zh = _lang(language) == "zh"
+    chat = medium.startswith("chat")
+    out: list[str] = []
+    seen: set[str] = set()
+
+    def keep(s: str) -> None:
+        key = s.lower()
+        if key not in seen and _substantial(s, language):
+            seen.add(key)
+            out.append(s)
+
+    for line in content.splitlines():
+        line = line.strip()
+        if not line:
+            continue
+        m = _SPEAKER.match(line)
+        if m and (m.group(1).strip().lower() in _WRITER or not _first_person(m.group(1), language)):
+            speaker, rest = m.group(1).strip(), m.group(2).strip()
+            if speaker.lower() in _WRITER:
+                line = rest
+            elif chat:
+                continue  # someone else's line
+            else:
+                line = rest  # a lead-in such as "Subject:" or "Small update:"
+        if medium == "search_history" and not _first_person(line, language):
+            cleaned = _clean(line, language)
+            if cleaned:
+                keep(("搜索了：" if zh else "Searched for: ") + cleaned)
+            continue
+        if medium == "calendar_event" and not _first_person(line, language):
+            cleaned = _clean(line, language)
+            if cleaned:
+                keep(("日程：" if zh else "Scheduled: ") + cleaned)
+            continue
+        for sent in tx.sentences(line):
+            if sent.rstrip().endswith(("?", "？")):
+                continue
+            if not _first_person(sent, language):
+                continue
+            cleaned = _clean(sent, language)
+            if cleaned:
+                keep(cleaned)
+    return out
+
+
+# -- comparison ---------------------------------------------------------------------------------
+
+_REVERSAL_EN = re.compile(
+    r"\b(no longer|not any ?more|any ?more|stopped|quit|gave up|changed my mind|no more|never again|"
+    r"(?:don't|do not|didn't|did not|doesn't|does not) (?:think|believe|feel|like|love|want|enjoy|care))\b", re.I)
+_REVERSAL_ZH = re.compile(r"不再|再也不|改变了想法|改变主意|放弃了|不想再|已经不")
+_MARKER_WORDS = frozenset("longer anymore any more stopped quit gave changed mind never again don't didn't doesn't".split())
+_MARKER_ZH = re.compile(r"不再|再也不|已经不|改变了想法|改变主意")
+
+
+def reversed_statement(s: str, language: str = "en") -> bool:
+    return bool((_REVERSAL_ZH if _lang(language) == "zh" else _REVERSAL_EN).search(s))
+
+
+def _core(s: str, language: str) -> set[str]:
+    if _lang(language) == "zh":
+        return set(tx.content_words(_MARKER_ZH.sub("", s)))
+    return {w for w in tx.content_words(s) if w not in _MARKER_WORDS}
+
+
+def overlap(a: str, b: str, language: str = "en") -> float:
+    """Jaccard similarity of the content words of two statements (reversal markers left out)."""
+    wa, wb = _core(a, language), _core(b, language)
+    if not wa or not wb:
+        return 0.0
+    return len(wa & wb) / len(wa | wb)
+
+
+def _best(call: OfflineCall, item: str, entries: list[MemoryEntry], language: str) -> tuple[MemoryEntry | None, float]:
+    if not entries:
+        return None, 0.0
+    scored = [(overlap(item, e.text, language), e) for e in entries]
+    top = max(s for s, _ in scored)
+    tied = [e for s, e in scored if s == top]
+    return (tied[0] if len(tied) == 1 else tied[call.rng.randrange(len(tied))]), top
+
+
+def _more_informative(new: str, old: str, language: str) -> bool:
+    wn, wo = _core(new, language), _core(old, language)
+    return wo < wn
+
+
+# -- Mem0 ---------------------------------------------------------------------------------------
+
+
+def mem0_extract(call: OfflineCall) -> Mem0Facts:
+    inp = call.inputs
+    assert isinstance(inp, Mem0ExtractIn), "memory.mem0_extract needs Mem0ExtractIn inputs"
+    return Mem0Facts(facts=statements(inp.content, inp.medium, inp.language)[:24])
+
+
+def mem0_update(call: OfflineCall) -> Mem0Operation:
+    """ADD / UPDATE / DELETE / NONE for one fact against the retrieved memories."""
+    inp = call.inputs
+    assert isinstance(inp, Mem0UpdateIn), "memory.mem0_update needs Mem0UpdateIn inputs"
+    best, sim = _best(call, inp.fact, list(inp.memories), inp.language)
+    if best is None or sim < SAME_SUBJECT:
+        return Mem0Operation(event="ADD", text=inp.fact)
+    if reversed_statement(inp.fact, inp.language) != reversed_statement(best.text, inp.language):
+        return Mem0Operation(event="DELETE", id=best.id)  # the new fact contradicts the memory
+    if sim >= NEAR_DUPLICATE and not _more_informative(inp.fact, best.text, inp.language):
+        return Mem0Operation(event="NONE")
+    return Mem0Operation(event="UPDATE", id=best.id, text=inp.fact)
+
+
+# -- A-Mem --------------------------------------------------------------------------------------
+
+_DOMAINS_EN: dict[str, frozenset[str]] = {k: frozenset(v.split()) for k, v in {
+    "work": "work working job team meeting manager colleague colleagues office project deadline workload emails "
+            "email boss promotion career client clients shift hours salary company companies report reports "
+            "presented presentation weekends overtime resign hired interview",
+    "family": "family mum mom dad father mother sister brother parents son daughter grandmother grandfather "
+              "grandma grandpa aunt uncle cousin wife husband",
+    "relationships": "partner friend friends boyfriend girlfriend date dating together relationship",
+    "social": "party dinner drinks group club catch visit visited invited neighbours neighbors",
+    "health": "health doctor sleep slept tired exercise gym ill sick hospital dentist run running therapy",
+    "emotion": "felt feel feeling anxious worried happy sad angry guilty proud resentful restless overwhelmed "
+               "confident drained stressed lonely relieved grateful nervous excited frustrated",
+    "beliefs": "believe believed think thought opinion convinced realised realized learned values matter",
+    "money": "money pay paid salary rent bill bills budget savings cost price loan",
+    "hobbies": "hobby sketch sketching painting watercolour watercolor guitar music reading book books cooking "
+               "recipe garden gardening hiking choir photography football match",
+    "home": "home house flat apartment moving laundry grocery groceries shopping cleaning",
+    "travel": "travel trip flight train ferry holiday journey abroad",
+    "education": "school class course exam study studying university lesson students teacher",
+}.items()}
+_DOMAINS_ZH: dict[str, tuple[str, ...]] = {
+    "工作": ("工作", "同事", "经理", "会议", "项目", "加班", "邮件", "老板", "公司", "工资", "汇报", "客户", "上司"),
+    "家庭": ("家人", "妈妈", "爸爸", "父母", "姐姐", "哥哥", "弟弟", "妹妹", "孩子", "母亲", "父亲", "爷爷", "奶奶"),
+    "情绪": ("感到", "焦虑", "开心", "难过", "生气", "内疚", "疲惫", "烦躁", "不满", "自信", "紧张", "心情"),
+    "观点": ("认为", "相信", "觉得", "看法"),
+    "社交": ("朋友", "聚会", "合唱团", "聚餐", "见面"),
+    "健康": ("医生", "睡", "运动", "身体", "医院", "健身"),
+    "金钱": ("钱", "房租", "账单", "存款", "花销"),
+    "爱好": ("下厨", "菜谱", "画", "唱", "音乐", "读书", "摄影"),
+    "家务": ("购物", "洗衣", "打扫", "买菜"),
+}
+MEDIUM_ZH = {"diary": "日记", "chat_private": "私聊", "chat_group": "群聊", "memo": "备忘", "social_media": "社交动态",
+             "calendar_event": "日程", "email": "邮件", "search_history": "搜索记录"}
+_FORMAT_TAGS = frozenset(MEDIUM_ZH) | frozenset(MEDIUM_ZH.values())
+_LATER = {"en": " | Later: ", "zh": " | 后来："}
+
+
+def _domains(content: str, language: str) -> list[str]:
+    if _lang(language) == "zh":
+        return [d for d, cues in _DOMAINS_ZH.items() if any(c in content for c in cues)]
+    toks = set(tx.words(content))
+    hits = [(len(toks & cues), i, d) for i, (d, cues) in enumerate(_DOMAINS_EN.items()) if toks & cues]
+    return [d for _, _, d in sorted(hits, key=lambda h: (-h[0], h[1]))]
+
+
+def _hashtags(content: str) -> list[str]:
+    out: list[str] = []
+    for tag in _HASHTAG.findall(content):
+        tag = tag[1:].strip("_-").lower()
+        if tag and tag not in out:
+            out.append(tag)
+    return out
+
+
+def _lead(content: str, medium: str, language: str) -> str:
+    found = statements(content, medium, language)
+    lead = found[0] if found else next((s for s in tx.sentences(" ".join(content.split())) if s), content.strip())
+    lead = _HASHTAG.sub("", lead).strip() or content.strip()
+    return lead if len(lead) <= 160 else lead[:157].rstrip() + "..."
+
+
+def amem_note(call: OfflineCall) -> AMemNote:
+    inp = call.inputs
+    assert isinstance(inp, AMemNoteIn), "memory.amem_note needs AMemNoteIn inputs"
+    zh = _lang(inp.language) == "zh"
+    lead = _lead(inp.content, inp.medium, inp.language) or inp.medium
+    date = inp.event_date[:10]
+    if zh:
+        context = f"{date}的{MEDIUM_ZH.get(inp.medium, inp.medium)}：{lead}"
+        fmt = MEDIUM_ZH.get(inp.medium, inp.medium)
+    else:
+        context = f"{inp.medium.replace('_', ' ').capitalize()} from {date}: {lead}"
+        fmt = inp.medium
+    tags: list[str] = []
+    for tag in [*_domains(inp.content, inp.language), *_hashtags(inp.content), fmt]:
+        if tag not in tags:
+            tags.append(tag)
+    return AMemNote(keywords=tx.keyphrases(inp.content, limit=6), context=context, tags=tags[:8])
+
+
+def _related(note: AMemNoteView, other: AMemNoteView, language: str) -> bool:
+    shared = {k.lower() for k in note.keywords} & {k.lower() for k in other.keywords}
+    return len(shared) >= LINK_SHARED_KEYWORDS or overlap(note.content, other.content, language) >= LINK_OVERLAP
+
+
+def amem_links(call: OfflineCall) -> AMemLinks:
+    inp = call.inputs
+    assert isinstance(inp, AMemLinksIn), "memory.amem_links needs AMemLinksIn inputs"
+    return AMemLinks(links=[n.id for n in inp.neighbours if n.id != inp.note.id and _related(inp.note, n, inp.language)])
+
+
+def amem_evolve(call: OfflineCall) -> AMemEvolution:
+    """Linked neighbours take on the new note's thematic tags and record it in their context."""
+    inp = call.inputs
+    assert isinstance(inp, AMemEvolveIn), "memory.amem_evolve needs AMemEvolveIn inputs"
+    marker = _LATER[_lang(inp.language)]
+    linked = set(inp.linked)
+    updates = []
+    for n in inp.neighbours:
+        if n.id not in linked:
+            continue
+        tags = list(n.tags)
+        for tag in inp.note.tags:
+            if tag not in tags and tag not in _FORMAT_TAGS and len(tags) < MAX_TAGS:
+                tags.append(tag)
+        base = n.context.split(marker)[0].rstrip()
+        about = inp.note.context
+        context = f"{base}{marker}{inp.note.timestamp[:10]} {about}"
+        if len(context) > 400:
+            context = context[:397].rstrip() + "..."
+        if tags != list(n.tags) or context != n.context:
+            updates.append(AMemNeighbourUpdate(id=n.id, context=context, tags=tags))
+    return AMemEvolution(updates=updates)
+
+
+# -- O-Mem --------------------------------------------------------------------------------------
+
+_ATTRIBUTE_EN = re.compile(
+    r"\b(think|thinks|thought|believe|believes|believed|came to believe|convinced|value|values|valued|love|loves|"
+    r"like|likes|hate|hates|prefer|prefers|enjoy|enjoys|dislike|dislikes|want|wants|wish|hope|always|never|"
+    r"no longer|i am|i'm|my favou?rite|realised|realized|learned that|worry|worried about|care about|"
+    r"told [\w' ]{1,30}? that|said that|i feel|i've become|i have become|i tend)\b", re.I)
+_ATTRIBUTE_ZH = re.compile(r"觉得|认为|相信|喜欢|讨厌|热爱|希望|想要|总是|从不|不再|我是|最爱|在乎|担心|说，|说:|说：|意识到|我感觉|习惯")
+_FUNCTION_ZH = set("的了是在我你他她它们和就也都很又还这那说对把被着过吗呢吧啊")
+_FRAMING_ZH = ("感到", "觉得", "开始", "认为", "时候", "相信")
+
+
+def is_attribute(s: str, language: str = "en") -> bool:
+    """Opinions, beliefs, preferences, traits and present feelings, as opposed to events."""
+    return bool((_ATTRIBUTE_ZH if _lang(language) == "zh" else _ATTRIBUTE_EN).search(s))
+
+
+def _runs_en(s: str) -> list[tuple[str, ...]]:
+    runs, cur = [], []
+    for w in tx.words(s):
+        if w not in tx.STOPWORDS_EN and len(w) > 2 and not w.isdigit() and not _FIRST_PERSON_EN.fullmatch(w):
+            cur.append(w)
+        else:
+            if cur:
+                runs.append(tuple(cur))
+            cur = []
+    if cur:
+        runs.append(tuple(cur))
+    return [r[-3:] for r in runs]
+
+
+def topics(texts: list[str], language: str = "en", limit: int = 2) -> list[str]:
+    """The most salient subject phrases: repeated multi-word content runs (en), 4-character spans (zh)."""
+    counts: Counter = Counter()
+    first: dict[str, int] = {}
+    length: dict[str, int] = {}
+    for text in texts:
+        if _lang(language) == "zh":
+            grams = []
+            for run in re.findall(r"[\u4e00-\u9fff]+", text):
+                grams += [g for g in (run[i:i + 4] for i in range(len(run) - 3))
+                          if not (_FUNCTION_ZH & set(g)) and not any(f in g for f in _FRAMING_ZH)]
+            phrases = [(g, 4) for g in grams]
+        else:
+            phrases = [(" ".join(r), len(r)) for r in _runs_en(text) if len(r) >= 2]
+        for p, n in phrases:
+            first.setdefault(p, len(first))
+            length[p] = n
+            counts[p] += 1
+    ranked = sorted(counts, key=lambda p: (-counts[p], -length[p], first[p]))
+    out = ranked[:1] + [p for p in ranked[1:limit] if counts[p] >= 2]
+    if not out:
+        joined = " ".join(texts)
+        out = tx.keyphrases(joined, limit=1)
+    return out
+
+
+def omem_extract(call: OfflineCall) -> OMemExtraction:
+    inp = call.inputs
+    assert isinstance(inp, OMemExtractIn), "memory.omem_extract needs OMemExtractIn inputs"
+    found = statements(inp.content, inp.medium, inp.language)
+    attributes = [s for s in found if is_attribute(s, inp.language)]
+    facts = [s for s in found if not is_attribute(s, inp.language)]
+    return OMemExtraction(
+        topics=topics(found or [inp.content], inp.language),
+        keywords=tx.keyphrases(inp.content, limit=8),
+        attributes=attributes[:16],
+        facts=facts[:16],
+    )
+
+
+def omem_route(call: OfflineCall) -> OMemRoute:
+    """ADD / IGNORE / UPDATE for one attribute or event against the most similar existing entries."""
+    inp = call.inputs
+    assert isinstance(inp, OMemRouteIn), "memory.omem_route needs OMemRouteIn inputs"
+    best, sim = _best(call, inp.item, list(inp.existing), inp.language)
+    if best is None or sim < SAME_SUBJECT:
+        return OMemRoute(op="ADD")
+    changed = reversed_statement(inp.item, inp.language) != reversed_statement(best.text, inp.language)
+    if sim >= NEAR_DUPLICATE and not changed and not _more_informative(inp.item, best.text, inp.language):
+        return OMemRoute(op="IGNORE")
+    return OMemRoute(op="UPDATE", id=best.id, text=inp.item)

@@ -1,0 +1,95 @@
+"""Evaluation on an imported release file: every system runs, time-awareness holds, the JSON contract."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from clonemem import release
+from clonemem.cli import app
+from clonemem.memory import SYSTEMS
+from clonemem.schemas.config import RunConfig
+from clonemem.warehouse import Warehouse
+
+pytestmark = pytest.mark.prefect
+
+CONTRACT_METRICS = ("recall_flat", "recall_all_all", "recall_all_any", "recall_any_all", "recall_any_any",
+                    "choice_accuracy", "qa_consistency", "qa_hallucination_rate", "qa_perfect_rate", "mem_recall",
+                    "mem_helpful", "context_tokens", "build_seconds", "retrieval_p50_ms", "retrieval_p95_ms",
+                    "llm_calls", "llm_tokens")
+
+
+@pytest.fixture(scope="module")
+def imported(tmp_path_factory) -> Path:
+    from clonemem.demo import fixture_files
+    from clonemem.expectations.gate import run_gate
+
+    path = tmp_path_factory.mktemp("eval") / "wh.duckdb"
+    with Warehouse.open_writer(path) as wh:
+        release.import_release_files(wh, fixture_files(), "imported")
+    assert run_gate(path, "imported", docs_dir=path.parent / "docs").status == "passed"
+    return path
+
+
+@pytest.fixture(scope="module")
+def result(imported: Path) -> dict:
+    from clonemem.flows.evaluation import evaluate_flow
+
+    return evaluate_flow(RunConfig().model_dump(mode="json"), str(imported), "imported", SYSTEMS.names(), [1, 3, 5])
+
+
+def test_every_system_runs_and_the_contract_holds(result: dict) -> None:
+    assert {r["system"] for r in result["results"]} == set(SYSTEMS.names())
+    assert len(result["results"]) == len(SYSTEMS.names()) * 3
+    for r in result["results"]:
+        assert r["n_questions"] == 6
+        for metric in CONTRACT_METRICS:
+            assert metric in r
+        assert r["recall_flat"] is not None and 0.0 <= r["recall_flat"] <= 1.0
+    assert result["by_question_type"] and all({"system", "k", "question_type", "n_questions"} <= set(e)
+                                              for e in result["by_question_type"])
+    oracle = next(r for r in result["results"] if r["system"] == "oracle" and r["k"] == 5)
+    assert oracle["recall_any_any"] == 1.0
+
+
+def test_free_text_only_items_have_no_choice_accuracy(imported: Path, result: dict) -> None:
+    with Warehouse.open_reader(imported) as wh:
+        rows = wh.rows("SELECT q.external_id, m.value FROM eval_question_metrics m JOIN questions q USING (question_id) "
+                       "WHERE m.metric = 'choice_accuracy' AND m.system = 'oracle' AND m.k = 5 ORDER BY 1")
+        judged = wh.rows("SELECT count(*) FROM eval_judgments WHERE scored")[0][0]
+    values = dict(rows)
+    assert values["q03"] is None and values["q06"] is None  # free-text only: choice_accuracy null
+    assert values["q01"] is not None
+    assert judged > 0
+    oracle = next(r for r in result["results"] if r["system"] == "oracle" and r["k"] == 5)
+    assert oracle["mem_recall"] is not None and oracle["qa_consistency"] is not None
+
+
+def test_retrieval_is_time_aware(imported: Path, result: dict) -> None:
+    with Warehouse.open_reader(imported) as wh:
+        late = wh.rows(
+            "SELECT r.system, q.external_id FROM eval_retrievals r JOIN questions q USING (question_id), "
+            "unnest(from_json(r.retrieved_trace_ids, '[\"VARCHAR\"]')) AS u(tid) JOIN traces t ON t.trace_id = u.tid "
+            "WHERE r.system NOT IN ('oracle', 'oracle_statements') AND t.event_date > q.question_time")
+    assert late == []
+
+
+def test_cli_refuses_an_ungated_benchmark_and_writes_json(tmp_path: Path, demo_file: Path) -> None:
+    runner = CliRunner()
+    wh = str(tmp_path / "wh.duckdb")
+    assert runner.invoke(app, ["--warehouse", wh, "import-release", str(demo_file), "--name", "x"]).exit_code == 0
+    got = runner.invoke(app, ["--warehouse", wh, "evaluate", "x", "--systems", "bm25"])
+    assert got.exit_code == 1 and "gate status 'pending'" in got.output
+    got = runner.invoke(app, ["--warehouse", wh, "evaluate", "x", "--systems", "nope"])
+    assert got.exit_code == 1 and "unknown memory system 'nope'" in got.output
+    out = tmp_path / "r.json"
+    got = runner.invoke(app, ["--warehouse", wh, "evaluate", "x", "--systems", "bm25,oracle", "--k", "2,4",
+                              "--json", str(out), "--force"])
+    assert got.exit_code == 0, got.output
+    data = json.loads(out.read_text("utf-8"))
+    assert [(r["system"], r["k"]) for r in data["results"]] == [("bm25", 2), ("bm25", 4), ("oracle", 2), ("oracle", 4)]
+    got = runner.invoke(app, ["systems", "--json"])
+    assert set(json.loads(got.output)) == set(SYSTEMS.names())

@@ -1,0 +1,362 @@
+"""Mem0, A-Mem and O-Mem: built offline on one small generated persona and on scripted traces.
+
+Checked: every retrieved item names existing traces, nothing comes from after the question's time,
+evidence statements find their traces, Mem0 keeps superseded versions visible to earlier questions,
+A-Mem links and evolves notes with the pre-evolution version still what an earlier question sees,
+O-Mem's clue index answers with the rarest word, the offline steps do their job honestly, and Chinese
+traces go through every system.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import random
+import time
+from collections import defaultdict
+
+import pytest
+
+import clonemem.memory.memsys_stages as memsys_stages
+from clonemem.generation.assemble import assemble
+from clonemem.generation.execute import new_dags, run_inline
+from clonemem.memory import SYSTEMS
+from clonemem.memory.amem import AMem
+from clonemem.memory.base import BuildContext, MemoryTrace, QuestionView, Retrieved
+from clonemem.memory.mem0 import Mem0, when
+from clonemem.memory.omem import OMem
+from clonemem.offline import HANDLERS, OfflineCall
+from clonemem.offline.world import memsys as offline
+from clonemem.runtime import Runtime, use
+from clonemem.schemas.config import RunConfig
+from clonemem.schemas.memsys import (
+    AMemEvolveIn,
+    AMemLinksIn,
+    AMemNoteIn,
+    AMemNoteView,
+    Mem0ExtractIn,
+    Mem0UpdateIn,
+    MemoryEntry,
+    OMemExtractIn,
+    OMemRouteIn,
+)
+from clonemem.stages import STAGES
+
+NAMES = ("mem0", "amem", "omem")
+SMALL = {"generation": {"major_events": 3, "phases_per_event": 2, "events_per_phase": 3, "traces_per_event": 3,
+                        "noise_traces_per_phase": 2}}
+
+
+def build(system, traces, rt: Runtime, language: str = "en") -> BuildContext:
+    ctx = BuildContext(llm=lambda name, inp: STAGES.get(name).run(rt.model("extractor"), inp), language=language)
+    with use(rt):
+        system.build(traces, ctx)
+    return ctx
+
+
+def ask(system, question: str, at: dt.datetime, k: int = 10) -> list[Retrieved]:
+    return system.retrieve(QuestionView(question_id="q", question=question, question_time=at), k)
+
+
+def day(s: str) -> dt.datetime:
+    return dt.datetime.fromisoformat(s)
+
+
+def trace(tid: str, date: str, content: str, medium: str = "diary") -> MemoryTrace:
+    return MemoryTrace(trace_id=tid, medium=medium, event_date=day(date), content=content)
+
+
+@pytest.fixture(scope="module")
+def rt() -> Runtime:
+    return Runtime(RunConfig())
+
+
+@pytest.fixture(scope="module")
+def persona():
+    config = RunConfig.model_validate(SMALL)
+    runtime = Runtime(config)
+    done = []
+    with use(runtime):
+        run_inline(new_dags(config), runtime, done.append)
+    rows = assemble(done[0], "t").rows.tables
+    traces = [MemoryTrace(r["trace_id"], r["medium"], r["event_date"], r["content"]) for r in rows["traces"]]
+    by_evidence = defaultdict(set)
+    for r in rows["evidence_traces"]:
+        by_evidence[r["evidence_id"]].add(r["trace_id"])
+    evidence = [(e["statement"], by_evidence[e["evidence_id"]]) for e in rows["evidence"] if by_evidence[e["evidence_id"]]]
+    return runtime, traces, evidence
+
+
+@pytest.fixture(scope="module")
+def built(persona):
+    runtime, traces, _ = persona
+    out = {}
+    for name in NAMES:
+        system = SYSTEMS.get(name)()
+        started = time.perf_counter()
+        ctx = build(system, traces, runtime)
+        out[name] = (system, ctx.stats, time.perf_counter() - started)
+    return out
+
+
+# -- the generated persona ----------------------------------------------------------------------
+
+
+def test_systems_are_registered_llm_systems(built):
+    for name, cls in (("mem0", Mem0), ("amem", AMem), ("omem", OMem)):
+        system, stats, seconds = built[name]
+        assert isinstance(system, cls) and cls.name == name and cls.uses_llm
+        assert stats["llm_calls"] > 0 and stats["items"] > 0, (name, stats)
+        print(f"{name}: built in {seconds:.2f} s, {stats}")
+
+
+def test_every_item_names_existing_traces_from_before_the_question(persona, built):
+    _, traces, evidence = persona
+    dates = {t.trace_id: t.event_date for t in traces}
+    ordered = sorted(dates.values())
+    middle = ordered[len(ordered) // 2]
+    queries = ["How did I feel about work?", "What did I believe about working weekends?",
+               *(s for s, _ in evidence[::9])]
+    for name in NAMES:
+        system = built[name][0]
+        seen = 0
+        for q in queries:
+            got = ask(system, q, middle)
+            assert len(got) <= 10
+            for item in got:
+                assert item.trace_ids and all(t in dates for t in item.trace_ids), (name, item)
+                assert all(dates[t] <= middle for t in item.trace_ids), (name, item)
+                seen += 1
+        assert seen, name
+        assert ask(system, queries[0], ordered[0] - dt.timedelta(days=1)) == [], name
+
+
+def test_evidence_statements_find_their_traces(persona, built):
+    _, traces, evidence = persona
+    dates = {t.trace_id: t.event_date for t in traces}
+    sample = random.Random(7).sample(evidence, 10)
+    for name in NAMES:
+        system = built[name][0]
+        hits = 0
+        for statement, ids in sample:
+            at = max(dates[t] for t in ids)
+            got = {t for item in ask(system, statement, at, 10) for t in item.trace_ids}
+            hits += bool(got & ids)
+        assert hits > len(sample) // 2, f"{name}: {hits}/{len(sample)} evidence statements found their traces"
+
+
+# -- Mem0: operations and versions ------------------------------------------------------------------
+
+REMOTE = [
+    trace("r1", "2023-01-10T09:00:00", "I think remote work makes me more productive."),
+    trace("c1", "2023-01-20T18:00:00", "Me: I adopted a grey cat called Pixel.\nAna: So cute!", "chat_private"),
+    trace("r2", "2023-02-10T09:00:00", "Long week. I think remote work makes me more productive."),
+    trace("r3", "2023-03-10T12:00:00", "Me: I think remote work makes me more productive and calmer.\nAna: Nice.",
+          "chat_private"),
+    trace("r4", "2023-05-10T21:00:00", "Honestly, I no longer think remote work makes me more productive."),
+]
+
+
+def test_mem0_updates_keep_versions_for_earlier_questions(rt):
+    system = Mem0()
+    stats = build(system, REMOTE, rt).stats
+    ops = stats["operations"]
+    assert ops["ADD"] == 2 and ops["NONE"] == 1 and ops["UPDATE"] == 1 and ops["DELETE"] == 1, ops
+    assert stats["superseded"] == 2 and stats["live"] == 1
+
+    q = "Does remote work make me more productive?"
+    before_update = ask(system, q, day("2023-02-20"))
+    assert before_update[0].text == "I think remote work makes me more productive."
+    assert before_update[0].trace_ids == ("r1",)  # NONE: the repeat changed nothing
+    after_update = ask(system, q, day("2023-04-01"))
+    assert after_update[0].text == "I think remote work makes me more productive and calmer."
+    assert after_update[0].trace_ids == ("r1", "r3")  # an UPDATE keeps the old sources
+    assert {r.text for r in after_update} == {after_update[0].text, "I adopted a grey cat called Pixel."}
+    after_delete = ask(system, q, day("2023-06-01"))
+    assert [r.trace_ids for r in after_delete] == [("c1",)]
+    assert all(r.kind == "fact" for r in before_update + after_update + after_delete)
+
+
+def test_mem0_build_is_deterministic(rt):
+    a, b = Mem0(), Mem0()
+    sa, sb = build(a, REMOTE, rt).stats, build(b, REMOTE, rt).stats
+    assert sa == sb
+    q = QuestionView("q", "remote work", day("2023-04-01"))
+    assert a.retrieve(q, 5) == b.retrieve(q, 5)
+
+
+# -- A-Mem: links and evolution ---------------------------------------------------------------------
+
+SKETCH = [
+    trace("s1", "2023-01-10T10:00:00", "I joined the harbour sketch club and drew the old ferry terminal."),
+    trace("s2", "2023-01-15T20:00:00", "Rain all day. I read on the sofa and made tea."),
+    trace("s3", "2023-02-10T16:00:00", "I drew the old ferry terminal again with the harbour sketch club. "
+                                       "I felt proud of my watercolour. #newchapter", "social_media"),
+]
+
+
+def test_amem_links_and_evolves_with_versions(rt):
+    system = AMem()
+    stats = build(system, SKETCH, rt).stats
+    assert stats["links"] >= 1 and stats["evolutions"] >= 1, stats
+    early, late = when(day("2023-01-20")), when(day("2023-02-20"))
+    assert system.linked_at(0, early) == [] and 2 in system.linked_at(0, late)
+    old, new = system.version_at(0, early), system.version_at(0, late)
+    assert old != new
+    assert "newchapter" not in system.v_tags[old] and "newchapter" in system.v_tags[new]  # the neighbour's tags changed
+    assert system.v_context[new] != system.v_context[old]
+
+    q = "the harbour sketch club at the ferry terminal"
+    before = ask(system, q, day("2023-01-20"), 2)
+    assert before[0].trace_ids == ("s1",) and "newchapter" not in before[0].text  # the pre-evolution note
+    assert all(r.trace_ids != ("s3",) for r in before)
+    after = ask(system, q, day("2023-02-20"), 2)
+    assert {r.trace_ids for r in after} == {("s1",), ("s3",)}  # the top hit and its linked note
+    s1 = next(r for r in after if r.trace_ids == ("s1",))
+    assert "newchapter" in s1.text and s1.kind == "note"
+
+
+# -- O-Mem: clue index, topics, persona memory ------------------------------------------------------
+
+RIVER = [
+    trace("o1", "2023-01-05T07:00:00", "I went running by the river with Ana. The river path was muddy."),
+    trace("o2", "2023-01-12T07:00:00", "I went running by the river again. I believe early runs clear my head."),
+    trace("o3", "2023-01-20T07:00:00", "I went running by the river and saw a heron near the old bridge."),
+    trace("o4", "2023-02-01T07:00:00", "I went running in the park before work."),
+]
+
+
+def test_omem_clue_index_returns_the_rarest_word(rt):
+    system = OMem()
+    stats = build(system, RIVER, rt).stats
+    assert stats["topics"] >= 1 and stats["clue_words"] > 5
+    q = "When did I see the heron while running by the river?"
+    word, items = system.clue(q, when(day("2023-03-01")))
+    assert word == "heron" and [system.traces[i].trace_id for i in items] == ["o3"]
+    word, items = system.clue(q, when(day("2023-01-15")))  # no heron yet: river is now the rarest
+    assert word == "river" and [system.traces[i].trace_id for i in items] == ["o1", "o2"]
+    got = ask(system, q, day("2023-03-01"), 5)
+    assert ("o3",) in [r.trace_ids for r in got[:3]]
+    assert all(r.trace_ids for r in got)
+    # the belief is a persona attribute, the outings are events
+    assert any("early runs clear my head" in t for t in system.attributes.texts)
+    assert not any("early runs" in t for t in system.facts.texts)
+    assert any("heron" in t for t in system.facts.texts)
+
+
+# -- the offline steps ----------------------------------------------------------------------------
+
+
+def call(stage: str, inputs) -> object:
+    return HANDLERS.get(stage)(OfflineCall(stage=stage, inputs=inputs, rng=random.Random(0), model="offline"))
+
+
+def test_every_step_is_defined_with_a_handler_and_renders():
+    assert {s.name for s in memsys_stages.ALL} == {
+        "memory.mem0_extract", "memory.mem0_update", "memory.amem_note", "memory.amem_links",
+        "memory.amem_evolve", "memory.omem_extract", "memory.omem_route"}
+    view = AMemNoteView(id="1", timestamp="2023-01-01T00:00:00", content="我去跑步了。", keywords=["跑步"],
+                        context="日记", tags=["健康"])
+    samples = {
+        "memory.mem0_extract": Mem0ExtractIn(trace_id="t", medium="diary", event_date="2023-01-01", content="我去跑步了。",
+                                             recent=["之前的记录"], language="zh"),
+        "memory.mem0_update": Mem0UpdateIn(fact="I run.", event_date="2023-01-01",
+                                           memories=[MemoryEntry(id="0", text="I swim.")]),
+        "memory.amem_note": AMemNoteIn(trace_id="t", medium="diary", event_date="2023-01-01", content="I ran."),
+        "memory.amem_links": AMemLinksIn(note=view, neighbours=[view.model_copy(update={"id": "0"})], language="zh"),
+        "memory.amem_evolve": AMemEvolveIn(note=view, neighbours=[view.model_copy(update={"id": "0"})], linked=["0"]),
+        "memory.omem_extract": OMemExtractIn(trace_id="t", medium="memo", event_date="2023-01-01", content="I ran."),
+        "memory.omem_route": OMemRouteIn(kind="attribute", item="I like running.", event_date="2023-01-01"),
+    }
+    for stage in memsys_stages.ALL:
+        inp = samples[stage.name]
+        prompt = stage.render(inp)
+        assert stage.role == "extractor" and prompt.system and prompt.user
+        for field in stage.output.model_fields:
+            assert f'"{field}"' in prompt.user, (stage.name, field)  # the prompt asks for every field
+        assert isinstance(call(stage.name, inp), stage.output)
+    assert "Chinese" in memsys_stages.MEM0_EXTRACT.render(samples["memory.mem0_extract"]).user
+
+
+def test_statements_are_the_writers_own():
+    content = ("the sketch club group\nMe: I presented the science fair to the team.\n"
+               "Mateo: I loved it, you should be proud!\nMe: Thanks, talk soon.\nMe: Also, I felt proud. #win")
+    facts = call("memory.mem0_extract", Mem0ExtractIn(trace_id="t", medium="chat_group", event_date="2023-01-01",
+                                                      content=content)).facts
+    assert facts == ["I presented the science fair to the team.", "I felt proud."]
+    email = "Subject: Quick update\nHi Ravi,\nSmall update: I started a pottery class.\nBest,\nTheo"
+    assert offline.statements(email, "email") == ["I started a pottery class."]
+    zh = "【社区合唱团】\n我: 我周日深夜还在回复鹏飞的邮件。\n鹏飞: 这周末要不要见面聊聊？\n我: 好的，一定。"
+    assert offline.statements(zh, "chat_group", "zh") == ["我周日深夜还在回复鹏飞的邮件。"]
+
+
+@pytest.mark.parametrize(("fact", "expected"), [
+    ("I think remote work makes me more productive.", "NONE"),  # near-duplicate
+    ("I think remote work makes me more productive and calmer.", "UPDATE"),  # more information
+    ("I think remote work makes me lonely but productive.", "UPDATE"),  # same subject, changed content
+    ("I no longer think remote work makes me more productive.", "DELETE"),  # explicit reversal
+    ("I adopted a grey cat called Pixel.", "ADD"),
+])
+def test_mem0_update_compares_with_the_memories(fact, expected):
+    memories = [MemoryEntry(id="0", text="I like swimming."),
+                MemoryEntry(id="1", text="I think remote work makes me more productive.")]
+    op = call("memory.mem0_update", Mem0UpdateIn(fact=fact, event_date="2023-01-01", memories=memories))
+    assert op.event == expected
+    if expected in ("UPDATE", "DELETE"):
+        assert op.id == "1"
+    if expected == "UPDATE":
+        assert op.text == fact
+
+
+def test_omem_route_and_extraction():
+    existing = [MemoryEntry(id="3", text="I believe early runs clear my head.")]
+    route = lambda item: call("memory.omem_route", OMemRouteIn(kind="attribute", item=item, event_date="2023-01-01",
+                                                               existing=existing))
+    assert route("I believe early runs clear my head.").op == "IGNORE"
+    assert route("I no longer believe early runs clear my head.").op == "UPDATE"
+    assert route("I love cooking for friends.").op == "ADD"
+    ex = call("memory.omem_extract", OMemExtractIn(
+        trace_id="t", medium="diary", event_date="2023-01-01",
+        content="I presented the school science fair to the team. I came to believe the school science fair "
+                "matters. I feel tired."))
+    assert ex.facts == ["I presented the school science fair to the team."]
+    assert ex.attributes == ["I came to believe the school science fair matters.", "I feel tired."]
+    assert ex.topics[0] == "school science fair" and "science" in ex.keywords
+
+
+def test_amem_note_and_evolution_come_from_the_text():
+    note = call("memory.amem_note", AMemNoteIn(trace_id="t", medium="social_media", event_date="2023-02-10T16:00:00",
+                                               content="I drew the ferry terminal with the sketch club. #newchapter"))
+    assert {"ferry", "terminal", "sketch"} <= set(note.keywords)
+    assert "newchapter" in note.tags and "hobbies" in note.tags and "social_media" in note.tags
+    assert "I drew the ferry terminal" in note.context
+    new = AMemNoteView(id="2", timestamp="2023-02-10T16:00:00", content="...", keywords=note.keywords,
+                       context=note.context, tags=note.tags)
+    old = AMemNoteView(id="0", timestamp="2023-01-10T10:00:00", content="I joined the sketch club.",
+                       keywords=["joined", "sketch", "club"], context="Diary from 2023-01-10: I joined the sketch club.",
+                       tags=["hobbies", "diary"])
+    other = old.model_copy(update={"id": "1"})
+    evo = call("memory.amem_evolve", AMemEvolveIn(note=new, neighbours=[old, other], linked=["0"]))
+    assert [u.id for u in evo.updates] == ["0"]  # only the linked neighbour evolves
+    upd = evo.updates[0]
+    assert upd.tags[:2] == ["hobbies", "diary"] and "newchapter" in upd.tags and "social_media" not in upd.tags
+    assert upd.context.startswith(old.context) and note.context in upd.context
+
+
+# -- Chinese ----------------------------------------------------------------------------------------
+
+ZH = [
+    trace("z1", "2023-01-05T20:00:00", "我周日深夜还在回复鹏飞的邮件。我感到烦躁易怒。"),
+    trace("z2", "2023-01-09T12:00:00", "我: 我开始觉得工资越高生活就越好。\n鹏飞: 这周末要不要见面聊聊？", "chat_private"),
+    trace("z3", "2023-02-01T09:00:00", "我不再觉得工资越高生活就越好。#新开始", "social_media"),
+    trace("z4", "2023-02-03T09:00:00", "购物：燕麦、西红柿、咖啡", "memo"),
+]
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_chinese_traces(rt, name):
+    system = SYSTEMS.get(name)()
+    stats = build(system, ZH, rt, language="zh").stats
+    assert stats["llm_calls"] > 0
+    got = ask(system, "我对工资和生活的看法是什么？", day("2023-01-20"), 5)
+    assert got and all(set(r.trace_ids) <= {"z1", "z2"} for r in got)
+    assert ask(system, "鹏飞的邮件", day("2023-03-01"), 5)
