@@ -2,13 +2,15 @@
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
+# The CPU build of torch (pinned in constraints.txt) lies in this machine's wheel folder, not on PyPI.
+WHEELS := $(if $(wildcard /opt/wheels),--find-links /opt/wheels,)
 
 .PHONY: demo test bench clean
 
 $(STAMP): pyproject.toml constraints.txt
 	python3 -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -c constraints.txt -e '.[dev]'
+	$(PY) -m pip install --quiet $(WHEELS) -c constraints.txt -e '.[dev]'
 	touch $(STAMP)
 
 demo: $(STAMP)
@@ -19,6 +21,11 @@ test: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) benchmarks/import_release.py
+	$(PY) benchmarks/metrics_speed.py
+	$(PY) benchmarks/qa_cues.py
+	$(PY) benchmarks/validity.py
+	$(PY) benchmarks/generation.py
+	$(PY) benchmarks/retrieval_scale.py
 
 clean:
 	rm -rf $(VENV) clonemem.duckdb clonemem.duckdb.wal clonemem-demo

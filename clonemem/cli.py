@@ -144,9 +144,20 @@ def generate(
     _print_generation(summary, warehouse)
     qa = qa_flow(cfg.model_dump(mode="json"), str(warehouse))
     _print_qa(qa)
-    gate = gate_flow(str(warehouse), summary["benchmark_id"])
-    _print_gate(gate)
+    status = _gate_status(warehouse, summary["benchmark_id"])
+    if summary["landed"] == 0 and qa["landed"] == 0 and status in ("passed", "failed"):
+        # nothing changed since the last gate: re-running leaves the warehouse exactly as it was
+        typer.echo(f"gate: content unchanged since the last gate run; status {status}", err=True)
+    else:
+        _print_gate(gate_flow(str(warehouse), summary["benchmark_id"]))
     typer.echo(summary["benchmark_id"])
+
+
+def _gate_status(warehouse: Path, benchmark_id: str) -> str | None:
+    from clonemem.warehouse import Warehouse
+
+    with Warehouse.open_reader(warehouse) as wh:
+        return wh.scalar("SELECT gate_status FROM benchmarks WHERE benchmark_id = ?", [benchmark_id])
 
 
 def _print_qa(q: dict) -> None:

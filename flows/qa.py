@@ -50,7 +50,7 @@ def qa_flow(config: dict, warehouse_path: str) -> dict:
     wh = Warehouse.open_writer(warehouse_path)
     sink = BufferedWarehouseSink(wh)
     summary: dict = {"benchmark_id": bid, "status": Counter(), "rejected_by": Counter(), "by_type": Counter(),
-                     "by_dimension": Counter(), "failed_items": []}
+                     "by_dimension": Counter(), "failed_items": [], "landed": 0}
     try:
         with runtime.use(runtime.Runtime(cfg, sink=sink)):
             for (pid,) in wh.rows("SELECT persona_id FROM personas WHERE benchmark_id = ? ORDER BY seq", [bid]):
@@ -73,7 +73,7 @@ def qa_flow(config: dict, warehouse_path: str) -> dict:
                         summary["by_type"][r.question_type] += 1
                         summary["by_dimension"][next(s.arc.dimension for s in segments if s.segment_id == r.segment_id)] += 1
                 persona_summary = {k: dict(v) if isinstance(v, Counter) else v for k, v in summary.items()}
-                land_qa(wh, pid, bid, qa_rows(pid, bid, segments, results, arc_ids), persona_summary)
+                summary["landed"] += land_qa(wh, pid, bid, qa_rows(pid, bid, segments, results, arc_ids), persona_summary)
         sink.flush()
         written = summary["status"]["accepted"] + summary["status"]["rejected"]
         summary["rejection_rate"] = round(summary["status"]["rejected"] / written, 4) if written else None

@@ -182,7 +182,7 @@ class QAConfig(_Section):
     questions_per_type: dict[QuestionType, NonNegInt] = Field(
         default_factory=lambda: {t: 1 for t in QUESTION_TYPES}, description="per active segment, at most"
     )
-    types_per_segment: Annotated[int, Field(ge=1, le=8)] = 6
+    types_per_segment: Annotated[int, Field(ge=1, le=8)] = 8
     max_questions_per_persona: PosInt = 150
     distractor_rounds: PosInt = 3
 
