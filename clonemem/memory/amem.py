@@ -8,8 +8,14 @@ those neighbours in the light of the new note.
 
 Evolution is stored as note versions: each version records when it became valid (the date of the
 trace that caused it) and when it was replaced, so a question sees every note as it was at its own
-time, and links only once both ends exist. Retrieval: cosine similarity over the visible notes, then
-the visible notes linked to the top hits (one hop) until k items.
+time, and links only once both ends exist. Each version is embedded from its own content, keywords
+and tags; while building, neighbours are found with the notes' embeddings at creation (as A-Mem's
+index, which its implementation only refreshes on consolidation). The evolution step runs when the
+new note was linked to at least one neighbour.
+
+Retrieval (k items): cosine similarity over the visible note versions; the best ceil(k/2) hits, then
+the visible notes linked to them (one hop, links that existed at the question's time, closest first),
+then the next hits until k items.
 """
 
 from __future__ import annotations
@@ -22,14 +28,24 @@ import numpy as np
 from clonemem.memory import memsys_stages as stages
 from clonemem.memory.base import BuildContext, MemorySystem, MemoryTrace, QuestionView, Retrieved
 from clonemem.memory.mem0 import NEVER, TextVectors, in_order, unique, when
-from clonemem.schemas.memsys import AMemEvolution, AMemEvolveIn, AMemLinks, AMemLinksIn, AMemNote, AMemNoteIn, AMemNoteView
+from clonemem.schemas.memsys import (
+    AMemEvolution,
+    AMemEvolveIn,
+    AMemLinks,
+    AMemLinksIn,
+    AMemNote,
+    AMemNoteIn,
+    AMemNoteView,
+)
 
 TOP_N = 5  # nearest notes considered for links and evolution (A-Mem's default k for evolution)
 
 
 def embed_text(content: str, keywords: Sequence[str], tags: Sequence[str]) -> str:
-    """What a note version is embedded from: its content, keywords and tags."""
-    return f"{content}\nKeywords: {', '.join(keywords)}\nTags: {', '.join(tags)}"
+    """What a note version is embedded from: its keywords, tags and content. The paper concatenates
+    content first; the short fields go first here so the embedding window (``embed.MAX_SEQ_LENGTH``
+    tokens) never cuts them off a long trace."""
+    return f"Keywords: {', '.join(keywords)}\nTags: {', '.join(tags)}\n{content}"
 
 
 class AMem(MemorySystem):
@@ -54,7 +70,8 @@ class AMem(MemorySystem):
                 language=ctx.language))
             calls += 1
             assert isinstance(out, AMemNote)
-            notes.append(AMemNote(keywords=unique(out.keywords), context=out.context.strip(), tags=unique(out.tags)))
+            notes.append(AMemNote(keywords=unique(out.keywords), context=" ".join(out.context.split()) or t.medium,
+                                  tags=unique(out.tags)))
         vectors = TextVectors()
         vectors.add(embed_text(t.content, n.keywords, n.tags) for t, n in zip(traces, notes))
         created = np.stack([vectors[embed_text(t.content, n.keywords, n.tags)] for t, n in zip(traces, notes)]) \
@@ -77,7 +94,7 @@ class AMem(MemorySystem):
             if i == 0:
                 continue
             sims = created[:i] @ created[i]
-            order = sorted(range(i), key=lambda j: (-sims[j], j))[: self.top_n]
+            order = [int(j) for j in np.argsort(-sims, kind="stable")[: self.top_n]]
             neighbours = [self._view(j) for j in order]
             me = self._view(i)
             out = ctx.llm(stages.AMEM_LINKS.name, AMemLinksIn(note=me, neighbours=neighbours, language=ctx.language))
@@ -101,10 +118,11 @@ class AMem(MemorySystem):
                 j = int(upd.id)
                 cur = self.versions[j][-1]
                 tags = unique(upd.tags)
-                if upd.context.strip() == self.v_context[cur] and tags == self.v_tags[cur]:
+                context = " ".join(upd.context.split()) or self.v_context[cur]
+                if context == self.v_context[cur] and tags == self.v_tags[cur]:
                     continue
                 self.v_end[cur] = at
-                self._new_version(j, upd.context.strip(), tags, at)
+                self._new_version(j, context, tags, at)
                 evolutions += 1
 
         # Each version is embedded from its own content, keywords and tags (a context-only change

@@ -127,13 +127,14 @@ class Versions:
     def vectors(self) -> np.ndarray:
         return self._vecs[: len(self.texts)]
 
-    def similar(self, vec: np.ndarray, s: int, among: Iterable[int] | None = None) -> list[tuple[int, float]]:
+    def similar(self, vec: np.ndarray, s: int) -> list[tuple[int, float]]:
         """The s current versions most similar to ``vec`` (version index, cosine), best first."""
-        live = np.fromiter(self.current.values() if among is None else among, dtype=np.int64)
+        live = np.fromiter(self.current.values(), dtype=np.int64)
         if live.size == 0:
             return []
+        live.sort()
         sims = self._vecs[live] @ vec
-        order = sorted(range(live.size), key=lambda j: (-sims[j], live[j]))[:s]
+        order = np.argsort(-sims, kind="stable")[:s]  # ties: the older version first
         return [(int(live[j]), float(sims[j])) for j in order]
 
     def freeze(self) -> None:

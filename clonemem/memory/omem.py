@@ -123,7 +123,8 @@ class OMem(MemorySystem):
                         target = shown[route.id or ""]
                         old = table.close(target, at)
                         text = (route.text or "").strip()
-                        table.add(target, text, tuple(dict.fromkeys([*table.sources[old], t.trace_id])), at, vectors[text])
+                        sources = tuple(dict.fromkeys([*table.sources[old], t.trace_id]))
+                        table.add(target, text, sources, at, vectors[text])
 
         self.facts.freeze()
         self.attributes.freeze()

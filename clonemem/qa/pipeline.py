@@ -102,7 +102,8 @@ def run_item(seg: Segment, qtype: QuestionType, rounds: int, run: RunStage) -> I
     for rnd in range(1, rounds + 1):
         wrong = run(Q.DISTRACTORS, DistractorInput(
             count=4 if qtype == "unanswerable" else 3, question=res.question, answer=res.answer, question_type=qtype,
-            persona=seg.persona, arc=seg.arc, other_arcs=seg.other_arcs, evidence=statements, round=rnd,
+            persona=seg.persona, relations=seg.relations, arc=seg.arc, other_arcs=seg.other_arcs, evidence=statements,
+            round=rnd,
             feedback=feedback, language=seg.language)).options  # type: ignore[attr-defined]
         choices, correct = shuffle_choices(qid, rnd, res.answer, wrong, qtype == "unanswerable")
         failures = _distinct(choices, res.answer, qtype)

@@ -10,11 +10,10 @@ from clonemem.schemas.evaluation import AnswerInput, ChoiceAnswer, FreeAnswer, J
 from clonemem.schemas.qa import E_TEXT
 
 PRONOUNS = frozenset({"i", "me", "my", "myself", "she", "he", "her", "his", "they", "them", "their", "我"})
-# An option is chosen when most of its claims are in the memories and it clearly beats the others;
+# An option is chosen when most of its content is in the memories and it clearly beats the others;
 # otherwise the clone abstains (E).
 ANSWER_FLOOR = 0.5
-ANSWER_MARGIN = 0.15
-SUPPORTED = 0.6  # share of a claim's words that one memory must contain
+ANSWER_MARGIN = 0.08
 ABSTAIN = ("don't know", "do not know", "can't say", "cannot say", "never wrote", "not sure", "no record",
            "不知道", "说不准", "没有记录", "没记下")
 
@@ -39,26 +38,21 @@ def answer_free(call: OfflineCall) -> FreeAnswer:
     return FreeAnswer(answer=" ".join(dict.fromkeys(sentences)))
 
 
-def _supported(sentence: set[str], memories: list[set[str]]) -> bool:
-    return bool(sentence) and any(len(sentence & m) / len(sentence) >= SUPPORTED for m in memories)
-
-
 def answer_choice(call: OfflineCall) -> ChoiceAnswer:
-    """Pick the option whose claims the memories support, sentence by sentence; abstain (E) when
-    no option is clearly better supported than the others."""
+    """Pick the option most of whose content the memories contain, when it clearly beats the others;
+    abstain (E) otherwise."""
     inp = call.inputs
     assert isinstance(inp, AnswerInput)
-    memories = [_words(m) for m in inp.memories]
+    memory = _words(" ".join(inp.memories))
     scored = []
     for c in inp.choices:
         if c.text == E_TEXT or c.id == "E":
             continue
-        claims = [_words(s) for s in textutil.sentences(c.text)]
-        claims = [s for s in claims if len(s) >= 2] or [_words(c.text)]
-        scored.append((sum(_supported(s, memories) for s in claims) / len(claims), c.id))
+        ws = _words(c.text)
+        scored.append((len(ws & memory) / max(1, len(ws)), c.id))
     scored.sort(key=lambda x: (-x[0], x[1]))
     if scored and scored[0][0] >= ANSWER_FLOOR and (len(scored) == 1 or scored[0][0] - scored[1][0] >= ANSWER_MARGIN):
-        return ChoiceAnswer(choice_id=scored[0][1], reason=f"{scored[0][0]:.0%} of option {scored[0][1]}'s claims are in my memories")
+        return ChoiceAnswer(choice_id=scored[0][1], reason=f"{scored[0][0]:.0%} of option {scored[0][1]} is in my memories")
     e = next((c.id for c in inp.choices if c.text == E_TEXT), "E")
     return ChoiceAnswer(choice_id=e, reason="no option is clearly supported by my memories")
 

@@ -58,9 +58,10 @@ _FIRST_PERSON_EN = re.compile(r"\b(i|i'm|i've|i'd|i'll|me|my|mine|myself|we|we'r
 _SPEAKER = re.compile(r"^\s*([^:：\n]{1,30}?)(?::\s+|：\s*)(.*)$")
 _WRITER = {"me", "i", "myself", "我", "我自己"}
 _LEADIN_EN = re.compile(
-    r"^(also|and|but|so|honestly|anyway|mostly|frankly|to be honest|small update|quick update|update|btw|"
-    r"ps|p\.s\.|well|okay|ok|oh|today)\b[,:;!]?\s+", re.I)
-_LEADIN_ZH = re.compile(r"^(另外|说实话|其实|总之|还有|而且|不过|所以|小更新|更新|今天)[，,：:]?\s*")
+    r"^(also|and|but|so|then|later|afterwards|after that|on top of that|meanwhile|honestly|anyway|mostly|"
+    r"frankly|to be honest|small update|quick update|update|btw|ps|p\.s\.|well|okay|ok|oh|today)\b[,:;!]?\s+",
+    re.I)
+_LEADIN_ZH = re.compile(r"^(另外|说实话|其实|总之|还有|而且|不过|所以|然后|后来|此外|小更新|更新|今天)[，,：:]?\s*")
 _HASHTAG = re.compile(r"#[^\s#]+")
 _BULLET = re.compile(r"^\s*(?:[-*•·]|\d+[.)])\s+")
 _SENTENCE_END = "。！？.!?"
@@ -149,8 +150,11 @@ _REVERSAL_EN = re.compile(
     r"\b(no longer|not any ?more|any ?more|stopped|quit|gave up|changed my mind|no more|never again|"
     r"(?:don't|do not|didn't|did not|doesn't|does not) (?:think|believe|feel|like|love|want|enjoy|care))\b", re.I)
 _REVERSAL_ZH = re.compile(r"不再|再也不|改变了想法|改变主意|放弃了|不想再|已经不")
-_MARKER_WORDS = frozenset("longer anymore any more stopped quit gave changed mind never again don't didn't doesn't".split())
-_MARKER_ZH = re.compile(r"不再|再也不|已经不|改变了想法|改变主意")
+# Left out when comparing statements: reversal markers, and the framing of searches and calendar entries.
+_MARKER_WORDS = frozenset(
+    "longer anymore any more stopped quit gave changed mind never again don't didn't doesn't "
+    "searched scheduled".split())
+_MARKER_ZH = re.compile(r"不再|再也不|已经不|改变了想法|改变主意|搜索了：|日程：")
 
 
 def reversed_statement(s: str, language: str = "en") -> bool:
@@ -180,9 +184,12 @@ def _best(call: OfflineCall, item: str, entries: list[MemoryEntry], language: st
     return (tied[0] if len(tied) == 1 else tied[call.rng.randrange(len(tied))]), top
 
 
-def _more_informative(new: str, old: str, language: str) -> bool:
+def _adds_nothing(new: str, old: str, language: str, sim: float) -> bool:
+    """Mem0's rule: when two statements convey the same thing, keep the one with more information.
+    The new one adds nothing if its words are all in the old one, or it is a near-duplicate that
+    does not strictly extend it."""
     wn, wo = _core(new, language), _core(old, language)
-    return wo < wn
+    return wn <= wo or (sim >= NEAR_DUPLICATE and not wo < wn)
 
 
 # -- Mem0 ---------------------------------------------------------------------------------------
@@ -203,7 +210,7 @@ def mem0_update(call: OfflineCall) -> Mem0Operation:
         return Mem0Operation(event="ADD", text=inp.fact)
     if reversed_statement(inp.fact, inp.language) != reversed_statement(best.text, inp.language):
         return Mem0Operation(event="DELETE", id=best.id)  # the new fact contradicts the memory
-    if sim >= NEAR_DUPLICATE and not _more_informative(inp.fact, best.text, inp.language):
+    if _adds_nothing(inp.fact, best.text, inp.language, sim):
         return Mem0Operation(event="NONE")
     return Mem0Operation(event="UPDATE", id=best.id, text=inp.fact)
 
@@ -297,7 +304,8 @@ def _related(note: AMemNoteView, other: AMemNoteView, language: str) -> bool:
 def amem_links(call: OfflineCall) -> AMemLinks:
     inp = call.inputs
     assert isinstance(inp, AMemLinksIn), "memory.amem_links needs AMemLinksIn inputs"
-    return AMemLinks(links=[n.id for n in inp.neighbours if n.id != inp.note.id and _related(inp.note, n, inp.language)])
+    related = [n.id for n in inp.neighbours if n.id != inp.note.id and _related(inp.note, n, inp.language)]
+    return AMemLinks(links=related)
 
 
 def amem_evolve(call: OfflineCall) -> AMemEvolution:
@@ -390,8 +398,8 @@ def omem_extract(call: OfflineCall) -> OMemExtraction:
     return OMemExtraction(
         topics=topics(found or [inp.content], inp.language),
         keywords=tx.keyphrases(inp.content, limit=8),
-        attributes=attributes[:16],
-        facts=facts[:16],
+        attributes=attributes[:24],
+        facts=facts[:24],
     )
 
 
@@ -403,6 +411,6 @@ def omem_route(call: OfflineCall) -> OMemRoute:
     if best is None or sim < SAME_SUBJECT:
         return OMemRoute(op="ADD")
     changed = reversed_statement(inp.item, inp.language) != reversed_statement(best.text, inp.language)
-    if sim >= NEAR_DUPLICATE and not changed and not _more_informative(inp.item, best.text, inp.language):
+    if not changed and _adds_nothing(inp.item, best.text, inp.language, sim):
         return OMemRoute(op="IGNORE")
     return OMemRoute(op="UPDATE", id=best.id, text=inp.item)

@@ -122,11 +122,12 @@ def plan(call: OfflineCall) -> QAPlan:
 # -- writing ------------------------------------------------------------------------------------
 
 
-def _hint(statement: str, name: str, language: str) -> str:
+def _hint(statement: str, name: str, language: str, people: list[str] | None = None) -> str:
     """A conversational anchor: the people and places the statement names, else its last words."""
     body = statement.replace(name, "").strip(" .。")
     if language == "zh":
-        return body[:8] or "那件事"
+        named = [p for p in (people or []) if p in body]
+        return "、".join(named[:2]) if named else "那件事"
     words = body.split()
     proper = [w.strip(",.'") for w in words[1:] if w[:1].isupper() and w.strip(",.'") not in name.split()]
     return " ".join(dict.fromkeys(proper)) if proper else " ".join(words[-3:]) or "that"
@@ -141,14 +142,15 @@ def write(call: OfflineCall) -> QADraft:
     chosen = [by_id[i] for i in inp.plan.evidence_ids if i in by_id]
     slots = _slots(seg, rng)
     fill_slots = {**slots, "topic": _topic(seg, qa, slots), "month1": _month(chosen[0].date, qa),
-                  "month2": _month(chosen[-1].date, qa), "hint": _hint(chosen[0].statement, first_name(seg.persona, lex), seg.language),
+                  "month2": _month(chosen[-1].date, qa), "hint": _hint(chosen[0].statement, first_name(seg.persona, lex), seg.language,
+                                [r.name for r in seg.relations]),
                   "first": first_name(seg.persona, lex)}
     question = fill(pick(rng, qa["questions"][inp.question_type]), fill_slots)
     sentences = {f"s{i + 1}": first_person(e.statement, seg.persona, lex) for i, e in enumerate(chosen)}
     answer = fill(qa["answers"][inp.question_type], {**fill_slots, **sentences})
     if inp.question_type != "unanswerable" and rng.random() < 0.12:
         # the writer sometimes adds what the evidence never said; the sufficiency check must catch it
-        answer = f"{answer} {pick(rng, qa['embellishments'])}"
+        answer = answer + ("" if seg.language == "zh" else " ") + pick(rng, qa["embellishments"])
     return QADraft(question=question, answer=answer)
 
 
@@ -194,7 +196,9 @@ def _alternatives(inp: DistractorInput, rng: random.Random) -> list[str]:
     """Statements true of this persona at other times or on neighbouring arcs, in the evidence's forms
     (facts, feelings about an activity, opinions), in the persona's voice."""
     lex = lexicon(inp.language)
-    slots = persona_slots(inp.persona, [], lex, rng)
+    # Chinese options name the persona's people (the lexicon has no generic stand-in); English ones keep
+    # the generic "a friend" they were calibrated with (cue statistics measured on three seeds)
+    slots = persona_slots(inp.persona, inp.relations if inp.language == "zh" else [], lex, rng)
     out = []
     for arc in [inp.arc, *inp.other_arcs]:
         arche = archetype_of(arc.theme, lex)
@@ -222,8 +226,18 @@ def _like(sentence: str, pool: list[str], used: set[str], rng: random.Random, qu
     free = [p for p in pool if p not in used] or pool
     close = [p for p in free if abs(len(p) - len(sentence)) <= 0.2 * len(sentence)]
     close = close or sorted(free, key=lambda p: abs(len(p) - len(sentence)))[:6]
-    best = max(len(question & set(textutil.content_words(p))) for p in close)
-    choice = pick(rng, [p for p in close if len(question & set(textutil.content_words(p))) == best])
+    def shared(p: str) -> float:
+        ws = set(textutil.content_words(p))
+        # Chinese bigrams make long sentences share more words: count per word there
+        return len(question & ws) / max(1, len(ws)) if per_word else len(question & ws)
+
+    per_word = any("\u4e00" <= ch <= "\u9fff" for ch in sentence)
+    best = max(shared(p) for p in close)
+    tied = [p for p in close if shared(p) == best]
+    if per_word:
+        nearest = min(abs(len(p) - len(sentence)) for p in tied)
+        tied = [p for p in tied if abs(len(p) - len(sentence)) == nearest]
+    choice = pick(rng, tied)
     used.add(choice)
     return choice
 
@@ -243,7 +257,8 @@ def distractors(call: OfflineCall) -> Distractors:
     for j in range(inp.count):
         if inp.question_type == "unanswerable":
             target = " ".join(own) if own else inp.answer
-            text = " ".join(_like(target[: len(target) // 2], pool, used, rng, question) for _ in range(2))
+            joiner = "" if inp.language == "zh" else " "
+            text = joiner.join(_like(target[: len(target) // 2], pool, used, rng, question) for _ in range(2))
         else:
             parts = [_like(sentence, pool, used, rng, question) for sentence in own]
             if j == 0 and len(own) >= 2 and defect != "no_partial":
@@ -262,7 +277,7 @@ def _recompose(answer: str, own: list[str], parts: list[str]) -> str:
     out = answer
     for mine, theirs in zip(own, parts):
         out = out.replace(mine, theirs, 1)
-    return out if out != answer else " ".join(parts)
+    return out if out != answer else ("" if any("\u4e00" <= ch <= "\u9fff" for ch in answer) else " ").join(parts)
 
 
 # -- the distractor validator -------------------------------------------------------------------
