@@ -83,6 +83,12 @@ def land_qa(wh: Warehouse, persona_id: str, benchmark_id: str, rows: dict[str, l
     return True
 
 
+def _credit(scores: dict[str, float], correct: str) -> float:
+    best = max(scores.values())
+    tied = [k for k, v in scores.items() if v == best]
+    return 1.0 / len(tied) if correct in tied else 0.0
+
+
 def cue_stats(wh: Warehouse, benchmark_id: str) -> dict:
     """Superficial cues over accepted multiple-choice items: could length, word overlap with the
     question, or position predict the correct option? Chance is 25% among A–D."""
@@ -92,7 +98,8 @@ def cue_stats(wh: Warehouse, benchmark_id: str) -> dict:
         [benchmark_id])
     from clonemem import text as textutil
 
-    longest = overlap = n = 0
+    longest = overlap = 0.0
+    n = 0
     letters: dict[str, int] = {}
     for _qid, question, correct, choices in items:
         letters[correct] = letters.get(correct, 0) + 1
@@ -100,9 +107,10 @@ def cue_stats(wh: Warehouse, benchmark_id: str) -> dict:
         if correct == "E" or not options:
             continue
         n += 1
-        longest += max(options, key=lambda c: (len(c["text"]), c["id"]))["id"] == correct
         q = set(textutil.content_words(question))
-        overlap += max(options, key=lambda c: (len(q & set(textutil.content_words(c["text"]))), c["id"]))["id"] == correct
+        # a heuristic that meets a tie guesses among the tied options: credit 1/ties, not a letter order
+        longest += _credit({c["id"]: len(c["text"]) for c in options}, correct)
+        overlap += _credit({c["id"]: len(q & set(textutil.content_words(c["text"]))) for c in options}, correct)
     return {"items": len(items), "items_correct_in_a_to_d": n,
             "longest_option_accuracy": round(longest / n, 4) if n else None,
             "overlap_option_accuracy": round(overlap / n, 4) if n else None,
