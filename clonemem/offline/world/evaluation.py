@@ -10,10 +10,8 @@ from clonemem.schemas.evaluation import AnswerInput, ChoiceAnswer, FreeAnswer, J
 from clonemem.schemas.qa import E_TEXT
 
 PRONOUNS = frozenset({"i", "me", "my", "myself", "she", "he", "her", "his", "they", "them", "their", "我"})
-# An option is chosen when most of its content is in the memories and it clearly beats the others;
-# otherwise the clone abstains (E).
-ANSWER_FLOOR = 0.5
-ANSWER_MARGIN = 0.08
+# A claim counts as supported when one retrieved memory holds this share of its words.
+SUPPORTED = 0.8
 ABSTAIN = ("don't know", "do not know", "can't say", "cannot say", "never wrote", "not sure", "no record",
            "不知道", "说不准", "没有记录", "没记下")
 
@@ -39,22 +37,27 @@ def answer_free(call: OfflineCall) -> FreeAnswer:
 
 
 def answer_choice(call: OfflineCall) -> ChoiceAnswer:
-    """Pick the option most of whose content the memories contain, when it clearly beats the others;
-    abstain (E) otherwise."""
+    """Pick the option with the most claims (sentences) that one retrieved memory states; among
+    equally supported options guess (a test-taker would); abstain (E) when the memories support
+    no option at all."""
     inp = call.inputs
     assert isinstance(inp, AnswerInput)
-    memory = _words(" ".join(inp.memories))
+    memories = [_words(m) for m in inp.memories]
     scored = []
     for c in inp.choices:
         if c.text == E_TEXT or c.id == "E":
             continue
-        ws = _words(c.text)
-        scored.append((len(ws & memory) / max(1, len(ws)), c.id))
-    scored.sort(key=lambda x: (-x[0], x[1]))
-    if scored and scored[0][0] >= ANSWER_FLOOR and (len(scored) == 1 or scored[0][0] - scored[1][0] >= ANSWER_MARGIN):
-        return ChoiceAnswer(choice_id=scored[0][1], reason=f"{scored[0][0]:.0%} of option {scored[0][1]} is in my memories")
-    e = next((c.id for c in inp.choices if c.text == E_TEXT), "E")
-    return ChoiceAnswer(choice_id=e, reason="no option is clearly supported by my memories")
+        claims = [w for w in (_words(s) for s in textutil.sentences(c.text)) if len(w) >= 2]
+        supported = sum(1 for claim in claims if any(len(claim & m) / len(claim) >= SUPPORTED for m in memories))
+        scored.append((supported, c.id))
+    best = max((n for n, _ in scored), default=0)
+    if best == 0:
+        e = next((c.id for c in inp.choices if c.text == E_TEXT), "E")
+        return ChoiceAnswer(choice_id=e, reason="my memories support none of the options")
+    tied = sorted(i for n, i in scored if n == best)
+    choice = tied[0] if len(tied) == 1 else call.rng.choice(tied)
+    return ChoiceAnswer(choice_id=choice, reason=f"my memories state {best} of option {choice}'s claims"
+                        + (f" (tied with {len(tied) - 1} other option(s))" if len(tied) > 1 else ""))
 
 
 def judge(call: OfflineCall) -> JudgeVerdict:
