@@ -263,19 +263,14 @@ def evaluate(
 
 def _precheck_evaluation(benchmark: str, names: list[str], force: bool) -> None:
     """Fail before the flow starts (the flow checks again, for deployments): unknown systems, an ungated benchmark."""
-    from clonemem.flows.evaluation import EvaluationRefused
+    from clonemem.flows.evaluation import require_gate
     from clonemem.memory import SYSTEMS
-    from clonemem.release import resolve_benchmark
     from clonemem.warehouse import Warehouse
 
     for name in names:
         SYSTEMS.get(name)
     with Warehouse.open_reader(State.warehouse) as wh:
-        bid, name = resolve_benchmark(wh, benchmark)
-        status = wh.scalar("SELECT gate_status FROM benchmarks WHERE benchmark_id = ?", [bid])
-    if status != "passed" and not force:
-        raise EvaluationRefused(f"benchmark {name!r} has gate status {status!r}: run `clonemem gate {name}` first, "
-                                "or pass --force to evaluate anyway")
+        require_gate(wh, benchmark, force)
 
 
 def leaderboard(result: dict) -> str:

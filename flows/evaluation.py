@@ -28,6 +28,16 @@ class EvaluationRefused(RuntimeError):
     """The benchmark has not passed the gate (and --force was not given)."""
 
 
+def require_gate(wh: Warehouse, benchmark: str, force: bool) -> tuple[str, str]:
+    """(id, name) of a benchmark that may be evaluated: gate passed, or forced."""
+    bid, name = resolve_benchmark(wh, benchmark)
+    status = wh.scalar("SELECT gate_status FROM benchmarks WHERE benchmark_id = ?", [bid])
+    if status != "passed" and not force:
+        raise EvaluationRefused(f"benchmark {name!r} has gate status {status!r}: run `clonemem gate {name}` "
+                                "first, or pass --force to evaluate anyway")
+    return bid, name
+
+
 @flow(name="evaluate", task_runner=ThreadPoolTaskRunner(max_workers=8))
 def evaluate_flow(config: dict, warehouse_path: str, benchmark: str, systems: list[str], ks: list[int],
                   force: bool = False) -> dict:
@@ -39,11 +49,7 @@ def evaluate_flow(config: dict, warehouse_path: str, benchmark: str, systems: li
     eval_id = str(uuid.uuid4())
     wh = Warehouse.open_writer(warehouse_path)
     try:
-        bid, name = resolve_benchmark(wh, benchmark)
-        status = wh.scalar("SELECT gate_status FROM benchmarks WHERE benchmark_id = ?", [bid])
-        if status != "passed" and not force:
-            raise EvaluationRefused(f"benchmark {name!r} has gate status {status!r}: run `clonemem gate {name}` "
-                                    "first, or pass --force to evaluate anyway")
+        bid, name = require_gate(wh, benchmark, force)
         personas = load_benchmark(wh, bid)
         sink = BufferedWarehouseSink(wh)
         k_max = max(ks)

@@ -16,7 +16,8 @@ PERSONA_TABLES: tuple[str, ...] = (
 )
 
 # Children first; each statement takes the persona id once per `?`.
-_DELETE_PERSONA = (
+# A persona's stage-IV output (questions and their quality-control records), replaced on re-landing QA.
+_DELETE_QA = (
     "DELETE FROM question_choices WHERE question_id IN (SELECT question_id FROM questions WHERE persona_id = ?)",
     "DELETE FROM question_traces WHERE question_id IN (SELECT question_id FROM questions WHERE persona_id = ?)",
     "DELETE FROM question_evidence WHERE question_id IN (SELECT question_id FROM questions WHERE persona_id = ?)",
@@ -27,6 +28,9 @@ _DELETE_PERSONA = (
     "DELETE FROM qa_rejected WHERE persona_id = ?",
     "DELETE FROM questions WHERE persona_id = ?",
     "DELETE FROM trajectory_segments WHERE persona_id = ?",
+)
+
+_DELETE_PERSONA = _DELETE_QA + (
     "DELETE FROM evidence_traces WHERE evidence_id IN (SELECT evidence_id FROM evidence WHERE persona_id = ?)",
     "DELETE FROM evidence_arcs WHERE evidence_id IN (SELECT evidence_id FROM evidence WHERE persona_id = ?)",
     "DELETE FROM evidence WHERE persona_id = ?",
@@ -45,7 +49,17 @@ _DELETE_PERSONA = (
 )
 
 
-def delete_persona(wh: Warehouse, persona_id: str) -> None:
+def _delete(wh: Warehouse, statements: tuple[str, ...], persona_id: str) -> None:
     with wh.transaction() as con:
-        for sql in _DELETE_PERSONA:
+        for sql in statements:
             con.execute(sql, [persona_id] * sql.count("?"))
+
+
+def delete_persona(wh: Warehouse, persona_id: str) -> None:
+    """Everything of a persona (re-import, re-landing generation)."""
+    _delete(wh, _DELETE_PERSONA, persona_id)
+
+
+def delete_persona_qa(wh: Warehouse, persona_id: str) -> None:
+    """Only the persona's stage-IV output (re-landing QA)."""
+    _delete(wh, _DELETE_QA, persona_id)

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from clonemem.memory import stages as memory_stages
+from clonemem.memory import memsys_stages as memory_stages
 from clonemem.memory.base import BuildContext, MemorySystem, MemoryTrace, QuestionView, Retrieved
 from clonemem.text import words
 

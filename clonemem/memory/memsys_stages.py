@@ -1,4 +1,5 @@
-"""LLM steps of the consolidating memory systems (extractor role): Mem0, A-Mem, O-Mem.
+"""LLM steps of the memory systems (extractor role): the flat retrievers' extraction ablations,
+Mem0, A-Mem and O-Mem.
 
 Each step is a stage (name, template, role, input and output schema); the systems call them through
 ``BuildContext.llm`` and the offline world answers them in ``clonemem.offline.world.memsys``."""
@@ -21,7 +22,11 @@ from clonemem.schemas.memsys import (
     OMemRoute,
     OMemRouteIn,
 )
+from clonemem.schemas.memory import TraceSummary, TraceText
 from clonemem.stages import define
+
+# Flat retrievers' "combined" / "w/o org" ablations (CloneMem D.2): summary, keyphrases, facts per trace.
+SUMMARIZE_TRACE = define("memory.summarize_trace", "summarize_trace", "extractor", TraceText, TraceSummary)
 
 # Mem0 (Chhikara et al., 2025): extraction phase, then one update decision per candidate fact.
 MEM0_EXTRACT = define("memory.mem0_extract", "mem_mem0_extract", "extractor", Mem0ExtractIn, Mem0Facts)

@@ -10,23 +10,10 @@ from clonemem.schemas.config import DIMENSIONS, QUESTION_TYPES
 from clonemem.schemas.qa import Segment
 from clonemem.qa.segments import segment_row
 from clonemem.warehouse import Warehouse
+from clonemem.warehouse.content import delete_persona_qa
 
 QA_TABLES = ("trajectory_segments", "questions", "question_evidence", "question_traces", "question_choices",
              "qa_checks", "qa_distractor_rounds", "qa_rejected")
-
-_DELETE = (
-    "DELETE FROM question_choices WHERE question_id IN (SELECT question_id FROM questions WHERE persona_id = ?)",
-    "DELETE FROM question_traces WHERE question_id IN (SELECT question_id FROM questions WHERE persona_id = ?)",
-    "DELETE FROM question_evidence WHERE question_id IN (SELECT question_id FROM questions WHERE persona_id = ?)",
-    "DELETE FROM qa_checks WHERE question_id IN (SELECT question_id FROM questions WHERE persona_id = ? "
-    "UNION ALL SELECT question_id FROM qa_rejected WHERE persona_id = ?)",
-    "DELETE FROM qa_distractor_rounds WHERE question_id IN (SELECT question_id FROM questions WHERE persona_id = ? "
-    "UNION ALL SELECT question_id FROM qa_rejected WHERE persona_id = ?)",
-    "DELETE FROM qa_rejected WHERE persona_id = ?",
-    "DELETE FROM questions WHERE persona_id = ?",
-    "DELETE FROM trajectory_segments WHERE persona_id = ?",
-)
-
 
 def qa_rows(persona_id: str, benchmark_id: str, segments: list[Segment], results: list[ItemResult],
             arc_ids: dict[str, str]) -> dict[str, list[dict]]:
@@ -72,9 +59,8 @@ def land_qa(wh: Warehouse, persona_id: str, benchmark_id: str, rows: dict[str, l
     digest = stable_hash(json.dumps(rows, sort_keys=True, default=str), 32)
     if wh.scalar("SELECT content_hash FROM qa_landings WHERE persona_id = ?", [persona_id]) == digest:
         return False
-    with wh.transaction() as con:
-        for sql in _DELETE:
-            con.execute(sql, [persona_id] * sql.count("?"))
+    with wh.transaction():
+        delete_persona_qa(wh, persona_id)
         for table in QA_TABLES:
             wh.upsert(table, rows[table])
         wh.upsert("qa_landings", [{"persona_id": persona_id, "benchmark_id": benchmark_id, "content_hash": digest,

@@ -76,11 +76,10 @@ def phase(call: OfflineCall) -> Phase:
             text = fill(lex.s("development_hold"), {"arc_title": arc.title, "state": arc.current_state})
         developments.append(ArcDevelopment(arc_key=arc.key, development=text))
     primary_dev = next(d.development for d in developments if d.arc_key == primary.key)
-    current = arc_state(primary, lex, idx)[1]
     return Phase(
         title=fill(lex.s(f"phase_title_{stage}"), {"event": inp.event.title}),
         description=fill(lex.s("phase_description"), {
-            "first": first_name(inp.persona, lex), "state": fill(current.state, slots),
+            "first": first_name(inp.persona, lex), "state": fill(state.state, slots),
             "focus": focus_text(primary, lex, slots), "development": primary_dev,
         }),
         start_date=inp.start_date, end_date=inp.end_date, tone=state.tone, arc_developments=developments,
