@@ -7,10 +7,12 @@ WHEELS := $(if $(wildcard /opt/wheels),--find-links /opt/wheels,)
 
 .PHONY: demo test bench clean
 
-$(STAMP): pyproject.toml constraints.txt
+$(STAMP): pyproject.toml constraints.txt examples/clonemem-example-plugin/pyproject.toml
 	python3 -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet $(WHEELS) -c constraints.txt -e '.[dev]'
+	# the example plugin, installed as a user installs a third-party plugin (tests evaluate it)
+	$(PY) -m pip install --quiet --no-deps -e examples/clonemem-example-plugin
 	touch $(STAMP)
 
 demo: $(STAMP)

@@ -1,11 +1,17 @@
 """One generic registry, used for every kind of pluggable thing (providers, offline handlers,
 memory systems, ...). Entries may be registered eagerly or as lazy "module:attr" references so
-optional dependencies are imported only when used."""
+optional dependencies are imported only when used.
+
+Other packages extend a registry without touching this project: a registry created with an
+``entry_point_group`` also lists the entry points of that group (``[project.entry-points."GROUP"]``
+in the plugin's ``pyproject.toml``), and one created with ``allow_import_paths`` accepts a name of
+the form ``package.module:Attr`` (imported on use, registered under that exact name)."""
 
 from __future__ import annotations
 
 import difflib
 import importlib
+import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Generic, TypeVar
@@ -13,15 +19,22 @@ from typing import Generic, TypeVar
 T = TypeVar("T")
 
 
+# ``package.module:Attr`` — a name that is also an import path
+IMPORT_PATH = re.compile(r"[A-Za-z_][\w]*(\.[A-Za-z_][\w]*)*:[A-Za-z_][\w]*")
+
+
 class RegistryError(LookupError):
     """An unknown name, or a lazy entry whose module cannot be imported."""
 
 
 class Registry(Generic[T]):
-    def __init__(self, kind: str) -> None:
+    def __init__(self, kind: str, entry_point_group: str | None = None, allow_import_paths: bool = False) -> None:
         self.kind = kind
+        self.entry_point_group = entry_point_group
+        self.allow_import_paths = allow_import_paths
         self._items: dict[str, T] = {}
         self._lazy: dict[str, tuple[str, str | None]] = {}
+        self._plugins_loaded = entry_point_group is None
 
     def register(self, name: str) -> Callable[[T], T]:
         """Decorator: ``@REGISTRY.register("name")``."""
@@ -44,18 +57,40 @@ class Registry(Generic[T]):
     def get(self, name: str) -> T:
         if name in self._items:
             return self._items[name]
+        self._load_plugins()
         if name in self._lazy:
             target, hint = self._lazy[name]
-            module_name, _, attr = target.partition(":")
-            try:
-                module = importlib.import_module(module_name)
-            except ImportError as exc:
-                extra = f"; install it with: {hint}" if hint else ""
-                raise RegistryError(f"{self.kind} {name!r} needs a missing dependency ({exc.name}){extra}") from exc
-            obj = getattr(module, attr)
+            obj = self._import(name, target, hint)
+            self._items[name] = obj
+            return obj
+        if self.allow_import_paths and IMPORT_PATH.fullmatch(name):
+            obj = self._import(name, name, None)
             self._items[name] = obj
             return obj
         raise RegistryError(self._unknown(name))
+
+    def _import(self, name: str, target: str, hint: str | None) -> T:
+        module_name, _, attr = target.partition(":")
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError as exc:
+            extra = f"; install it with: {hint}" if hint else ""
+            raise RegistryError(f"{self.kind} {name!r} needs a missing dependency ({exc.name}){extra}") from exc
+        try:
+            return getattr(module, attr)
+        except AttributeError:
+            raise RegistryError(f"{self.kind} {name!r}: module {module_name!r} has no attribute {attr!r}") from None
+
+    def _load_plugins(self) -> None:
+        """Add the entry points of this registry's group as lazy entries (once; built-ins win)."""
+        if self._plugins_loaded:
+            return
+        self._plugins_loaded = True
+        from importlib.metadata import entry_points
+
+        for ep in entry_points(group=self.entry_point_group):
+            if ep.name not in self._items and ep.name not in self._lazy:
+                self._lazy[ep.name] = (ep.value, f"reinstall the package that provides it ({ep.value})")
 
     def _unknown(self, name: str) -> str:
         names = self.names()
@@ -77,9 +112,13 @@ class Registry(Generic[T]):
                 self._items[name] = saved
 
     def __contains__(self, name: object) -> bool:
-        return name in self._items or name in self._lazy
+        self._load_plugins()
+        if name in self._items or name in self._lazy:
+            return True
+        return self.allow_import_paths and isinstance(name, str) and IMPORT_PATH.fullmatch(name) is not None
 
     def names(self) -> list[str]:
+        self._load_plugins()
         return sorted(set(self._items) | set(self._lazy))
 
     def __iter__(self) -> Iterator[str]:

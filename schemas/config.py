@@ -119,17 +119,23 @@ class OfflineSettings(_Section):
     backoff_max_s: Annotated[float, Field(ge=0)] = 0.0
 
 
+BUILTIN_LIVE_PROVIDERS = ("anthropic", "gemini", "openai")
+
+
 class ProvidersConfig(_Section):
     anthropic: LiveProviderSettings = LiveProviderSettings(api_key_env="ANTHROPIC_API_KEY")
     gemini: LiveProviderSettings = LiveProviderSettings(api_key_env="GEMINI_API_KEY")
     openai: LiveProviderSettings = LiveProviderSettings(api_key_env="OPENAI_API_KEY")
     offline: OfflineSettings = OfflineSettings()
+    other: dict[str, LiveProviderSettings] = Field(
+        default_factory=dict, description="settings of providers added by plugins (entry points), by provider name")
 
     def live(self, provider: str) -> LiveProviderSettings:
-        settings = getattr(self, provider, None)
-        if not isinstance(settings, LiveProviderSettings):
+        if provider in BUILTIN_LIVE_PROVIDERS:
+            return getattr(self, provider)
+        if provider == "offline":
             raise KeyError(f"{provider!r} is not a live provider")
-        return settings
+        return self.other.get(provider, LiveProviderSettings())
 
 
 class ModelPrice(_Section):

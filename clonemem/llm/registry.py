@@ -1,4 +1,6 @@
-"""Providers by name, imported lazily: naming `gemini/...` imports google-genai, nothing else does."""
+"""Providers by name, imported lazily: naming `gemini/...` imports google-genai, nothing else does.
+Other packages add providers through the ``clonemem.providers`` entry-point group; their settings
+are read from ``[providers.other.NAME]`` in the run config."""
 
 from __future__ import annotations
 
@@ -9,7 +11,7 @@ from clonemem.registry import Registry
 if TYPE_CHECKING:
     from clonemem.llm.providers.base import ModelAPI
 
-PROVIDERS: Registry[type[ModelAPI]] = Registry("LLM provider")
+PROVIDERS: Registry[type[ModelAPI]] = Registry("LLM provider", entry_point_group="clonemem.providers")
 PROVIDERS.add_lazy("offline", "clonemem.llm.providers.offline:OfflineAPI")
 PROVIDERS.add_lazy("anthropic", "clonemem.llm.providers.anthropic:AnthropicAPI", "pip install anthropic")
 PROVIDERS.add_lazy("gemini", "clonemem.llm.providers.gemini:GeminiAPI", "pip install google-genai")

@@ -73,4 +73,7 @@ class MemorySystem(ABC):
         """Ranked items for the question, using only what was visible at ``question.question_time``."""
 
 
-SYSTEMS: Registry[Callable[[], MemorySystem]] = Registry("memory system")
+# Built-ins are registered in ``clonemem.memory``; other packages add systems through the
+# ``clonemem.memory_systems`` entry-point group, or are named as ``package.module:Class``.
+SYSTEMS: Registry[Callable[[], MemorySystem]] = Registry(
+    "memory system", entry_point_group="clonemem.memory_systems", allow_import_paths=True)

@@ -1,0 +1,1 @@
+"""An example CloneMem plugin package (see README.md)."""
