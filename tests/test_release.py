@@ -65,7 +65,7 @@ def test_reimport_replaces_persona_rows(wh: Warehouse, tmp_path: Path, demo_doc:
     release.import_release_files(wh, [write_json(tmp_path / "p.json", demo_doc)], "bench")
     smaller = copy.deepcopy(demo_doc)
     smaller["questions"] = smaller["questions"][:2]
-    release.import_release_files(wh, [write_json(tmp_path / "p.json", smaller)], "bench")
+    release.import_release_files(wh, [write_json(tmp_path / "p.json", smaller)], "bench", mode="replace")
     assert wh.scalar("SELECT count(*) FROM questions") == 2
     assert wh.scalar("SELECT count(*) FROM question_evidence") == 5  # q01 (2) + q02 (3), no leftovers
     assert wh.scalar("SELECT count(*) FROM personas") == 1
@@ -150,7 +150,7 @@ def test_failure_inside_the_transaction_rolls_back(wh: Warehouse, demo_file: Pat
     real_upsert = wh.upsert
     monkeypatch.setattr(wh, "upsert", lambda t, rows: explode() if t == "questions" else real_upsert(t, rows))
     with pytest.raises(RuntimeError):
-        release.import_release_files(wh, [demo_file], "bench")
+        release.import_release_files(wh, [demo_file], "bench", mode="replace")
     monkeypatch.undo()
     assert table_rows(wh) == before
 
