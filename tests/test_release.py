@@ -363,3 +363,14 @@ def test_failed_landing_into_a_new_warehouse_leaves_no_file(tmp_path: Path) -> N
     got = cli("--warehouse", wh, "import-release", PUBLISHED, "--name", "X")  # 100k/ and 500k/: same persons
     assert got.exit_code == 1 and "import each under its own --name" in got.output
     assert not wh.exists()
+
+
+def test_flow_imports_a_published_folder(tmp_path: Path) -> None:
+    from flows.release import import_release_flow
+
+    summary = import_release_flow([str(PUBLISHED / "100k")], "flowed", str(tmp_path / "wh.duckdb"))
+    assert (summary.personas, summary.languages) == (2, {"en": 1, "zh": 1})
+    with pytest.raises(release.ReleaseError, match="already exists"):
+        import_release_flow([str(PUBLISHED / "500k")], "flowed", str(tmp_path / "wh.duckdb"))
+    again = import_release_flow([str(PUBLISHED / "500k")], "flowed", str(tmp_path / "wh.duckdb"), "replace")
+    assert (again.mode, again.total_traces) == ("replaced", 25)
