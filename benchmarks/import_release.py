@@ -64,11 +64,11 @@ def main() -> None:
         runs = []
         for r in range(args.repeat):
             t0 = time.perf_counter()
-            parsed = release.parse_release_file(path)
+            parsed = release.parse_release_persona(path)
             t1 = time.perf_counter()
             with Warehouse.open_writer(Path(tmp) / f"wh{r}.duckdb") as wh:
                 t2 = time.perf_counter()
-                summary = release.load_releases(wh, [(str(path), parsed)], "bench")
+                summary = release.load_personas(wh, [parsed], "bench")
                 t3 = time.perf_counter()
                 release.export_release(wh, "bench", Path(tmp) / f"out{r}")
                 t4 = time.perf_counter()

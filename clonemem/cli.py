@@ -74,27 +74,67 @@ def _warehouse_for(config: Any) -> Path:
 @app.command("import-release")
 @handles_errors
 def import_release(
-    files: Annotated[list[Path], typer.Argument(help="CloneMem release JSON files, one per persona")],
+    paths: Annotated[list[Path], typer.Argument(help="CloneMem release JSON files or folders (every *.json, recursively)")],
     name: Annotated[str, typer.Option("--name", help="benchmark name")],
+    replace: Annotated[bool, typer.Option("--replace", help="replace an existing benchmark of that name (atomically)")] = False,
+    append: Annotated[bool, typer.Option("--append", help="add these personas to an existing benchmark")] = False,
 ) -> None:
     """Load CloneMem release files as a benchmark (all files or nothing)."""
     from clonemem import release
-    from clonemem.warehouse import Warehouse
 
-    with Warehouse.open_writer(State.warehouse) as wh:
-        summary = release.import_release_files(wh, files, name)
+    mode = _import_mode(replace, append)
+    summary = release.import_into_warehouse(State.warehouse, lambda: release.parse_release_paths(paths), name, mode)
     _print_import(summary, State.warehouse)
 
 
+@app.command("import-locomo")
+@handles_errors
+def import_locomo(
+    paths: Annotated[list[Path], typer.Argument(help="LoCoMo files (one conversation each, or locomo10.json) or folders")],
+    name: Annotated[str, typer.Option("--name", help="benchmark name")],
+    replace: Annotated[bool, typer.Option("--replace", help="replace an existing benchmark of that name (atomically)")] = False,
+    append: Annotated[bool, typer.Option("--append", help="add these conversations to an existing benchmark")] = False,
+) -> None:
+    """Load LoCoMo conversations as a benchmark: one persona per conversation, one trace per turn."""
+    from clonemem import locomo, release
+
+    mode = _import_mode(replace, append)
+    summary = release.import_into_warehouse(State.warehouse, lambda: locomo.parse_locomo_paths(paths), name, mode)
+    _print_import(summary, State.warehouse)
+
+
+def _import_mode(replace: bool, append: bool) -> str:
+    if replace and append:
+        fail("--replace and --append exclude each other", code=2)
+    return "replace" if replace else "append" if append else "create"
+
+
 def _print_import(summary: Any, warehouse: Path) -> None:
-    typer.echo(f"imported benchmark {summary.name!r} ({summary.benchmark_id}) into {warehouse}")
-    typer.echo(f"  personas {summary.personas}, traces {summary.traces}, questions {summary.questions} "
-               f"({summary.free_text_only} free-text only)")
+    verb = {"created": "imported", "replaced": "replaced", "appended": "appended to"}[summary.mode]
+    typer.echo(f"{verb} benchmark {summary.name!r} ({summary.benchmark_id}) in {warehouse}")
+    typer.echo(f"  this import: personas {summary.personas}, traces {summary.traces}, questions {summary.questions} "
+               f"({summary.free_text_only} free-text only); languages "
+               + ", ".join(f"{k} ×{v}" for k, v in summary.languages.items()))
+    if summary.mode == "appended":
+        typer.echo(f"  benchmark now: personas {summary.total_personas}, traces {summary.total_traces}, "
+                   f"questions {summary.total_questions}")
+    if summary.relabelled:
+        kinds = ", ".join(f"{k} ×{v}" for k, v in summary.relabelled.items())
+        typer.echo(f"  question types mapped to the project's (source label kept in source_question_type): {kinds}")
     if summary.unknown_question_types:
         kinds = ", ".join(f"{k} ×{v}" for k, v in sorted(summary.unknown_question_types.items()))
         typer.echo(f"  question types outside the eight, kept and flagged: {kinds}")
     if summary.evidence_without_traces:
         typer.echo(f"  evidence items naming no trace (skipped by recall metrics): {summary.evidence_without_traces}")
+    if summary.questions_without_evidence:
+        typer.echo(f"  questions naming no evidence (score 0 on recall): {summary.questions_without_evidence}")
+    if summary.notes:
+        counts = ", ".join(f"{k} ×{v}" for k, v in summary.note_counts.items())
+        typer.echo(f"  evidence references repaired or unresolved (see table import_notes): {counts}")
+        for note in summary.notes[:10]:
+            typer.echo(f"    {note}")
+        if len(summary.notes) > 10:
+            typer.echo(f"    ... and {len(summary.notes) - 10} more")
 
 
 @app.command("export-release")
@@ -102,13 +142,19 @@ def _print_import(summary: Any, warehouse: Path) -> None:
 def export_release(
     benchmark: Annotated[str, typer.Argument(help="benchmark id or name")],
     out: Annotated[Path, typer.Option("--out", help="output folder")],
+    questions_key: Annotated[str, typer.Option(
+        "--questions-key", help="top-level key of the question list: questions (documented) or qa_items (as published)",
+    )] = "questions",
 ) -> None:
     """Write a benchmark in the CloneMem release format, one JSON file per persona."""
     from clonemem import release
+    from clonemem.schemas.release import QUESTION_KEYS
     from clonemem.warehouse import Warehouse
 
+    if questions_key not in QUESTION_KEYS:
+        fail(f"--questions-key must be one of {', '.join(QUESTION_KEYS)}, got {questions_key!r}", code=2)
     with Warehouse.open_reader(State.warehouse) as wh:
-        written = release.export_release(wh, benchmark, out)
+        written = release.export_release(wh, benchmark, out, questions_key)
     for path in written:
         typer.echo(str(path))
 

@@ -25,6 +25,19 @@ QUESTION_TRACES = ("SELECT qt.*, q.persona_id FROM question_traces qt JOIN quest
 DETAILED_EVENTS = ("SELECT d.* FROM detailed_events d JOIN phases USING (phase_id) JOIN major_events m "
                    "USING (major_event_id) JOIN personas p USING (persona_id) WHERE p.benchmark_id = '{bid}'")
 MC_QUESTIONS = QUESTIONS + " AND correct_choice_id IS NOT NULL"
+# Multiple-choice items of an imported benchmark with what the release-format check needs (no rows
+# for a generated benchmark, whose items the stricter generated-only check covers).
+IMPORTED_MC_QUESTIONS = (
+    "SELECT q.question_id, q.external_id, q.question_type, q.correct_choice_id, p.language, "
+    "(SELECT string_agg(c.choice_id, ',' ORDER BY c.choice_id) FROM question_choices c WHERE c.question_id = q.question_id) AS choice_ids, "
+    "(SELECT count(*) FROM question_choices c WHERE c.question_id = q.question_id) AS n_choices, "
+    "(SELECT count(DISTINCT lower(trim(c.text))) FROM question_choices c WHERE c.question_id = q.question_id) AS distinct_texts, "
+    "(SELECT count(*) FROM question_choices c WHERE c.question_id = q.question_id "
+    "  AND c.choice_id = q.correct_choice_id) AS n_correct, "
+    "(SELECT min(c.text) FROM question_choices c WHERE c.question_id = q.question_id AND c.choice_id = 'E') AS e_text "
+    "FROM questions q JOIN personas p USING (persona_id) JOIN benchmarks b ON b.benchmark_id = q.benchmark_id "
+    "WHERE q.benchmark_id = '{bid}' AND b.source = 'imported' AND q.correct_choice_id IS NOT NULL"
+)
 
 
 @dataclass(frozen=True)
@@ -106,6 +119,7 @@ CHECKS: tuple[Check, ...] = (
           "USING (persona_id) WHERE p.benchmark_id = '{bid}'",
           _between("rejection_rate", lambda p: 0.0, lambda p: p["max_rejection_rate"]), "generated"),
     # -- distractor validation -----------------------------------------------------------------
+    # Generated items are written with five options, A-E.
     Check("distractor_validation", "five distinct options, one correct, E as specified", MC_QUESTIONS, _no_rows(
         "SELECT subselect.* FROM {batch} WHERE (SELECT count(*) FROM question_choices c WHERE c.question_id = subselect.question_id) <> 5 "
         "OR (SELECT count(DISTINCT lower(trim(c.text))) FROM question_choices c WHERE c.question_id = subselect.question_id) <> 5 "
@@ -114,7 +128,20 @@ CHECKS: tuple[Check, ...] = (
         f"OR NOT EXISTS (SELECT 1 FROM question_choices c WHERE c.question_id = subselect.question_id AND c.choice_id = 'E' "
         f"    AND c.text = '{E_SQL}') "
         "OR (subselect.question_type = 'unanswerable' AND subselect.correct_choice_id <> 'E')",
-        "options must be A–E, distinct, with exactly one correct and E the fixed abstention")),
+        "options must be A–E, distinct, with exactly one correct and E the fixed abstention"), "generated"),
+    # Imported items are judged by what the public release promises: options A-E, except that an
+    # unanswerable item may have four (A, B, C and the abstention E); E is the abstention (its text
+    # fixed in English files, translated in others), and an unanswerable item's answer is E.
+    Check("distractor_validation", "options as the release promises: A–E (unanswerable: A–E or A, B, C, E), "
+          "distinct, one correct, E the abstention", IMPORTED_MC_QUESTIONS, _no_rows(
+              "SELECT subselect.* FROM {batch} WHERE "
+              "NOT (coalesce(choice_ids, '') = 'A,B,C,D,E' "
+              "     OR (question_type = 'unanswerable' AND choice_ids = 'A,B,C,E')) "
+              "OR distinct_texts <> n_choices OR n_correct <> 1 "
+              f"OR NOT (e_text = '{E_SQL}' OR (coalesce(language, 'en') <> 'en' AND trim(coalesce(e_text, '')) <> '')) "
+              "OR (question_type = 'unanswerable' AND correct_choice_id <> 'E')",
+              "options must be A–E (or A, B, C, E for an unanswerable item), distinct, with exactly one "
+              "correct and E the abstention")),
     Check("distractor_validation", "no distractor copies the answer", MC_QUESTIONS, _no_rows(
         "SELECT subselect.* FROM {batch} WHERE (SELECT count(*) FROM question_choices c WHERE c.question_id = subselect.question_id "
         "AND lower(trim(c.text)) = lower(trim(subselect.answer))) > CASE WHEN subselect.question_type = 'unanswerable' THEN 0 ELSE 1 END",

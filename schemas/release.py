@@ -1,6 +1,8 @@
 """The public CloneMem release format (SPEC §6): one JSON file per persona.
 
 Unknown fields are ignored; types are strict (a number where a string id belongs is an error).
+The published files keep their questions under ``qa_items`` while the release's README says
+``questions``: both are accepted (exactly one of them must be present; the importer checks).
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ import datetime as dt
 from pydantic import BaseModel, ConfigDict, Field
 
 E_TEXT = "Cannot be determined based on available information"
+QUESTION_KEYS = ("questions", "qa_items")
 
 
 class _Release(BaseModel):
@@ -44,10 +47,24 @@ class ReleaseQuestion(_Release):
     evidence: list[ReleaseEvidence] = Field(default_factory=list)
     choices: list[ReleaseChoice] = Field(default_factory=list)
     correct_choice_id: str | None = None
+    # Written by this project's export for benchmarks imported from LoCoMo (absent elsewhere), so
+    # that such a benchmark survives a trip through the release format.
+    locomo_category: int | None = None
+    adversarial_answer: str | None = None
 
 
 class ReleaseFile(_Release):
     person_name: str
     person_id: str = Field(min_length=1)
     context: list[ReleaseTrace]
-    questions: list[ReleaseQuestion]
+    questions: list[ReleaseQuestion] | None = None
+    qa_items: list[ReleaseQuestion] | None = None
+
+    @property
+    def questions_key(self) -> str:
+        return "qa_items" if self.qa_items is not None and self.questions is None else "questions"
+
+    @property
+    def items(self) -> list[ReleaseQuestion]:
+        """The question list, under whichever key the file used."""
+        return (self.questions if self.questions is not None else self.qa_items) or []
