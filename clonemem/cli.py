@@ -59,8 +59,12 @@ def handles_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
         except Exception as exc:
             if State.debug:
                 raise
+            import duckdb
+
+            if isinstance(exc, duckdb.Error):
+                fail(one_line(exc))
             if isinstance(exc, user_errors()) or exit_code_for(exc) != ExitCode.ERROR:
-                fail(one_line(exc), exit_code_for(exc))
+                fail(str(exc), exit_code_for(exc))  # the project's messages: one line per problem
             fail(f"{type(exc).__name__}: {one_line(exc)} (unexpected; re-run with --debug for the traceback)")
 
     return wrapper
@@ -160,11 +164,12 @@ def generate(
     config: Annotated[Path, typer.Option("--config", help="run configuration (TOML)")],
     persona: Annotated[int | None, typer.Option("--persona", help="generate only this persona index (scale-out)")] = None,
     bundle: Annotated[Path | None, typer.Option("--bundle", help="with --persona: write the persona here instead of landing")] = None,
+    allow_empty_config: Annotated[bool, typer.Option("--allow-empty-config", help="accept a config file with no settings (all defaults)")] = False,
 ) -> None:
-    """Run generation stages I–III; prints the benchmark id."""
+    """Run generation stages I–IV and the gate; prints the benchmark id (exit codes: see the README)."""
     from clonemem.schemas.config import load_config
 
-    cfg = load_config(config)
+    cfg = load_config(config, allow_empty=allow_empty_config)
     if (persona is None) != (bundle is None):
         fail("--persona and --bundle go together", code=2)
     if persona is not None and bundle is not None:

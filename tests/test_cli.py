@@ -54,7 +54,7 @@ def test_env_var_selects_the_warehouse(tmp_path: Path, demo_file: Path) -> None:
     got = cli("benchmarks", "--json", env=env)
     items = json.loads(got.output)
     assert items == [{"id": items[0]["id"], "name": "Y", "source": "imported", "gate_status": "pending",
-                      "personas": 1, "traces": 16, "questions": 6}]
+                      "personas": 1, "traces": 16, "questions": 6, "status": "complete"}]
 
 
 def test_broken_files_give_clear_errors_and_load_nothing(tmp_path: Path, demo_doc: dict) -> None:
