@@ -14,7 +14,7 @@ EXE = str(Path(sys.executable).with_name("clonemem"))
 TINY = """name = "tiny"
 seed = 7
 [generation]
-personas = 1
+personas = {personas}
 major_events = 2
 phases_per_event = 2
 events_per_phase = 2
@@ -32,9 +32,9 @@ media_mix_tolerance = 1.0
 """
 
 
-def tiny_config(folder: Path, name: str = "tiny", **offline: object) -> Path:
+def tiny_config(folder: Path, name: str = "tiny", personas: int = 1, **offline: object) -> Path:
     path = folder / f"{name}.toml"
-    path.write_text(TINY + "".join(f"{k} = {v}\n" for k, v in offline.items()), "utf-8")
+    path.write_text(TINY.replace("{personas}", str(personas)) + "".join(f"{k} = {v}\n" for k, v in offline.items()), "utf-8")
     return path
 
 

@@ -145,7 +145,7 @@ def _acquire(path: Path, wait_s: float, command: str, notify: Callable[[str], No
             who = holder.describe() if holder else "another process"
             if time.monotonic() >= deadline:
                 os.close(fd)
-                raise WarehouseBusy(f"warehouse {path.name.removesuffix('.lock')} is being written by {who}; "
+                raise WarehouseBusy(f"warehouse {str(path).removesuffix('.lock')} is being written by {who}; "
                                     "try again when it has finished") from None
             if not told:
                 notify(f"warehouse is being written by {who}; waiting up to {wait_s:g} s...")
