@@ -4,16 +4,19 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from functools import wraps
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
+from clonemem.errors import ExitCode
 from clonemem.prefect_env import configure as _configure_prefect
 
-_configure_prefect()
+# before Prefect is imported: it reads its settings (and sets up logging) at import time
+_configure_prefect(debug="--debug" in sys.argv[1:])
 
 app = typer.Typer(
     name="clonemem",
@@ -29,26 +32,57 @@ DEFAULT_WAREHOUSE = "clonemem.duckdb"
 class State:
     warehouse: Path = Path(DEFAULT_WAREHOUSE)
     explicit: bool = False  # --warehouse or $CLONEMEM_WAREHOUSE given: it beats a config's `warehouse`
+    debug: bool = False
+    wait: float | None = None  # --wait: seconds a writer waits for another writer (None: the default)
 
 
-def fail(message: str, code: int = 1) -> None:
+def fail(message: str, code: int = ExitCode.ERROR) -> None:
     typer.echo(f"error: {message}", err=True)
-    raise typer.Exit(code)
+    raise typer.Exit(int(code))
 
 
 def handles_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """Turn the project's own errors into a clear message and a non-zero exit (no traceback)."""
+    """Turn errors into one clear line and a non-zero exit; `--debug` keeps the traceback.
+
+    The project's own errors carry the whole story; anything else is unexpected and says how to get
+    the traceback.
+    """
 
     @wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        from clonemem.errors import USER_ERRORS
+        from clonemem.errors import exit_code_for, one_line, user_errors
 
         try:
             return fn(*args, **kwargs)
-        except USER_ERRORS as exc:
-            fail(str(exc))
+        except (typer.Exit, typer.Abort, KeyboardInterrupt):
+            raise
+        except Exception as exc:
+            if State.debug:
+                raise
+            import duckdb
+
+            if isinstance(exc, duckdb.Error):
+                fail(one_line(exc))
+            if isinstance(exc, user_errors()) or exit_code_for(exc) != ExitCode.ERROR:
+                fail(str(exc), exit_code_for(exc))  # the project's messages: one line per problem
+            fail(f"{type(exc).__name__}: {one_line(exc)} (unexpected; re-run with --debug for the traceback)")
 
     return wrapper
+
+
+@contextmanager
+def writing(warehouse: Path, *, runs_flows: bool = True) -> Iterator[None]:
+    """Hold the warehouse's writer lock for a whole command (the stages it runs join this hold).
+
+    Every command that writes runs flows, so this is also where the ephemeral Prefect server is
+    tied to this process's life."""
+    from clonemem.prefect_env import die_with_parent_server
+    from clonemem.warehouse.lock import writer_lock
+
+    if runs_flows:
+        die_with_parent_server()
+    with writer_lock(warehouse.expanduser().resolve(), wait_s=State.wait):
+        yield
 
 
 @app.callback()
@@ -57,9 +91,17 @@ def main_options(
         Path | None,
         typer.Option("--warehouse", envvar="CLONEMEM_WAREHOUSE", help="DuckDB warehouse file [default: ./clonemem.duckdb]"),
     ] = None,
+    debug: Annotated[bool, typer.Option("--debug", help="show tracebacks and Prefect's logs")] = False,
+    wait: Annotated[
+        float | None,
+        typer.Option("--wait", envvar="CLONEMEM_LOCK_WAIT", min=0,
+                     help="seconds a write waits while another process writes the warehouse [default: 600]"),
+    ] = None,
 ) -> None:
     State.warehouse = warehouse or Path(DEFAULT_WAREHOUSE)
     State.explicit = warehouse is not None
+    State.debug = debug
+    State.wait = wait
 
 
 def _warehouse_for(config: Any) -> Path:
@@ -83,7 +125,8 @@ def import_release(
     from clonemem import release
 
     mode = _import_mode(replace, append)
-    summary = release.import_into_warehouse(State.warehouse, lambda: release.parse_release_paths(paths), name, mode)
+    summary = release.import_into_warehouse(State.warehouse, lambda: release.parse_release_paths(paths), name, mode,
+                                           wait_s=State.wait)
     _print_import(summary, State.warehouse)
 
 
@@ -99,7 +142,8 @@ def import_locomo(
     from clonemem import locomo, release
 
     mode = _import_mode(replace, append)
-    summary = release.import_into_warehouse(State.warehouse, lambda: locomo.parse_locomo_paths(paths), name, mode)
+    summary = release.import_into_warehouse(State.warehouse, lambda: locomo.parse_locomo_paths(paths), name, mode,
+                                           wait_s=State.wait)
     _print_import(summary, State.warehouse)
 
 
@@ -168,11 +212,12 @@ def generate(
     config: Annotated[Path, typer.Option("--config", help="run configuration (TOML)")],
     persona: Annotated[int | None, typer.Option("--persona", help="generate only this persona index (scale-out)")] = None,
     bundle: Annotated[Path | None, typer.Option("--bundle", help="with --persona: write the persona here instead of landing")] = None,
+    allow_empty_config: Annotated[bool, typer.Option("--allow-empty-config", help="accept a config file with no settings (all defaults)")] = False,
 ) -> None:
-    """Run generation stages I–III; prints the benchmark id."""
+    """Run generation stages I–IV and the gate; prints the benchmark id (exit codes: see the README)."""
     from clonemem.schemas.config import load_config
 
-    cfg = load_config(config)
+    cfg = load_config(config, allow_empty=allow_empty_config)
     if (persona is None) != (bundle is None):
         fail("--persona and --bundle go together", code=2)
     if persona is not None and bundle is not None:
@@ -186,17 +231,28 @@ def generate(
     from clonemem.flows.qa import qa_flow
 
     warehouse = _warehouse_for(cfg).expanduser().resolve()
-    summary = run_generation(cfg, warehouse)
-    _print_generation(summary, warehouse)
-    qa = qa_flow(cfg.model_dump(mode="json"), str(warehouse))
-    _print_qa(qa)
-    status = _gate_status(warehouse, summary["benchmark_id"])
-    if summary["landed"] == 0 and qa["landed"] == 0 and status in ("passed", "failed"):
-        # nothing changed since the last gate: re-running leaves the warehouse exactly as it was
-        typer.echo(f"gate: content unchanged since the last gate run; status {status}", err=True)
-    else:
-        _print_gate(gate_flow(str(warehouse), summary["benchmark_id"]))
+    with writing(warehouse):
+        summary = run_generation(cfg, warehouse)
+        _print_generation(summary, warehouse)
+        if summary["landed"] + summary["unchanged"] == 0:
+            fail(f"no persona was generated ({len(summary['failures'])} stage item(s) failed; see above): fix the "
+                 "provider settings or the config and run the same command again (finished work is cached)",
+                 ExitCode.NOTHING_GENERATED)
+        qa = qa_flow(cfg.model_dump(mode="json"), str(warehouse))
+        _print_qa(qa)
+        status = _gate_status(warehouse, summary["benchmark_id"])
+        if summary["landed"] == 0 and qa["landed"] == 0 and status in ("passed", "failed"):
+            # nothing changed since the last gate: re-running leaves the warehouse exactly as it was
+            typer.echo(f"gate: content unchanged since the last gate run; status {status}", err=True)
+        else:
+            status = gate_flow(str(warehouse), summary["benchmark_id"])
+            _print_gate(status)
+            status = status["status"]
     typer.echo(summary["benchmark_id"])
+    if status != "passed":
+        fail(f"benchmark {cfg.name!r} was stored but failed the gate (see the failed expectations above): fix the "
+             f"config and generate again, or evaluate it anyway with `clonemem evaluate {cfg.name} --force`",
+             ExitCode.GATE_FAILED)
 
 
 def _gate_status(warehouse: Path, benchmark_id: str) -> str | None:
@@ -231,13 +287,15 @@ def _print_gate(g: dict) -> None:
 @app.command("gate")
 @handles_errors
 def gate(benchmark: Annotated[str, typer.Argument(help="benchmark id or name")]) -> None:
-    """Run the Great Expectations gate; exit 1 when the benchmark fails it."""
+    """Run the Great Expectations gate; exit 3 when the benchmark fails it."""
     from clonemem.flows.gate import gate_flow
 
-    result = gate_flow(str(State.warehouse.expanduser().resolve()), benchmark)
+    with writing(State.warehouse):
+        result = gate_flow(str(State.warehouse.expanduser().resolve()), benchmark)
     _print_gate(result)
     if result["status"] != "passed":
-        raise typer.Exit(1)
+        fail(f"benchmark {benchmark!r} failed the gate (see above); `clonemem evaluate` refuses it unless --force",
+             ExitCode.GATE_FAILED)
 
 
 def _print_generation(s: dict, warehouse: Path) -> None:
@@ -260,7 +318,7 @@ def land_bundles(bundles: Annotated[list[Path], typer.Argument(help="persona bun
     from clonemem.generation.land import land_bundle_files
     from clonemem.warehouse import Warehouse
 
-    with Warehouse.open_writer(State.warehouse) as wh:
+    with writing(State.warehouse, runs_flows=False), Warehouse.open_writer(State.warehouse, wait_s=State.wait) as wh:
         for path, changed in land_bundle_files(wh, bundles):
             typer.echo(f"{path}: {'landed' if changed else 'unchanged'}")
 
@@ -298,13 +356,35 @@ def evaluate(
     if any(x < 1 for x in ks):
         fail("--k values must be at least 1", code=2)
     _precheck_evaluation(benchmark, names, force)
-    result = evaluate_flow(cfg.model_dump(mode="json"), str(State.warehouse.expanduser().resolve()), benchmark, names, ks,
-                           force)
+    with writing(State.warehouse):
+        try:
+            result = evaluate_flow(cfg.model_dump(mode="json"), str(State.warehouse.expanduser().resolve()), benchmark,
+                                   names, ks, force)
+        except Exception as exc:
+            if State.debug:
+                raise
+            from clonemem.errors import one_line
+
+            fail(f"evaluation failed, nothing was stored: {type(exc).__name__}: {one_line(exc)}; fix the failing "
+                 "system (or leave it out of --systems) and run again; --debug shows the traceback",
+                 ExitCode.SYSTEMS_FAILED)
     typer.echo(leaderboard(result))
     if json_out is not None:
         json_out.parent.mkdir(parents=True, exist_ok=True)
         json_out.write_text(json.dumps(result, indent=1, default=str), "utf-8")
         typer.echo(f"results written to {json_out}", err=True)
+    missing = _failed_systems(result, names, ks)
+    if missing:
+        fail(f"{len(missing)} requested system(s) failed to evaluate: {', '.join(missing)}; the others were stored. "
+             "Fix them (or leave them out of --systems) and run again", ExitCode.SYSTEMS_FAILED)
+
+
+def _failed_systems(result: dict, names: list[str], ks: list[int]) -> list[str]:
+    """Requested systems with a missing or failed (system, k) entry in the result."""
+    failed = set(result.get("failed_systems") or [])
+    seen = {(r["system"], r["k"]) for r in result.get("results", []) if not r.get("error")}
+    failed |= {s for s in names for k in ks if (s, k) not in seen}
+    return [s for s in names if s in failed]
 
 
 def _precheck_evaluation(benchmark: str, names: list[str], force: bool) -> None:
@@ -350,35 +430,56 @@ def systems_cmd(as_json: Annotated[bool, typer.Option("--json", help="print JSON
 def sql(
     query: Annotated[str, typer.Argument(help="SQL query (read-only)")],
     fmt: Annotated[str, typer.Option("--format", help="table, csv or json")] = "table",
+    max_rows: Annotated[int, typer.Option("--max-rows", min=1, help="cut each result at this many rows")] = 10_000,
+    timeout: Annotated[float, typer.Option("--timeout", min=0.001, help="stop a query after this many seconds")] = 30.0,
 ) -> None:
-    """Run read-only ad-hoc SQL over the warehouse."""
+    """Run read-only ad-hoc SQL over the warehouse (no writes, no files, no network, no settings)."""
     from clonemem import sqlcli
-    from clonemem.warehouse import Warehouse
 
     if fmt not in sqlcli.FORMATS:
-        fail(f"--format must be one of {', '.join(sqlcli.FORMATS)}", code=2)
+        fail(f"--format must be one of {', '.join(sqlcli.FORMATS)}", code=ExitCode.USAGE)
     sqlcli.check_read_only(query)
-    with Warehouse.open_reader(State.warehouse) as wh:
-        for result in sqlcli.run(wh, query):
-            typer.echo(sqlcli.FORMATS[fmt](result))
+    for result in sqlcli.run(State.warehouse, query, max_rows=max_rows, timeout_s=timeout):
+        typer.echo(sqlcli.FORMATS[fmt](result))
+        if result.truncated and fmt != "table":
+            typer.echo(f"note: result cut at {max_rows} rows (--max-rows)", err=True)
 
 
 @app.command("benchmarks")
 @handles_errors
-def benchmarks(as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False) -> None:
-    """List the benchmarks in the warehouse."""
+def benchmarks(
+    as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
+    show_all: Annotated[bool, typer.Option("--all", help="also list incomplete benchmarks (still landing, or interrupted)")] = False,
+) -> None:
+    """List the complete benchmarks in the warehouse (--all: incomplete ones too)."""
     from clonemem.warehouse import Warehouse
 
+    keys = ["id", "name", "source", "gate_status", "personas", "traces", "questions", "status"]
     with Warehouse.open_reader(State.warehouse) as wh:
-        rows = wh.rows("SELECT id, name, source, gate_status, personas, traces, questions FROM v_benchmarks ORDER BY name")
-    keys = ["id", "name", "source", "gate_status", "personas", "traces", "questions"]
+        where = "" if show_all else "WHERE status = 'complete' "
+        rows = wh.rows(f"SELECT {', '.join(keys)} FROM v_benchmarks {where}ORDER BY name")
     items = [dict(zip(keys, r)) for r in rows]
     if as_json:
         typer.echo(json.dumps(items))
         return
     for it in items:
+        flag = "" if it["status"] == "complete" else "  INCOMPLETE (re-run to resume, or `clonemem drop`)"
         typer.echo(f"{it['name']}  [{it['source']}, gate {it['gate_status']}]  personas {it['personas']}, "
-                   f"traces {it['traces']}, questions {it['questions']}  id {it['id']}")
+                   f"traces {it['traces']}, questions {it['questions']}  id {it['id']}{flag}")
+
+
+@app.command("drop")
+@handles_errors
+def drop(benchmark: Annotated[str, typer.Argument(help="benchmark id or name")]) -> None:
+    """Remove a benchmark and everything that belongs to it, in one transaction."""
+    from clonemem.release import resolve_benchmark
+    from clonemem.warehouse import Warehouse
+    from clonemem.warehouse.lifecycle import drop_benchmark
+
+    with writing(State.warehouse, runs_flows=False), Warehouse.open_writer(State.warehouse, wait_s=State.wait) as wh:
+        bid, name = resolve_benchmark(wh, benchmark)
+        removed = drop_benchmark(wh, bid)
+    typer.echo(f"dropped benchmark {name!r} ({bid}): {sum(removed.values())} rows from {len(removed)} tables")
 
 
 # -- the end-to-end demo -----------------------------------------------------------------------
@@ -392,14 +493,15 @@ def demo(
     """Run the pipeline end to end on the offline default and print where everything landed."""
     from clonemem.demo import run_demo
 
-    run_demo(State.warehouse, out, echo=typer.echo)
+    with writing(State.warehouse):
+        run_demo(State.warehouse, out, echo=typer.echo)
 
 
 def main() -> None:
     try:
         app()
     except KeyboardInterrupt:  # pragma: no cover
-        sys.exit(130)
+        sys.exit(int(ExitCode.INTERRUPTED))
 
 
 if __name__ == "__main__":  # pragma: no cover

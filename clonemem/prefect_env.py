@@ -21,6 +21,72 @@ DEFAULTS = {
 }
 
 
-def configure() -> None:
+def configure(*, debug: bool | None = None) -> None:
+    """Set the defaults. ``debug`` is the CLI's flag: without it, Prefect logs nothing below CRITICAL (the
+    CLI reports failures itself, in one line); with it, Prefect logs at INFO. ``None`` (tests, library
+    use) keeps WARNING."""
+    # the CLI's choice goes first: the generic defaults below only fill what is still unset
+    if debug is not None:
+        os.environ.setdefault("PREFECT_LOGGING_LEVEL", "INFO" if debug else "CRITICAL")
+        if debug:
+            os.environ.setdefault("PREFECT_LOGGING_SERVER_LEVEL", "WARNING")
     for key, value in DEFAULTS.items():
         os.environ.setdefault(key, value)
+
+
+# -- the ephemeral server dies with this process ---------------------------------------------------
+
+# Prefect starts its temporary server with a plain Popen and stops it from an atexit hook, which a
+# SIGKILL of this process never runs: the uvicorn child would stay behind, orphaned. The server is
+# started instead under a tiny watchdog that holds the read end of a pipe whose write end only this
+# process has; when this process dies, for any reason, the kernel closes the write end, the read
+# returns EOF, and the watchdog stops the server (SIGTERM, then SIGKILL after a grace period). This
+# works whichever thread started the server (PR_SET_PDEATHSIG would fire when that *thread* exits).
+_WATCHDOG = """
+import os, runpy, signal, sys, threading, time
+fd = int(sys.argv.pop(1))
+def watch():
+    while os.read(fd, 1):
+        pass
+    os.kill(os.getpid(), signal.SIGTERM)
+    time.sleep(5)
+    os._exit(1)
+threading.Thread(target=watch, daemon=True).start()
+sys.argv[0] = "uvicorn"
+runpy.run_module("uvicorn", run_name="__main__", alter_sys=True)
+"""
+
+_pipe_write_end: int | None = None
+
+
+def die_with_parent_server() -> None:
+    """Make the ephemeral Prefect server a child that dies with this process (even on SIGKILL).
+
+    Call before the first flow runs; a no-op when a real server is configured (``PREFECT_API_URL``).
+    """
+    global _pipe_write_end
+    if _pipe_write_end is not None or os.environ.get("PREFECT_API_URL"):
+        return
+    import subprocess
+
+    from prefect.server.api import server as server_module
+
+    original = server_module.SubprocessASGIServer._run_uvicorn_command
+    read_end, _pipe_write_end = os.pipe()  # both non-inheritable; the read end is passed explicitly
+
+    def run_uvicorn_under_watchdog(self) -> subprocess.Popen:  # noqa: ANN001
+        real_popen = subprocess.Popen
+
+        def popen(*a, **kwargs):  # noqa: ANN002, ANN003
+            args = kwargs.pop("args", None) if not a else a[0]
+            if list(args[1:3]) != ["-m", "uvicorn"]:
+                return real_popen(args, *a[1:], **kwargs)
+            return real_popen([args[0], "-c", _WATCHDOG, str(read_end), *args[3:]], pass_fds=(read_end,), **kwargs)
+
+        server_module.subprocess.Popen = popen
+        try:
+            return original(self)
+        finally:
+            server_module.subprocess.Popen = real_popen
+
+    server_module.SubprocessASGIServer._run_uvicorn_command = run_uvicorn_under_watchdog

@@ -517,18 +517,18 @@ def import_release_files(wh: Warehouse, paths: Sequence[str | Path], name: str,
 
 
 def import_into_warehouse(warehouse_path: str | Path, parse: Callable[[], Sequence[ParsedPersona]], name: str,
-                          mode: ImportMode = "create") -> ImportSummary:
+                          mode: ImportMode = "create", *, wait_s: float | None = None) -> ImportSummary:
     """Parse first (the warehouse is not touched by a bad file), then land; a failed import into a
-    warehouse that did not exist leaves no file behind."""
+    warehouse that did not exist leaves no file behind (nor its lock file)."""
     personas = parse()
     path = Path(warehouse_path).expanduser().resolve()
     existed = path.exists()
     try:
-        with Warehouse.open_writer(path) as wh:
+        with Warehouse.open_writer(path, wait_s=wait_s) as wh:
             return load_personas(wh, personas, name, mode)
     except BaseException:
         if not existed:
-            for leftover in (path, path.with_name(path.name + ".wal")):
+            for leftover in (path, path.with_name(path.name + ".wal"), path.with_name(path.name + ".lock")):
                 leftover.unlink(missing_ok=True)
         raise
 

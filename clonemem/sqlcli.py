@@ -1,4 +1,5 @@
-"""Read-only ad-hoc SQL for `clonemem sql`: statement-type check, then a read-only connection."""
+"""`clonemem sql`: ad-hoc queries through the guarded connection (:mod:`clonemem.warehouse.guard`), and
+the output formats."""
 
 from __future__ import annotations
 
@@ -6,51 +7,40 @@ import csv
 import datetime as dt
 import io
 import json
-from dataclasses import dataclass
+from pathlib import Path
 
-import duckdb
-
+from clonemem.warehouse.guard import QueryResult as Result
 from clonemem.warehouse import Warehouse
+from clonemem.warehouse.guard import DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT_S, SqlRefused, check_statements, open_guarded
 
-ALLOWED = {"SELECT", "EXPLAIN", "PRAGMA", "CALL"}
 MAX_CELL = 80
 
-
-class ReadOnlyViolation(ValueError):
-    pass
-
-
-@dataclass(frozen=True)
-class Result:
-    columns: list[str]
-    rows: list[tuple]
+# The name the CLI's error handling knows; refusals and failed queries are user errors.
+ReadOnlyViolation = SqlRefused
 
 
 def check_read_only(query: str) -> None:
-    """Refuse anything but queries before touching the warehouse (the read-only connection is a second guard)."""
-    try:
-        statements = duckdb.connect(":memory:").extract_statements(query)
-    except duckdb.ParserException as exc:
-        raise ReadOnlyViolation(f"cannot parse the query: {exc}") from None
-    if not statements:
-        raise ReadOnlyViolation("empty query")
-    for stmt in statements:
-        kind = stmt.type.name
-        if kind not in ALLOWED:
-            raise ReadOnlyViolation(
-                f"`clonemem sql` is read-only: {kind} statements are refused "
-                "(the warehouse changes only through the pipeline's commands)"
-            )
+    """Refuse anything but queries before touching the warehouse (DuckDB's locked settings are the real guard)."""
+    check_statements(query)
 
 
-def run(wh: Warehouse, query: str) -> list[Result]:
-    check_read_only(query)
-    results = []
-    for stmt in wh.con.extract_statements(query):
-        cur = wh.con.execute(stmt)
-        columns = [d[0] for d in cur.description] if cur.description else []
-        results.append(Result(columns, cur.fetchall() if columns else []))
-    return results
+def run(source: Path | Warehouse, query: str, *, max_rows: int = DEFAULT_MAX_ROWS,
+        timeout_s: float = DEFAULT_TIMEOUT_S) -> list[Result]:
+    """Run a query through the guarded connection on the warehouse at ``source``.
+
+    An open :class:`Warehouse` (the pipeline's own fixed queries, e.g. the demo's summary) is
+    queried directly after the same statement check.
+    """
+    if isinstance(source, Warehouse):
+        out = []
+        for stmt in check_statements(query):
+            cur = source.con.execute(stmt)
+            columns = [d[0] for d in cur.description] if cur.description else []
+            rows = cur.fetchmany(max_rows + 1) if columns else []
+            out.append(Result(columns, rows[:max_rows], len(rows) > max_rows))
+        return out
+    with open_guarded(source, max_rows=max_rows, timeout_s=timeout_s) as con:
+        return con.query(query)
 
 
 def _cell(value: object) -> str:
@@ -68,7 +58,8 @@ def format_table(result: Result) -> str:
     line = lambda vals: " | ".join(v.ljust(w) for v, w in zip(vals, widths)).rstrip()  # noqa: E731
     out = [line(result.columns), "-+-".join("-" * w for w in widths)]
     out += [line(r) for r in cells]
-    out.append(f"({len(result.rows)} row{'s' if len(result.rows) != 1 else ''})")
+    out.append(f"({len(result.rows)} row{'s' if len(result.rows) != 1 else ''}"
+               f"{', cut at the row limit' if result.truncated else ''})")
     return "\n".join(out)
 
 

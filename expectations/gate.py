@@ -13,6 +13,7 @@ from typing import Any
 
 from clonemem.expectations.checks import CHECKS, Check
 from clonemem.expectations.gx_duckdb import close_all_engines, patch_duckdb_connection
+from clonemem.faults import checkpoint
 from clonemem.qa.land import cue_stats
 from clonemem.release import resolve_benchmark
 from clonemem.schemas.config import DEFAULT_MEDIA_MIX, GateConfig, RunConfig
@@ -99,7 +100,9 @@ def run_gate(warehouse_path: str | Path, ref: str, gate: GateConfig | None = Non
                 "gate_run_id": run_id, "suite": o.suite, "expectation": o.expectation, "success": o.success,
                 "observed": json.dumps(o.observed, default=str), "unexpected_count": o.unexpected_count,
                 "failing_sample": json.dumps(o.failing_sample, default=str)} for o in outcomes])
-            wh.execute("UPDATE benchmarks SET gate_status = ? WHERE benchmark_id = ?", [status, bid])
+            # the verdict is the last stage of a benchmark: from now on readers list it as complete
+            wh.execute("UPDATE benchmarks SET gate_status = ?, status = 'complete' WHERE benchmark_id = ?", [status, bid])
+            checkpoint("gate.verdict")
     return GateResult(run_id, bid, name, status, outcomes, docs_index, params)
 
 

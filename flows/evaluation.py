@@ -13,6 +13,7 @@ from prefect.task_runners import ThreadPoolTaskRunner
 
 from clonemem import runtime
 from clonemem.evaluation import metrics as M
+from clonemem.faults import checkpoint
 from clonemem.evaluation.run import load_benchmark, percentile, question_metrics, retrieved_json
 from clonemem.memory import SYSTEMS
 from clonemem.release import resolve_benchmark
@@ -105,6 +106,7 @@ def evaluate_flow(config: dict, warehouse_path: str, benchmark: str, systems: li
                     value = pl.concat_str([pl.col(c).cast(pl.Utf8) for c in group_cols]) if group_cols else pl.lit("all")
                     wh.upsert("eval_metrics", agg.with_columns(pl.lit(eval_id).alias("eval_run_id"), pl.lit(group).alias("group_by"),
                                                                value.alias("group_value")).drop(group_cols))
+            checkpoint("evaluation.landing")  # fault hook: a kill here leaves nothing of this evaluation
     finally:
         wh.close()
     result["seconds"] = round(time.perf_counter() - started, 2)

@@ -264,24 +264,30 @@ def format_validation_error(source: str, exc: ValidationError) -> str:
     return "\n".join(lines)
 
 
-def load_config(path: str | Path | None = None, *, check_keys: bool = True) -> RunConfig:
-    """Read and validate a TOML config (or the defaults when path is None); raise ConfigError."""
+def load_config(path: str | Path | None = None, *, check_keys: bool = True, allow_empty: bool = False) -> RunConfig:
+    """Read and validate a TOML config (or the defaults when path is None); raise ConfigError.
+
+    Every problem is listed at once, one per line: field errors and missing keys of live roles. A
+    file with no settings at all is refused unless ``allow_empty`` (it would silently mean "all
+    defaults", which is rarely what a user who passed a file wants).
+    """
     if path is None:
         data: dict = {}
         source = "<defaults>"
     else:
         path = Path(path)
         source = str(path)
-        try:
-            data = tomllib.loads(path.read_text("utf-8"))
-        except FileNotFoundError:
-            raise ConfigError(f"{source}: no such config file") from None
-        except tomllib.TOMLDecodeError as exc:
-            raise ConfigError(f"{source}: not valid TOML: {exc}") from None
+        data = _read_toml(path, source)
+        if not data and not allow_empty:
+            raise ConfigError(f"{source}: the config file is empty; add settings, or pass --allow-empty-config "
+                              "to run on the defaults")
     try:
         config = RunConfig.model_validate(data)
     except ValidationError as exc:
-        raise ConfigError(format_validation_error(source, exc)) from None
+        problems = format_validation_error(source, exc).splitlines()[1:]
+        if check_keys:
+            problems += _missing_keys_of_partial(data)
+        raise ConfigError("\n".join([f"{source}: invalid configuration", *problems])) from None
     if isinstance(path, Path):
         config = _resolve_paths(config, path.parent)
     if check_keys:
@@ -289,6 +295,36 @@ def load_config(path: str | Path | None = None, *, check_keys: bool = True) -> R
         if problems:
             raise ConfigError("\n".join([f"{source}: invalid configuration", *(f"  {p}" for p in problems)]))
     return config
+
+
+def _read_toml(path: Path, source: str) -> dict:
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise ConfigError(f"{source}: no such config file") from None
+    except IsADirectoryError:
+        raise ConfigError(f"{source}: is a folder, not a config file (pass a .toml file)") from None
+    except OSError as exc:
+        raise ConfigError(f"{source}: cannot read the config file: {exc.strerror or exc}") from None
+    try:
+        text = raw.decode("utf-8-sig")  # a byte-order mark is harmless
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{source}: not UTF-8 text (byte 0x{raw[exc.start]:02x} at offset {exc.start}); "
+                          "save the config as UTF-8") from None
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{source}: not valid TOML: {exc}") from None
+
+
+def _missing_keys_of_partial(data: dict) -> list[str]:
+    """Missing keys of live roles, found even when other fields are invalid (so all problems show at once)."""
+    partial = {k: data[k] for k in ("models", "providers") if k in data}
+    try:
+        config = RunConfig.model_validate(partial)
+    except ValidationError:
+        return []  # the models or providers section is itself invalid: already listed
+    return [f"  {p}" for p in missing_keys(config)]
 
 
 def _resolve_paths(config: RunConfig, base: Path) -> RunConfig:

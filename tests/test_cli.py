@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from clonemem.cli import app
@@ -54,7 +56,7 @@ def test_env_var_selects_the_warehouse(tmp_path: Path, demo_file: Path) -> None:
     got = cli("benchmarks", "--json", env=env)
     items = json.loads(got.output)
     assert items == [{"id": items[0]["id"], "name": "Y", "source": "imported", "gate_status": "pending",
-                      "personas": 1, "traces": 16, "questions": 6}]
+                      "personas": 1, "traces": 16, "questions": 6, "status": "complete"}]
 
 
 def test_broken_files_give_clear_errors_and_load_nothing(tmp_path: Path, demo_doc: dict) -> None:
@@ -92,3 +94,140 @@ def test_console_script_is_installed(tmp_path: Path) -> None:
     assert out.returncode == 0
     for command in ("import-release", "export-release", "sql", "demo", "benchmarks"):
         assert command in out.stdout
+
+
+# -- hardening: one line per problem, exit codes, no orphans, no noise ----------------------------------
+
+
+def _error_lines(output: str) -> list[str]:
+    return [line for line in output.splitlines() if line.strip()]
+
+
+def test_bad_config_paths_give_one_line(tmp_path: Path) -> None:
+    latin = tmp_path / "latin.toml"
+    latin.write_bytes('name = "caf\xe9"\n'.encode("latin-1"))
+    empty = tmp_path / "empty.toml"
+    empty.write_text("", "utf-8")
+    for path, expected in ((tmp_path, "is a folder, not a config file"), (latin, "not UTF-8 text"),
+                           (empty, "the config file is empty; add settings, or pass --allow-empty-config")):
+        got = cli("--warehouse", str(tmp_path / "wh.duckdb"), "generate", "--config", str(path))
+        assert got.exit_code == 1, got.output
+        lines = _error_lines(got.output)
+        assert len(lines) == 1 and lines[0].startswith(f"error: {path}: {expected}"), got.output
+        assert "Traceback" not in got.output
+    assert not (tmp_path / "wh.duckdb").exists()
+
+
+def test_unexpected_errors_are_one_line_and_debug_keeps_the_traceback(tmp_path: Path, monkeypatch) -> None:
+    from clonemem import release
+
+    def boom(*_a, **_k):
+        raise KeyError("surprise")
+
+    monkeypatch.setattr(release, "export_release", boom)
+    wh = str(tmp_path / "wh.duckdb")
+    cli("--warehouse", wh, "import-release", str(Path(__file__).parents[1] / "clonemem/data/demo_release/lin_chen.json"),
+        "--name", "X")
+    got = cli("--warehouse", wh, "export-release", "X", "--out", str(tmp_path / "o"))
+    assert got.exit_code == 1
+    assert _error_lines(got.output) == ["error: KeyError: 'surprise' (unexpected; re-run with --debug for the traceback)"]
+    got = cli("--warehouse", wh, "--debug", "export-release", "X", "--out", str(tmp_path / "o"))
+    assert isinstance(got.exception, KeyError)
+
+
+def test_drop_removes_a_benchmark_in_one_go(tmp_path: Path, demo_file: Path) -> None:
+    wh = str(tmp_path / "wh.duckdb")
+    for name in ("A", "B"):
+        assert cli("--warehouse", wh, "import-release", str(demo_file), "--name", name).exit_code == 0
+    got = cli("--warehouse", wh, "drop", "A")
+    assert got.exit_code == 0 and got.output.startswith("dropped benchmark 'A'")
+    names = [b["name"] for b in json.loads(cli("--warehouse", wh, "benchmarks", "--json", "--all").output)]
+    assert names == ["B"]
+    got = cli("--warehouse", wh, "sql", "SELECT count(*) FROM traces", "--format", "csv")
+    assert got.output.strip() == "count_star()\n16"  # B's traces are all still there
+    got = cli("--warehouse", wh, "drop", "A")
+    assert got.exit_code == 1 and "A" in got.output
+
+
+def test_a_system_that_fails_to_evaluate_gives_its_own_exit_code(tmp_path: Path, demo_file: Path) -> None:
+    # the console script in a fresh process, as a user meets it: Prefect's own logging must not leak a traceback
+    (tmp_path / "broken_system.py").write_text(
+        "from clonemem.memory.simple import RandomControl\n\n"
+        "class Broken(RandomControl):\n"
+        "    name = 'broken_for_test'\n\n"
+        "    def retrieve(self, question, k):\n"
+        "        raise RuntimeError('index exploded')\n", "utf-8")
+    exe = Path(sys.executable).with_name("clonemem")
+    wh = str(tmp_path / "wh.duckdb")
+    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    for var in ("PREFECT_LOGGING_LEVEL", "PREFECT_LOGGING_SERVER_LEVEL"):
+        env.pop(var, None)
+    run = lambda *a: subprocess.run([str(exe), "--warehouse", wh, *a], capture_output=True, text=True,  # noqa: E731
+                                    timeout=240, env=env)
+    assert run("import-release", str(demo_file), "--name", "X").returncode == 0
+    got = run("evaluate", "X", "--systems", "random,broken_system:Broken", "--k", "5", "--force")
+    output = got.stdout + got.stderr
+    assert got.returncode == 5, output
+    last = _error_lines(output)[-1]
+    assert last.startswith("error: evaluation failed, nothing was stored: RuntimeError: index exploded"), output
+    assert "leave it out of --systems" in last and "Traceback" not in output
+
+
+@pytest.mark.prefect
+def test_gate_failure_and_empty_generation_have_their_own_exit_codes(tmp_path: Path) -> None:
+    from tests.pipeline_kit import TINY, clonemem
+
+    strict = tmp_path / "strict.toml"
+    strict.write_text(TINY.replace("{personas}", "1").replace("max_rejection_rate = 1.0", "max_rejection_rate = 0.0"))
+    wh, home = tmp_path / "wh.duckdb", tmp_path / "home"
+    got = clonemem(wh, home, "generate", "--config", str(strict))
+    assert got.returncode == 3, got.stderr
+    assert got.stderr.splitlines()[-1].startswith("error: benchmark 'tiny' was stored but failed the gate")
+    assert "Traceback" not in got.stderr and "leaked" not in got.stderr
+    got = clonemem(wh, home, "gate", "tiny")
+    assert got.returncode == 3 and "`clonemem evaluate` refuses it unless --force" in got.stderr
+
+    broken = tmp_path / "broken.toml"
+    broken.write_text(TINY.replace("{personas}", "1").replace('name = "tiny"', 'name = "broken"')
+                      + "transient_failure_rate = 0.99\nmax_retries = 0\n")
+    got = clonemem(wh, tmp_path / "home2", "generate", "--config", str(broken))
+    assert got.returncode == 4, got.stderr
+    assert got.stderr.splitlines()[-1].startswith("error: no persona was generated")
+    listed = json.loads(clonemem(wh, home, "benchmarks", "--json").stdout)
+    assert [b["name"] for b in listed] == ["tiny"]  # the empty one is not listed as a benchmark
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        return [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except OSError:
+        return []
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except OSError:
+        return ""
+
+
+@pytest.mark.prefect
+def test_prefect_server_dies_with_a_killed_cli_run(tmp_path: Path) -> None:
+    import os
+    import signal
+    import time
+
+    from tests.pipeline_kit import start, tiny_config
+
+    proc = start(tmp_path / "wh.duckdb", tmp_path / "home", "generate", "--config", str(tiny_config(tmp_path)))
+    deadline, server = time.monotonic() + 240, None
+    while time.monotonic() < deadline and server is None and proc.poll() is None:
+        server = next((c for c in _children(proc.pid) if "prefect.server.api.server" in _cmdline(c)), None)
+        time.sleep(0.2)
+    assert server is not None, "the CLI run started no Prefect server"
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.communicate()
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and "prefect.server.api.server" in _cmdline(server):
+        time.sleep(0.2)
+    assert "prefect.server.api.server" not in _cmdline(server), "the Prefect server outlived its CLI run"

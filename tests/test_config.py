@@ -80,3 +80,44 @@ def test_shipped_configs_load(monkeypatch) -> None:
     assert names == ["demo.toml", "live-example.toml"]
     for path in folder.glob("*.toml"):
         load_config(path)
+
+
+def test_config_that_is_not_utf8_is_one_line(tmp_path: Path) -> None:
+    path = tmp_path / "latin1.toml"
+    path.write_bytes('name = "caf\xe9"\n'.encode("latin-1"))
+    with pytest.raises(ConfigError) as err:
+        load_config(path)
+    assert str(err.value) == f"{path}: not UTF-8 text (byte 0xe9 at offset 11); save the config as UTF-8"
+
+
+def test_config_with_a_byte_order_mark_is_read(tmp_path: Path) -> None:
+    path = tmp_path / "bom.toml"
+    path.write_bytes('\ufeffname = "bom"\n'.encode("utf-8"))
+    assert load_config(path).name == "bom"
+
+
+def test_folder_given_as_config_is_one_line(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError) as err:
+        load_config(tmp_path)
+    assert str(err.value) == f"{tmp_path}: is a folder, not a config file (pass a .toml file)"
+
+
+@pytest.mark.parametrize("text", ["", "\n# only a comment\n   \n"])
+def test_empty_config_is_refused_unless_allowed(tmp_path: Path, text: str) -> None:
+    path = write(tmp_path, text)
+    with pytest.raises(ConfigError, match="the config file is empty; add settings, or pass --allow-empty-config"):
+        load_config(path)
+    assert load_config(path, allow_empty=True) == load_config(None)
+
+
+def test_field_errors_and_missing_keys_are_listed_together(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    path = write(tmp_path, '[models]\ngenerator = "anthropic/claude-haiku-4-5"\n[generation]\npersonas = -1\ncolour = 1')
+    with pytest.raises(ConfigError) as err:
+        load_config(path)
+    lines = str(err.value).splitlines()
+    assert lines[0] == f"{path}: invalid configuration"
+    assert any(line.startswith("  generation.personas:") for line in lines)
+    assert any(line.startswith("  generation.colour: unknown field") for line in lines)
+    assert any("models.generator: anthropic/claude-haiku-4-5 needs an API key in $ANTHROPIC_API_KEY" in line
+               for line in lines)

@@ -2,12 +2,7 @@
 
 from __future__ import annotations
 
-import json
-import os
 import signal
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -169,89 +164,26 @@ def test_a_failed_phase_is_skipped_and_the_chain_goes_on() -> None:
 # -- through Prefect, in fresh processes -------------------------------------------------------
 
 
-def run_generate(tmp: Path, wh: Path, prefect_home: Path, config: Path, **popen) -> subprocess.Popen:
-    env = {**os.environ, "PREFECT_HOME": str(prefect_home)}
-    exe = Path(sys.executable).with_name("clonemem")
-    return subprocess.Popen([str(exe), "--warehouse", str(wh), "generate", "--config", str(config)], env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **popen)
-
-
-CONTENT_TABLES = ["benchmarks", "personas", "relations", "event_seeds", "life_arcs", "arc_anchor_states", "major_events",
-                  "major_event_arcs", "snapshots", "phases", "detailed_events", "evidence", "evidence_arcs", "traces",
-                  "evidence_traces", "persona_landings"]
-
-
-def content(wh_path: Path) -> dict:
-    from clonemem.warehouse import Warehouse
-
-    with Warehouse.open_reader(wh_path) as wh:
-        return {t: sorted(map(repr, wh.rows(f"SELECT * FROM {t}"))) for t in CONTENT_TABLES}
-
-
-def _without_config(tables: dict) -> dict:
-    return {t: rows for t, rows in tables.items() if t != "benchmarks"}
-
-
-def write_config(tmp: Path, name: str, **offline) -> Path:
-    path = tmp / f"{name}.toml"
-    lines = ['name = "bench"', "seed = 11", "[generation]", "major_events = 2", "phases_per_event = 2",
-             "events_per_phase = 3", "traces_per_event = 3", "noise_traces_per_phase = 2", "[providers.offline]"]
-    lines += [f"{k} = {v}" for k, v in offline.items()]
-    path.write_text("\n".join(lines) + "\n", "utf-8")
-    return path
-
-
 @pytest.mark.prefect
-def test_flow_rerun_kill_resume_and_faults(tmp_path: Path) -> None:
-    """One fault-free reference run, then: a re-run (no calls, same bytes), a killed run resumed
-    (equal to the reference), and a run with 20% transient and 10% malformed replies (equal too)."""
-    ref_wh, ref_home = tmp_path / "ref.duckdb", tmp_path / "home-ref"
-    cfg = write_config(tmp_path, "clean")
-    proc = run_generate(tmp_path, ref_wh, ref_home, cfg)
-    out, err = proc.communicate(timeout=240)
-    assert proc.returncode == 0, err
-    bid = out.strip().splitlines()[-1]
-    reference = content(ref_wh)
-    assert len(reference["traces"]) > 40
+def test_generate_killed_at_a_landing_resumes_to_the_uninterrupted_state(tmp_path: Path) -> None:
+    """Two small personas; the run is SIGKILLed right after the first persona landed (a fault hook, not a
+    timer), then started again: it resumes from the cache and ends equal to an uninterrupted run."""
+    from tests.pipeline_kit import clonemem, content, tiny_config
 
-    # re-run: zero LLM calls, warehouse byte-for-byte unchanged
-    before = ref_wh.read_bytes()
-    proc = run_generate(tmp_path, ref_wh, ref_home, cfg)
-    out, err = proc.communicate(timeout=240)
-    assert proc.returncode == 0 and "0 LLM calls" in err and out.strip().endswith(bid)
-    assert ref_wh.read_bytes() == before
-
-    # killed midway (SIGKILL), then started again: same state as the uninterrupted run
-    slow = write_config(tmp_path, "slow", latency_ms=150)
-    kill_wh, kill_home = tmp_path / "kill.duckdb", tmp_path / "home-kill"
-    proc = run_generate(tmp_path, kill_wh, kill_home, slow, start_new_session=True)
-    storage = kill_home / "storage"
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and len(list(storage.glob("*"))) < 20:
-        time.sleep(0.1)
-    assert proc.poll() is None, "the run finished before it could be killed"
-    # midway: some stage results are cached, nothing is landed yet; the whole process group dies,
-    # as on a lost machine, including Prefect's ephemeral server
-    os.killpg(proc.pid, signal.SIGKILL)
-    proc.communicate()
-    proc = run_generate(tmp_path, kill_wh, kill_home, slow)
-    out, err = proc.communicate(timeout=300)
-    assert proc.returncode == 0, err
-    # the benchmark row holds each run's own config (latency, fault rates); all content is equal
-    assert _without_config(content(kill_wh)) == _without_config(reference)
-
-    # transient failures and malformed output: same warehouse as the fault-free run
-    faulty = write_config(tmp_path, "faulty", transient_failure_rate=0.2, malformed_rate=0.1)
-    fault_wh = tmp_path / "fault.duckdb"
-    proc = run_generate(tmp_path, fault_wh, tmp_path / "home-fault", faulty)
-    out, err = proc.communicate(timeout=300)
-    assert proc.returncode == 0, err
-    assert _without_config(content(fault_wh)) == _without_config(reference)
-    from clonemem.warehouse import Warehouse
-
-    with Warehouse.open_reader(fault_wh) as wh:
-        attempts, calls = wh.rows("SELECT sum(attempts), count(*) FROM llm_calls")[0]
-        assert attempts > calls  # faults really happened and were retried
+    cfg = tiny_config(tmp_path, personas=2)
+    ref_wh, kill_wh = tmp_path / "ref.duckdb", tmp_path / "kill.duckdb"
+    ref = clonemem(ref_wh, tmp_path / "home-ref", "generate", "--config", str(cfg))
+    assert ref.returncode == 0, ref.stderr
+    killed = clonemem(kill_wh, tmp_path / "home-kill", "generate", "--config", str(cfg), kill_at="generation.landed:1")
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    half = content(kill_wh)
+    assert len(half["personas"]) == 1 and half["questions"] == []
+    assert "'incomplete'" in half["benchmarks"][0]  # readers do not list it as complete
+    resumed = clonemem(kill_wh, tmp_path / "home-kill", "generate", "--config", str(cfg))
+    assert resumed.returncode == 0, resumed.stderr
+    assert "1 landed, 1 unchanged" in resumed.stderr  # the landed persona was not written again
+    assert content(kill_wh) == content(ref_wh)
+    assert "Traceback" not in ref.stderr + resumed.stderr and "leaked" not in ref.stderr + resumed.stderr
 
 
 def test_chinese_persona() -> None:

@@ -1,7 +1,11 @@
-"""The DuckDB warehouse: one writer per process (serialised by a lock), read-only readers.
+"""The DuckDB warehouse: one writer at a time (the lock file of :mod:`.lock`), read-only readers.
 
 Writes are idempotent upserts keyed by deterministic ids; the schema comes from the versioned
 DDL files in ``warehouse/ddl`` applied by :mod:`clonemem.warehouse.migrate`.
+
+A writer holds ``<warehouse>.lock`` while its connection is open (re-entrant within a process, so
+a CLI command can hold it across the stages it runs); a second writer waits, then gives up with a
+"try again" line. Readers never wait: beside a running writer they read a snapshot copy.
 """
 
 from __future__ import annotations
@@ -9,6 +13,7 @@ from __future__ import annotations
 import shutil
 import tempfile
 import threading
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -17,7 +22,18 @@ from typing import Any
 import duckdb
 import polars as pl
 
+from clonemem.warehouse.lock import WarehouseBusy, default_wait, is_held_elsewhere, writer_lock
 from clonemem.warehouse.migrate import apply_migrations
+
+
+class _ClosedConnection:
+    """Stands in for the connection of a closed warehouse: any use says so plainly."""
+
+    def __init__(self, path: str) -> None:
+        self._path = path
+
+    def __getattr__(self, name: str) -> object:
+        raise RuntimeError(f"warehouse {self._path} is closed")
 
 
 class WarehouseError(RuntimeError):
@@ -34,46 +50,57 @@ class Warehouse:
         self._lock = threading.RLock()
         self._snapshot_dir = snapshot_dir
         self._in_tx = False
+        self._closed = False
+        self._writer_lock: Any = None
 
     # -- opening -----------------------------------------------------------------------------
 
     @classmethod
-    def open_writer(cls, path: str | Path) -> Warehouse:
-        """Open (creating if needed) the warehouse for writing and bring its schema up to date."""
+    def open_writer(cls, path: str | Path, *, wait_s: float | None = None) -> Warehouse:
+        """Open (creating if needed) the warehouse for writing and bring its schema up to date.
+
+        Takes the writer lock (waiting up to ``wait_s``, default ``$CLONEMEM_LOCK_WAIT`` or 600 s)
+        and keeps it until :meth:`close`.
+        """
         path = Path(path).expanduser().resolve()
-        path.parent.mkdir(parents=True, exist_ok=True)
+        wait = default_wait() if wait_s is None else wait_s
+        lock = writer_lock(path, wait_s=wait)
+        lock.__enter__()
         try:
-            con = duckdb.connect(str(path))
-        except duckdb.IOException as exc:
-            raise WarehouseError(f"cannot open warehouse {path} for writing: {exc}") from exc
-        apply_migrations(con)
-        return cls(con, path, read_only=False)
+            con = _connect_writer(path, wait)
+            try:
+                apply_migrations(con)
+            except BaseException:
+                con.close()
+                raise
+        except BaseException:
+            lock.__exit__(None, None, None)
+            raise
+        wh = cls(con, path, read_only=False)
+        wh._writer_lock = lock
+        return wh
 
     @classmethod
     def open_reader(cls, path: str | Path) -> Warehouse:
-        """Open the warehouse read-only. If another process holds the write lock, read a snapshot copy."""
+        """Open the warehouse read-only. If another process is writing it, read a snapshot copy."""
         path = Path(path).expanduser().resolve()
-        if not path.exists():
-            raise WarehouseError(f"no warehouse at {path} (run `clonemem demo` or `clonemem import-release` first)")
-        try:
-            return cls(duckdb.connect(str(path), read_only=True), path, read_only=True)
-        except duckdb.IOException as exc:
-            if "lock" not in str(exc).lower():
-                raise WarehouseError(f"cannot open warehouse {path}: {exc}") from exc
-        # A writer is running: DuckDB allows no reader beside it, so read a consistent-enough copy.
-        snap = Path(tempfile.mkdtemp(prefix="clonemem-snapshot-"))
-        shutil.copy2(path, snap / path.name)
-        wal = path.with_name(path.name + ".wal")
-        if wal.exists():
-            shutil.copy2(wal, snap / wal.name)
-        con = duckdb.connect(str(snap / path.name), read_only=True)
+        con, snap = connect_reader(path)
         return cls(con, path, read_only=True, snapshot_dir=snap)
 
     def close(self) -> None:
         with self._lock:
+            if self._closed:
+                return
+            self._closed = True
             self.con.close()
+            # drop the handle too: a Warehouse kept alive by a traceback (Prefect keeps failed states) would
+            # otherwise hold a DuckDB object until interpreter exit, where duckdb prints "leaked" dumps
+            self.con = _ClosedConnection(str(self.path))  # type: ignore[assignment]
         if self._snapshot_dir is not None:
             shutil.rmtree(self._snapshot_dir, ignore_errors=True)
+        if self._writer_lock is not None:
+            self._writer_lock.__exit__(None, None, None)
+            self._writer_lock = None
 
     def __enter__(self) -> Warehouse:
         return self
@@ -141,6 +168,91 @@ class Warehouse:
     def _require_writer(self) -> None:
         if self.read_only:
             raise WarehouseError("this warehouse connection is read-only")
+
+
+def _is_lock_conflict(exc: duckdb.Error) -> bool:
+    return "lock" in str(exc).lower()
+
+
+def _connect_writer(path: Path, wait_s: float) -> duckdb.DuckDBPyConnection:
+    """Connect for writing; a reader of another process holding DuckDB's file lock is waited for."""
+    if path.is_dir():
+        raise WarehouseError(f"warehouse {path} is a folder, not a DuckDB file")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    deadline = time.monotonic() + wait_s
+    told = False
+    while True:
+        try:
+            return duckdb.connect(str(path))
+        except duckdb.IOException as exc:
+            if not _is_lock_conflict(exc):
+                raise WarehouseError(f"cannot open warehouse {path} for writing: {_first_line(exc)}") from None
+            if time.monotonic() >= deadline:
+                raise WarehouseBusy(f"warehouse {path} is open in another process ({_first_line(exc)}); "
+                                    "try again when it has finished") from None
+            if not told:
+                import sys
+
+                print(f"warehouse {path.name} is being read by another process; waiting up to {wait_s:g} s...",
+                      file=sys.stderr, flush=True)
+                told = True
+            time.sleep(0.25)
+        except duckdb.Error as exc:
+            raise WarehouseError(f"cannot open warehouse {path} for writing: {_first_line(exc)}") from None
+
+
+def _snapshot(path: Path) -> Path:
+    """Copy the warehouse (and its WAL) to a fresh temporary folder; returns the folder."""
+    snap = Path(tempfile.mkdtemp(prefix="clonemem-snapshot-"))
+    shutil.copy2(path, snap / path.name)
+    wal = path.with_name(path.name + ".wal")
+    if wal.exists():
+        try:
+            shutil.copy2(wal, snap / wal.name)
+        except FileNotFoundError:  # checkpointed away while copying
+            pass
+    return snap
+
+
+def reader_file(path: Path) -> tuple[Path, Path | None]:
+    """The file a reader should open: the warehouse itself, or a snapshot copy beside a running writer.
+
+    Returns ``(file, snapshot_dir)``; the caller removes ``snapshot_dir`` when done.
+    """
+    path = Path(path).expanduser().resolve()
+    if not path.exists():
+        raise WarehouseError(f"no warehouse at {path} (run `clonemem demo` or `clonemem import-release` first)")
+    if not path.is_file():
+        raise WarehouseError(f"warehouse {path} is not a file")
+    if is_held_elsewhere(path):
+        snap = _snapshot(path)
+        return snap / path.name, snap
+    return path, None
+
+
+def connect_reader(path: Path, config: dict | None = None) -> tuple[duckdb.DuckDBPyConnection, Path | None]:
+    """A read-only connection (optionally with ``config``) and the snapshot folder it reads, if any."""
+    last: Exception | None = None
+    for attempt in range(4):
+        file, snap = reader_file(path) if attempt == 0 else (None, None)
+        if file is None:  # DuckDB's own lock was held, or a copy was taken mid-write: copy again
+            snap = _snapshot(path)
+            file = snap / path.name
+        try:
+            return duckdb.connect(str(file), read_only=True, config=dict(config or {})), snap
+        except duckdb.Error as exc:
+            if snap is not None:
+                shutil.rmtree(snap, ignore_errors=True)
+            last = exc
+            if snap is None and not _is_lock_conflict(exc):
+                raise WarehouseError(f"cannot open warehouse {path}: {_first_line(exc)}") from None
+            time.sleep(0.2 * attempt)
+    raise WarehouseError(f"cannot open warehouse {path}: {_first_line(last) if last else 'unknown error'}")
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
 
 
 def _frame(rows: Sequence[Mapping[str, Any]]) -> pl.DataFrame:

@@ -7,7 +7,9 @@ import json
 from clonemem.generation.assemble import Assembly
 from clonemem.schemas.config import RunConfig
 from clonemem.warehouse import Warehouse
+from clonemem.faults import checkpoint
 from clonemem.warehouse.content import PERSONA_TABLES, delete_persona
+from clonemem.warehouse.lifecycle import MARK_INCOMPLETE
 
 
 def benchmark_row(config: RunConfig) -> dict:
@@ -17,6 +19,7 @@ def benchmark_row(config: RunConfig) -> dict:
         "benchmark_id": benchmark_id(config.name), "name": config.name, "source": "generated",
         "is_offline": config.models.ref("generator").provider == "offline", "language": config.generation.language,
         "config_json": config.model_dump_json(exclude={"warehouse"}), "gate_status": "pending",
+        "status": "incomplete",
     }
 
 
@@ -46,8 +49,9 @@ def land(wh: Warehouse, assembly: Assembly, benchmark_id: str) -> bool:
             if table in assembly.rows.tables:
                 wh.upsert(table, assembly.rows.tables[table])
         wh.upsert("persona_landings", [{"persona_id": pid, "benchmark_id": benchmark_id, "content_hash": digest}])
-        # new content invalidates an earlier gate verdict
-        wh.execute("UPDATE benchmarks SET gate_status = 'pending' WHERE benchmark_id = ?", [benchmark_id])
+        # new content invalidates an earlier gate verdict, and the benchmark is incomplete until gated again
+        wh.execute(MARK_INCOMPLETE, [benchmark_id])
+    checkpoint("generation.landed")
     return True
 
 

@@ -9,6 +9,8 @@ from clonemem.qa.pipeline import ItemResult
 from clonemem.schemas.config import DIMENSIONS, QUESTION_TYPES
 from clonemem.schemas.qa import Segment
 from clonemem.qa.segments import segment_row
+from clonemem.faults import checkpoint
+from clonemem.warehouse.lifecycle import MARK_INCOMPLETE
 from clonemem.warehouse import Warehouse
 from clonemem.warehouse.content import delete_persona_qa
 
@@ -65,7 +67,8 @@ def land_qa(wh: Warehouse, persona_id: str, benchmark_id: str, rows: dict[str, l
             wh.upsert(table, rows[table])
         wh.upsert("qa_landings", [{"persona_id": persona_id, "benchmark_id": benchmark_id, "content_hash": digest,
                                    "summary": json.dumps(summary)}])
-        wh.execute("UPDATE benchmarks SET gate_status = 'pending' WHERE benchmark_id = ?", [benchmark_id])
+        wh.execute(MARK_INCOMPLETE, [benchmark_id])
+    checkpoint("qa.landed")
     return True
 
 
