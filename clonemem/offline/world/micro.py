@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import datetime as dt
 import random
+import re
+from dataclasses import dataclass
 
 from clonemem import text as textutil
 from clonemem.offline import OfflineCall
@@ -170,6 +172,22 @@ def noise_plans(call: OfflineCall) -> TracePlansOut:
 
 
 # -- step 2: the content ------------------------------------------------------------------------
+#
+# A trace is written from the plan's key information: one first-person sentence per carried
+# evidence. Pasting those sentences one after another reads as a template and repeats itself (the
+# feeling "I felt trapped when I finished X" restates the fact "I finished X" word for word), so the
+# writer recognises the world's own evidence forms, folds a feeling into the fact it is about, and
+# gives every medium its own shape. Every word of every carried statement stays in the trace (the
+# fact once, the feeling with it), which is what the containment checks and the answerers rely on.
+
+
+@dataclass(frozen=True)
+class _Said:
+    """One carried evidence line and, when it has one of the world's evidence forms, its parts."""
+
+    kind: str
+    text: str
+    parts: dict[str, str] | None = None
 
 
 def write_trace(call: OfflineCall) -> TraceContent:
@@ -180,97 +198,263 @@ def write_trace(call: OfflineCall) -> TraceContent:
     slots.update(_time_slots(inp.plan.timestamp, lex))
     people = [p for p in inp.people if p != inp.persona.name] or [slots["friend"]]
     slots["person"] = pick(rng, people)
-    lines = inp.plan.key_information
+    others = [p for p in People.of(inp.relations).everyone if p not in (slots["person"], inp.persona.name)]
+    slots["person2"] = pick(rng, others) if others else slots["person"]
     medium = inp.plan.medium
+    if not inp.plan.key_information:  # a noise trace: everyday life that carries no evidence
+        return TraceContent(content=_noise(medium, inp.plan.timestamp, slots, lex, rng))
+    said = _said(inp, lex)
     writer = _WRITERS.get(medium, _write_diary)
-    if not lines:  # a noise trace: everyday life that carries no evidence
-        templates = lex.noise.get(medium) or lex.noise["diary"]
-        others = [p for p in People.of(inp.relations).everyone if p != slots["person"]] or [slots["person"]]
-        return TraceContent(content=fill(pick(rng, templates), {**slots, "person2": pick(rng, others)}))
-    return TraceContent(content=writer(inp, lines, slots, lex, rng))
+    return TraceContent(content=writer(inp, said, slots, lex, rng))
 
 
 def _time_slots(ts: dt.datetime, lex) -> dict[str, str]:
     if lex.language == "zh":
         weekday = "周" + "一二三四五六日"[ts.weekday()]
-        return {"weekday": weekday, "date_words": f"{ts.month}月{ts.day}日"}
-    return {"weekday": ts.strftime("%A"), "date_words": ts.strftime("%d %B").lstrip("0")}
+        return {"weekday": weekday, "date_words": f"{ts.month}月{ts.day}日", "day_short": weekday}
+    return {"weekday": ts.strftime("%A"), "date_words": ts.strftime("%d %B").lstrip("0"),
+            "day_short": ts.strftime("%a %d %b").replace(" 0", " ")}
 
 
 def _m(lex, medium: str, key: str):
     return lex.media[medium][key]
 
 
+def _forms(lex, key: str) -> list[str]:
+    forms = lex.sentences["trace_forms"]
+    assert isinstance(forms, dict), "trace_forms"
+    return forms[key]
+
+
+def _sep(lex) -> str:
+    return "" if lex.language == "zh" else " "
+
+
+def _bare(sentence: str) -> str:
+    return sentence.strip().rstrip(".。!！")
+
+
+def _pattern(template: str, lex) -> re.Pattern[str]:
+    """The first-person form of an evidence template as a regex with one group per slot."""
+    pieces = re.split(r"(\{\w+\})", _bare(template))
+    out = []
+    for piece in pieces:
+        slot = re.fullmatch(r"\{(\w+)\}", piece)
+        if slot is None:
+            out.append(re.escape(piece))
+        elif slot.group(1) == "first":
+            out.append(re.escape(lex.first_person.subject))
+        else:
+            out.append(f"(?P<{slot.group(1)}>.+?)")
+    return re.compile("^" + "".join(out) + r"[.。]?$")
+
+
+def _said(inp: TraceWriteInput, lex) -> list[_Said]:
+    lines = inp.plan.key_information
+    kinds = [e.kind for e in inp.evidence] if len(inp.evidence) == len(lines) else ["fact"] * len(lines)
+    forms = {"emotion": ["evidence_emotion"], "opinion": ["evidence_opinion", "evidence_opinion_alt"]}
+    out = []
+    for kind, line in zip(kinds, lines):
+        parts = None
+        for key in forms.get(kind, []):
+            m = _pattern(lex.s(key), lex).match(line.strip())
+            if m:
+                parts = {**m.groupdict(), "form": key}
+                break
+        out.append(_Said(kind, line.strip(), parts))
+    return out
+
+
+def _sentences(said: list[_Said], slots: dict[str, str], lex, rng: random.Random) -> list[str]:
+    """The carried statements as the persona would put them: a feeling folded into the fact it is
+    about (so the fact is said once), opinions and feelings in varied but word-preserving frames."""
+    facts = {_bare(s.text).lower(): i for i, s in enumerate(said) if s.kind == "fact"}
+    out: dict[int, str] = {i: s.text for i, s in enumerate(said)}
+    for i, s in enumerate(said):
+        if not s.parts:
+            continue
+        if s.kind == "emotion":
+            context, feeling = s.parts["context"], s.parts["feeling"]
+            j = facts.get(_bare(context).lower())
+            if j is not None:
+                fact = _bare(said[j].text)
+                out[j] = fill(pick(rng, _forms(lex, "fact_feeling")), {**slots, "fact": fact, "feeling": feeling,
+                                                                       "pred": _predicate(fact, lex)})
+                del out[i]
+            else:
+                out[i] = fill(pick(rng, _forms(lex, "feeling")), {**slots, "context": context, "feeling": feeling,
+                                                                  "pred": _predicate(context, lex)})
+        elif s.parts["form"] == "evidence_opinion":
+            out[i] = fill(pick(rng, _forms(lex, "belief")), {**slots, "belief": s.parts["belief"]})
+        else:
+            out[i] = fill(pick(rng, _forms(lex, "told")), {**slots, "belief": s.parts["belief"], "person": s.parts["person"]})
+    return [_sentence(out[i]) for i in sorted(out)]
+
+
+def _predicate(clause: str, lex) -> str:
+    """A first-person clause without its subject ("I finished X" -> "finished X")."""
+    subject = lex.first_person.subject
+    return clause[len(subject):].lstrip() if clause.startswith(subject) else clause
+
+
+def _after_joiner(sentence: str, lex) -> str:
+    """A sentence continued after a joiner ("Also,"): lower-case its first word unless it is "I"."""
+    if lex.language == "zh" or re.match(r"I\b", sentence):
+        return sentence
+    return sentence[:1].lower() + sentence[1:]
+
+
+def _join(joiners: list[str], sentences: list[str], lex, rng: random.Random, chance: float = 0.5) -> str:
+    """Sentences as running prose, some continued with a joiner, no joiner used twice in a row."""
+    sep, out, last = _sep(lex), [sentences[0]], None
+    for s in sentences[1:]:
+        if rng.random() < chance:
+            joiner = pick(rng, [j for j in joiners if j != last] or joiners)
+            last = joiner
+            out.append(f"{joiner}{sep}{_after_joiner(s, lex)}")
+        else:
+            out.append(s)
+    return sep.join(out)
+
+
 def _emotion(inp: TraceWriteInput) -> str:
     return inp.mood.dominant_emotion
 
 
-def _write_diary(inp, lines, slots, lex, rng) -> str:
+def _clock(ts: dt.datetime) -> str:
+    return f"{ts.hour:02d}:{ts.minute:02d}"
+
+
+def _write_diary(inp, said, slots, lex, rng) -> str:
     opener = fill(pick(rng, _m(lex, "diary", "openers")), slots)
-    sep = "" if lex.language == "zh" else " "
-    body = [lines[0]] + [f"{pick(rng, _m(lex, 'diary', 'joiners'))}{sep}{line}" for line in lines[1:]]
-    closer = fill(pick(rng, _m(lex, "diary", "closers")), {"emotion": _emotion(inp)})
-    return sep.join([opener, *body, closer])
+    body = _join(_m(lex, "diary", "joiners"), _sentences(said, slots, lex, rng), lex, rng)
+    closer = fill(pick(rng, _m(lex, "diary", "closers")), {**slots, "emotion": _emotion(inp)})
+    return _sep(lex).join([opener, body, closer])
 
 
-def _write_social(inp, lines, slots, lex, rng) -> str:
-    tags = " ".join(sorted({fill(t, {"hobby_tag": slots["hobby"].replace(" ", ""), "city_tag": slots["city"].replace(" ", "")})
-                            for t in rng.sample(_m(lex, "social_media", "hashtags"), 2)}))
-    sep = "" if lex.language == "zh" else " "
-    return fill(pick(rng, _m(lex, "social_media", "templates")), {"line": sep.join(lines), "hashtags": tags})
+def _hashtags(slots, lex, rng: random.Random) -> str:
+    pool = _m(lex, "social_media", "hashtags")
+    tags = [fill(t, slots) for t in rng.sample(pool, rng.randint(1, 3))]
+    return " ".join(dict.fromkeys(tags))
 
 
-def _write_chat_private(inp, lines, slots, lex, rng) -> str:
+def _write_social(inp, said, slots, lex, rng) -> str:
+    line = _join(_m(lex, "social_media", "joiners"), _sentences(said, slots, lex, rng), lex, rng, 0.4)
+    return fill(pick(rng, _m(lex, "social_media", "templates")), {**slots, "line": line, "hashtags": _hashtags(slots, lex, rng)})
+
+
+def _write_chat_private(inp, said, slots, lex, rng) -> str:
     me = _m(lex, "chat_private", "self")
     out = []
-    for i, line in enumerate(lines):
+    if rng.random() < 0.6:
+        out += [fill(t, slots) for t in pick(rng, _m(lex, "chat_private", "openers")).split("\n")]
+    replies = list(_m(lex, "chat_private", "reply_templates"))
+    rng.shuffle(replies)
+    for i, line in enumerate(_sentences(said, slots, lex, rng)):
         out.append(f"{me}: {line}")
-        if i == 0:
-            out.append(fill(pick(rng, _m(lex, "chat_private", "reply_templates")), slots))
-    out.append(pick(rng, _m(lex, "chat_private", "closers")))
+        if i < len(replies):
+            out.append(fill(replies[i], slots))
+    out.append(fill(pick(rng, _m(lex, "chat_private", "closers")), slots))
     return "\n".join(out)
 
 
-def _write_chat_group(inp, lines, slots, lex, rng) -> str:
+def _write_chat_group(inp, said, slots, lex, rng) -> str:
     me = _m(lex, "chat_private", "self")
     out = [fill(_m(lex, "chat_group", "header"), slots)]
-    out += [f"{me}: {line}" for line in lines]
-    out.append(fill(pick(rng, _m(lex, "chat_group", "reply_templates")), slots))
+    if rng.random() < 0.6:
+        out.append(fill(pick(rng, _m(lex, "chat_group", "openers")), slots))
+    out += [f"{me}: {line}" for line in _sentences(said, slots, lex, rng)]
+    replies = rng.sample(_m(lex, "chat_group", "reply_templates"), 2)
+    out.append(fill(replies[0], slots))
+    if slots["person2"] != slots["person"] and rng.random() < 0.6:
+        out.append(fill(replies[1], {**slots, "person": slots["person2"]}))
     return "\n".join(out)
 
 
-def _write_email(inp, lines, slots, lex, rng) -> str:
+def _write_email(inp, said, slots, lex, rng) -> str:
     person = inp.plan.audience if inp.plan.audience in People.of(inp.relations).everyone else slots["person"]
-    subject = fill(_m(lex, "email", "subject"), {"subject": pick(rng, _m(lex, "email", "subjects"))})
-    greeting = fill(_m(lex, "email", "greeting"), {"person": person})
-    sep = "" if lex.language == "zh" else " "
-    return "\n".join([subject, greeting, sep.join(lines), fill(_m(lex, "email", "closing"), slots)])
+    slots = {**slots, "person": person}
+    subject = fill(_m(lex, "email", "subject"), {"subject": fill(pick(rng, _m(lex, "email", "subjects")), slots)})
+    body = _join(_m(lex, "diary", "joiners"), _sentences(said, slots, lex, rng), lex, rng, 0.3)
+    parts = [subject, fill(pick(rng, _m(lex, "email", "greetings")), slots)]
+    if rng.random() < 0.7:
+        body = fill(pick(rng, _m(lex, "email", "openings")), slots) + _sep(lex) + body
+    parts.append(body)
+    if rng.random() < 0.6:
+        parts.append(fill(pick(rng, _m(lex, "email", "asides")), slots))
+    parts.append(fill(pick(rng, _m(lex, "email", "closings")), slots))
+    return "\n".join(parts)
 
 
-def _write_memo(inp, lines, slots, lex, rng) -> str:
+def _write_memo(inp, said, slots, lex, rng) -> str:
     bullet = _m(lex, "memo", "bullet")
-    return "\n".join([fill(_m(lex, "memo", "header"), slots), *(bullet + l for l in lines)])
+    out = [fill(pick(rng, _m(lex, "memo", "headers")), slots)]
+    out += [bullet + line for line in _sentences(said, slots, lex, rng)]
+    if rng.random() < 0.5:  # a memo often ends with something still to do
+        out.append(f"{_m(lex, 'memo', 'todo_box')} {fill(pick(rng, lex.noise['todo_items']), slots)}")
+    return "\n".join(out)
 
 
-def _write_search(inp, lines, slots, lex, rng) -> str:
-    queries = []
-    for line in lines:
-        words = [w for w in textutil.content_words(line) if w not in ("i", "me", "my", "我")]
-        if lex.language == "zh":
-            query = line.removeprefix("我").replace("了", "").rstrip("。")[:24]
-        else:
-            query = " ".join(dict.fromkeys(words))  # keep order, drop repeats
-        queries.append(pick(rng, _m(lex, "search_history", "prefixes")) + query)
-    queries.append(pick(rng, lex.hobby(slots["hobby"]).searches))
-    return "\n".join(queries)
-
-
-def _write_calendar(inp, lines, slots, lex, rng) -> str:
-    title = lines[0].rstrip(".。")
+def _query(line: str, lex) -> str:
     if lex.language == "zh":
-        title = title.removeprefix(lex.first_person.subject)
-    return fill(_m(lex, "calendar_event", "template"), {
-        "title": title, "place": inp.place, "duration": pick(rng, _m(lex, "calendar_event", "durations"))})
+        return line.removeprefix(lex.first_person.subject).replace("了", "").rstrip("。")[:24]
+    words = [w for w in textutil.content_words(line) if w not in ("i", "me", "my")]
+    return " ".join(dict.fromkeys(words))  # keep order, drop repeats
+
+
+def _search_lines(queries: list[str], start: dt.datetime, lex, rng: random.Random) -> str:
+    """Queries with the time each was typed, minutes apart."""
+    out, when = [], start
+    for q in queries:
+        out.append(fill(_m(lex, "search_history", "line"), {"time": _clock(when), "query": q}))
+        when += dt.timedelta(minutes=rng.randint(1, 25))
+    return "\n".join(out)
+
+
+def _write_search(inp, said, slots, lex, rng) -> str:
+    queries = []
+    for s in said:
+        query = _query(s.text, lex)
+        queries.append(fill(pick(rng, _m(lex, "search_history", "prefixes")), slots) + query
+                       + fill(pick(rng, _m(lex, "search_history", "suffixes")), slots))
+    related = lex.hobby(slots["hobby"]).searches + [fill(q, slots) for q in lex.noise["search_queries"]]
+    queries += rng.sample(related, rng.randint(1, 2))
+    return _search_lines(queries, inp.plan.timestamp, lex, rng)
+
+
+def _calendar(title: str, place: str, ts: dt.datetime, slots, lex, rng: random.Random, extra: bool = True) -> str:
+    start = ts.replace(hour=rng.randint(7, 20), minute=rng.choice([0, 15, 30, 45]))
+    end = start + dt.timedelta(minutes=rng.choice([30, 45, 60, 90, 120, 180]))
+    lines = [fill(pick(rng, _m(lex, "calendar_event", "templates")), {
+        **slots, "title": title, "place": place, "start": _clock(start), "end": _clock(end)})]
+    if extra and rng.random() < 0.5:
+        lines.append(fill(pick(rng, _m(lex, "calendar_event", "extras")), slots))
+    return "\n".join(lines)
+
+
+def _write_calendar(inp, said, slots, lex, rng) -> str:
+    title = _bare(said[0].text)
+    title = cap(_predicate(title, lex)) if lex.language == "en" else title.removeprefix(lex.first_person.subject)
+    return _calendar(title, inp.place or slots["place"], inp.plan.timestamp, slots, lex, rng)
+
+
+def _noise(medium: str, ts: dt.datetime, slots: dict[str, str], lex, rng: random.Random) -> str:
+    """Everyday life in the medium's own form; searches, to-do lists and appointments are composed
+    from pools so that no two days look the same."""
+    if medium == "search_history":
+        queries = [fill(q, slots) for q in rng.sample(lex.noise["search_queries"], rng.randint(2, 4))]
+        return _search_lines(queries, ts, lex, rng)
+    if medium == "memo" and rng.random() < 0.6:
+        items = rng.sample(lex.noise["todo_items"], rng.randint(3, 5))
+        box = _m(lex, "memo", "todo_box")
+        head = fill(pick(rng, lex.noise["todo_headers"]), slots)
+        return "\n".join([head, *(f"{box} {fill(i, slots)}" for i in items)])
+    if medium == "calendar_event":
+        title, place = fill(pick(rng, lex.noise["appointments"]), slots).split("|")
+        return _calendar(title, place, ts, slots, lex, rng, extra=rng.random() < 0.5)
+    templates = lex.noise.get(medium) or lex.noise["diary"]
+    text = fill(pick(rng, templates), slots)
+    return fill(_m(lex, "chat_group", "header"), slots) + "\n" + text if medium == "chat_group" else text
 
 
 _WRITERS = {
