@@ -70,3 +70,38 @@ def test_reader_beside_a_writer_reads_a_snapshot(wh_path: Path, tmp_path: Path) 
         proc.stdin.write("\n")
         proc.stdin.flush()
         proc.wait(timeout=30)
+
+
+def test_views_live_in_files_and_follow_their_file(wh_path: Path) -> None:
+    from clonemem.warehouse.migrate import View, apply_views, available_views
+
+    views = available_views()
+    assert {v.name for v in views} >= {"v_benchmarks", "v_question_composition", "v_trace_media", "v_llm_spend"}
+    with Warehouse.open_writer(wh_path) as wh:
+        present = {r[0] for r in wh.rows("SELECT view_name FROM duckdb_views() WHERE NOT internal")}
+        assert {v.name for v in views} <= present
+        assert apply_views(wh.con) == []  # unchanged files: nothing re-applied
+        edited = [View(v.name, v.sql.replace("AS traces", "AS trace_count")) if v.name == "v_trace_media" else v
+                  for v in views]
+        assert apply_views(wh.con, edited) == ["v_trace_media"]
+        assert "trace_count" in [r[0] for r in wh.rows("DESCRIBE v_trace_media")]
+        wh.con.execute("DROP VIEW v_llm_spend")  # a view dropped by hand comes back on the next open
+    with Warehouse.open_writer(wh_path) as wh:
+        assert wh.scalar("SELECT count(*) FROM duckdb_views() WHERE view_name = 'v_llm_spend'") == 1
+        assert "traces" in [r[0] for r in wh.rows("DESCRIBE v_trace_media")]  # the file is the truth again
+
+
+def test_a_view_file_must_define_the_view_it_is_named_after(monkeypatch, tmp_path: Path) -> None:
+    from clonemem.warehouse import migrate
+
+    folder = tmp_path / "views"
+    folder.mkdir()
+    (folder / "v_x.sql").write_text("CREATE OR REPLACE VIEW v_y AS SELECT 1 AS one;\n", "utf-8")
+
+    class Root:
+        def __truediv__(self, name: str) -> Path:
+            return tmp_path / name
+
+    monkeypatch.setattr(migrate.resources, "files", lambda _pkg: Root())
+    with pytest.raises(MigrationError, match=r"views/v_x.sql must define exactly one view named 'v_x'.*found: v_y"):
+        migrate.available_views()

@@ -23,7 +23,7 @@ import duckdb
 import polars as pl
 
 from clonemem.warehouse.lock import WarehouseBusy, default_wait, is_held_elsewhere, writer_lock
-from clonemem.warehouse.migrate import apply_migrations
+from clonemem.warehouse.migrate import apply_migrations, apply_views
 
 
 class _ClosedConnection:
@@ -70,6 +70,7 @@ class Warehouse:
             con = _connect_writer(path, wait)
             try:
                 apply_migrations(con)
+                apply_views(con)
             except BaseException:
                 con.close()
                 raise

@@ -1,8 +1,16 @@
-"""Versioned DDL: ``ddl/NNNN_name.sql`` files applied once each, in order, each in a transaction."""
+"""Schema: versioned DDL and view files.
+
+Tables change through ``ddl/NNNN_name.sql`` migrations, applied once each, in order, each in a
+transaction (an applied migration is never edited). Views are not history but the current answer to
+a question, so each lives in one file ``views/<view name>.sql`` (``CREATE OR REPLACE VIEW``) that is
+edited in place: a writer re-creates a view whenever its file differs from the one last applied.
+Views are applied after all migrations, in file-name order.
+"""
 
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import dataclass
 from importlib import resources
 
@@ -63,4 +71,57 @@ def apply_migrations(con: duckdb.DuckDBPyConnection) -> list[int]:
             raise MigrationError(f"migration {mig.version:04d}_{mig.name}.sql failed: {exc}") from exc
         con.execute("COMMIT")
         done.append(mig.version)
+    return done
+
+
+# -- views ---------------------------------------------------------------------------------------
+
+_VIEW_HEAD = re.compile(r"^\s*CREATE\s+OR\s+REPLACE\s+VIEW\s+([A-Za-z_][A-Za-z0-9_]*)\s+AS\b", re.I | re.M)
+
+
+@dataclass(frozen=True)
+class View:
+    name: str
+    sql: str
+
+    @property
+    def checksum(self) -> str:
+        return hashlib.sha256(self.sql.encode("utf-8")).hexdigest()
+
+
+def available_views() -> list[View]:
+    folder = resources.files("clonemem.warehouse") / "views"
+    found = []
+    for entry in folder.iterdir():
+        if entry.name.endswith(".sql"):
+            name, sql = entry.name.removesuffix(".sql"), entry.read_text("utf-8")
+            heads = _VIEW_HEAD.findall(sql)
+            if heads != [name]:  # one file, one view, named after its file: the folder is the index
+                raise MigrationError(f"views/{entry.name} must define exactly one view named {name!r} "
+                                     f"with CREATE OR REPLACE VIEW (found: {', '.join(heads) or 'none'})")
+            found.append(View(name, sql))
+    return sorted(found, key=lambda v: v.name)
+
+
+def apply_views(con: duckdb.DuckDBPyConnection, views: list[View] | None = None) -> list[str]:
+    """(Re)create every view whose file changed since it was last applied; returns their names."""
+    con.execute("CREATE TABLE IF NOT EXISTS schema_views ("
+                " name VARCHAR PRIMARY KEY, checksum VARCHAR NOT NULL,"
+                " applied_at TIMESTAMP NOT NULL DEFAULT current_timestamp)")
+    applied = dict(con.execute("SELECT name, checksum FROM schema_views").fetchall())
+    existing = {r[0] for r in con.execute("SELECT view_name FROM duckdb_views() WHERE NOT internal").fetchall()}
+    done = []
+    for view in available_views() if views is None else views:
+        if applied.get(view.name) == view.checksum and view.name in existing:
+            continue
+        con.execute("BEGIN TRANSACTION")
+        try:
+            con.execute(view.sql)
+            con.execute("INSERT OR REPLACE INTO schema_views (name, checksum, applied_at) VALUES (?, ?, current_timestamp)",
+                        [view.name, view.checksum])
+        except duckdb.Error as exc:
+            con.execute("ROLLBACK")
+            raise MigrationError(f"view file views/{view.name}.sql failed: {exc}") from exc
+        con.execute("COMMIT")
+        done.append(view.name)
     return done
