@@ -23,6 +23,7 @@ from typing import Literal
 from pydantic import ValidationError
 
 from clonemem.ids import content_id
+from clonemem.qa import types as question_types
 from clonemem.schemas.config import DIMENSIONS, QUESTION_TYPES
 from clonemem.schemas.release import QUESTION_KEYS, ReleaseFile, ReleaseQuestion
 from clonemem.warehouse import Warehouse
@@ -31,8 +32,6 @@ from clonemem.warehouse.content import PERSONA_TABLES, delete_persona
 MAX_REPORTED_PROBLEMS = 20
 ImportMode = Literal["create", "replace", "append"]
 
-# The published files' own labels for the project's types.
-QUESTION_TYPE_ALIASES: dict[str, str] = {"inference": "inferential"}
 # LoCoMo's numbered categories: (label kept in questions.source_question_type, project type).
 # Multi-hop items gather facts scattered over sessions (closest: pattern); temporal items ask when one
 # thing happened (single_point_factual); open-domain items infer from what was said (inferential);
@@ -50,7 +49,7 @@ def canonical_question_type(label: str, locomo_category: int | None = None) -> s
     """The project's type for a source label (unknown labels are kept as they are, and flagged)."""
     if locomo_category in LOCOMO_CATEGORIES:
         return LOCOMO_CATEGORIES[locomo_category][1]
-    return QUESTION_TYPE_ALIASES.get(label, label)
+    return question_types.aliases().get(label, label)  # the published files' own labels (``inference``)
 
 
 @dataclass(frozen=True)

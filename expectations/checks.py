@@ -7,6 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from clonemem.qa import types as question_types
 from clonemem.schemas.config import DIMENSIONS, QUESTION_TYPES
 from clonemem.schemas.qa import E_TEXT
 
@@ -25,6 +26,10 @@ QUESTION_TRACES = ("SELECT qt.*, q.persona_id FROM question_traces qt JOIN quest
 DETAILED_EVENTS = ("SELECT d.* FROM detailed_events d JOIN phases USING (phase_id) JOIN major_events m "
                    "USING (major_event_id) JOIN personas p USING (persona_id) WHERE p.benchmark_id = '{bid}'")
 MC_QUESTIONS = QUESTIONS + " AND correct_choice_id IS NOT NULL"
+# The types answered by abstention (option E), and each type's evidence minimum, from their specs.
+ABSTAINING = "(" + ", ".join(f"'{name}'" for name in question_types.abstaining()) + ")"
+MIN_EVIDENCE = ("CASE question_type " + " ".join(
+    f"WHEN '{name}' THEN {question_types.spec(name).min_evidence}" for name in question_types.names()) + " ELSE 1 END")
 # Multiple-choice items of an imported benchmark with what the release-format check needs (no rows
 # for a generated benchmark, whose items the stricter generated-only check covers).
 IMPORTED_MC_QUESTIONS = (
@@ -113,6 +118,10 @@ CHECKS: tuple[Check, ...] = (
         "AND json_extract_string(c.detail, '$.answer_sha256') = sha256(subselect.answer))",
         "accepted item without a passing sufficiency verdict on its current answer"),
           "generated"),
+    Check("evidence_sufficiency", "every accepted item cites its type's minimum evidence", QUESTIONS, _no_rows(
+        f"SELECT subselect.* FROM {{batch}} WHERE (SELECT count(*) FROM question_evidence e "
+        f"WHERE e.question_id = subselect.question_id) < {MIN_EVIDENCE.replace('question_type', 'subselect.question_type')}",
+        "accepted item citing fewer evidence items than its question type requires"), "generated"),
     Check("evidence_sufficiency", "rejection rate within bounds",
           "SELECT count(r.question_id) / nullif(count(r.question_id) + (SELECT count(*) FROM questions q "
           "WHERE q.benchmark_id = '{bid}'), 0) AS rejection_rate FROM qa_rejected r JOIN personas p "
@@ -127,7 +136,7 @@ CHECKS: tuple[Check, ...] = (
         "    AND c.choice_id = subselect.correct_choice_id) <> 1 "
         f"OR NOT EXISTS (SELECT 1 FROM question_choices c WHERE c.question_id = subselect.question_id AND c.choice_id = 'E' "
         f"    AND c.text = '{E_SQL}') "
-        "OR (subselect.question_type = 'unanswerable' AND subselect.correct_choice_id <> 'E')",
+        f"OR (subselect.question_type IN {ABSTAINING} AND subselect.correct_choice_id <> 'E')",
         "options must be A–E, distinct, with exactly one correct and E the fixed abstention"), "generated"),
     # Imported items are judged by what the public release promises: options A-E, except that an
     # unanswerable item may have four (A, B, C and the abstention E); E is the abstention (its text
@@ -136,15 +145,15 @@ CHECKS: tuple[Check, ...] = (
           "distinct, one correct, E the abstention", IMPORTED_MC_QUESTIONS, _no_rows(
               "SELECT subselect.* FROM {batch} WHERE "
               "NOT (coalesce(choice_ids, '') = 'A,B,C,D,E' "
-              "     OR (question_type = 'unanswerable' AND choice_ids = 'A,B,C,E')) "
+              f"     OR (question_type IN {ABSTAINING} AND choice_ids = 'A,B,C,E')) "
               "OR distinct_texts <> n_choices OR n_correct <> 1 "
               f"OR NOT (e_text = '{E_SQL}' OR (coalesce(language, 'en') <> 'en' AND trim(coalesce(e_text, '')) <> '')) "
-              "OR (question_type = 'unanswerable' AND correct_choice_id <> 'E')",
+              f"OR (question_type IN {ABSTAINING} AND correct_choice_id <> 'E')",
               "options must be A–E (or A, B, C, E for an unanswerable item), distinct, with exactly one "
               "correct and E the abstention")),
     Check("distractor_validation", "no distractor copies the answer", MC_QUESTIONS, _no_rows(
         "SELECT subselect.* FROM {batch} WHERE (SELECT count(*) FROM question_choices c WHERE c.question_id = subselect.question_id "
-        "AND lower(trim(c.text)) = lower(trim(subselect.answer))) > CASE WHEN subselect.question_type = 'unanswerable' THEN 0 ELSE 1 END",
+        f"AND lower(trim(c.text)) = lower(trim(subselect.answer))) > CASE WHEN subselect.question_type IN {ABSTAINING} THEN 0 ELSE 1 END",
         "a distractor repeats the reference answer"), "generated"),
     Check("distractor_validation", "accepted items passed blind and single-evidence validation", MC_QUESTIONS, _no_rows(
         "SELECT subselect.* FROM {batch} WHERE NOT EXISTS (SELECT 1 FROM qa_distractor_rounds r WHERE r.question_id = subselect.question_id "

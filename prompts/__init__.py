@@ -23,13 +23,19 @@ class Prompt:
 
 @lru_cache(maxsize=1)
 def _env() -> jinja2.Environment:
-    return jinja2.Environment(
+    from clonemem.qa.types import spec as question_type
+
+    env = jinja2.Environment(
         loader=jinja2.PackageLoader("clonemem.prompts", "templates"),
         undefined=jinja2.StrictUndefined,  # a missing variable is a bug, not an empty string
         trim_blocks=True,
         lstrip_blocks=True,
         autoescape=False,
     )
+    # ``question_type(name)``: the type's spec (definition, rules). Tasks that render QA prompts list
+    # clonemem.qa.types among their cache modules, so editing a spec invalidates them.
+    env.globals["question_type"] = question_type
+    return env
 
 
 def template_source(name: str) -> str:

@@ -14,14 +14,14 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from clonemem.qa.types import names as _declared_question_types
+
 Role = Literal["generator", "qa_writer", "validator", "extractor", "answerer", "judge"]
 ROLES: tuple[Role, ...] = ("generator", "qa_writer", "validator", "extractor", "answerer", "judge")
 Language = Literal["en", "zh"]
-QuestionType = Literal[
-    "single_point_factual", "comparison", "trajectory", "pattern",
-    "causal", "counterfactual", "inferential", "unanswerable",
-]
-QUESTION_TYPES: tuple[str, ...] = QuestionType.__args__  # type: ignore[attr-defined]
+# the question types are declared once, with their rules, in clonemem.qa.types
+QUESTION_TYPES: tuple[str, ...] = _declared_question_types()
+QuestionType = Literal[QUESTION_TYPES]  # type: ignore[valid-type]
 Dimension = Literal["experience", "emotion", "opinion"]
 DIMENSIONS: tuple[str, ...] = Dimension.__args__  # type: ignore[attr-defined]
 Medium = Literal[

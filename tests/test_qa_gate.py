@@ -131,6 +131,9 @@ def test_gate_catches_broken_data(bench: Path, tmp_path: Path) -> None:
         f"UPDATE question_choices SET text = (SELECT answer FROM questions WHERE question_id = '{q[3]}') "
         f"WHERE question_id = '{q[3]}' AND choice_id = (SELECT CASE WHEN correct_choice_id = 'A' THEN 'B' ELSE 'A' END "
         f"FROM questions WHERE question_id = '{q[3]}')",
+        # a multi-point item left with one evidence item (its type's spec asks for two)
+        "DELETE FROM question_evidence WHERE seq > 0 AND question_id = (SELECT question_id FROM questions "
+        "WHERE question_type = 'comparison' ORDER BY seq LIMIT 1)",
     ])
     result = run_gate(broken, "qa-bench", docs_dir=tmp_path / "docs")
     assert result.status == "failed"
@@ -138,7 +141,8 @@ def test_gate_catches_broken_data(bench: Path, tmp_path: Path) -> None:
     assert set(failed) == {"every evidence trace id exists", "five distinct options, one correct, E as specified",
                            "every accepted item passed the sufficiency check", "no distractor copies the answer",
                            # a link to a missing trace is also a link to a trace that does not carry the evidence
-                           "traces referenced by evidence carry it"}
+                           "traces referenced by evidence carry it",
+                           "every accepted item cites its type's minimum evidence"}
     assert failed["every evidence trace id exists"].failing_sample[0]["trace_id"] == "missing-trace"
     assert {r["question_id"] for r in failed["five distinct options, one correct, E as specified"].failing_sample} == {q[1], q[3]}
     assert failed["every accepted item passed the sufficiency check"].failing_sample[0]["question_id"] == q[2]

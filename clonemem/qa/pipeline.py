@@ -15,14 +15,13 @@ from pydantic import BaseModel
 
 from clonemem.ids import content_id, stable_int
 from clonemem.qa import stages as Q
+from clonemem.qa.types import spec as type_spec
 from clonemem.schemas.config import QuestionType
 from clonemem.schemas.qa import E_TEXT, Choice, ChoiceInput, DistractorInput, PlanInput, QAPlan, Segment, SufficiencyInput, WriteInput
 from clonemem.stages import Stage
 
 RunStage = Callable[[Stage, BaseModel], BaseModel]
 LETTERS = "ABCD"
-# Types whose answer needs more than one point in time: one evidence item must not be enough.
-MULTI_POINT = frozenset({"comparison", "trajectory", "pattern", "causal", "counterfactual", "inferential"})
 
 
 @dataclass
@@ -54,7 +53,7 @@ def question_time(seg: Segment, evidence_ids: list[str]) -> dt.datetime:
 
 
 def shuffle_choices(question_id: str, rnd: int, answer: str, wrong: list[str], correct_is_e: bool) -> tuple[list[Choice], str]:
-    """A–D shuffled deterministically, E fixed; for unanswerable items E is correct."""
+    """A–D shuffled deterministically, E fixed; for abstaining (unanswerable) items E is correct."""
     texts = list(wrong[:4]) if correct_is_e else [answer, *wrong[:3]]
     order = list(range(4))
     random.Random(stable_int(question_id, "choices", rnd)).shuffle(order)
@@ -66,6 +65,7 @@ def shuffle_choices(question_id: str, rnd: int, answer: str, wrong: list[str], c
 
 def run_item(seg: Segment, qtype: QuestionType, rounds: int, run: RunStage) -> ItemResult:
     qid = content_id(seg.segment_id, "qa", qtype)
+    kind = type_spec(qtype)
     res = ItemResult(question_id=qid, segment_id=seg.segment_id, question_type=qtype, status="infeasible")
     plan = run(Q.PLAN, PlanInput(segment=seg, question_type=qtype))
     assert isinstance(plan, QAPlan)
@@ -76,6 +76,9 @@ def run_item(seg: Segment, qtype: QuestionType, rounds: int, run: RunStage) -> I
     res.evidence_ids = [i for i in plan.evidence_ids if i in known]
     if not res.evidence_ids:
         return _reject(res, "format", "the plan names no evidence of this segment")
+    if len(res.evidence_ids) < kind.min_evidence:
+        return _reject(res, "format", f"a {qtype} question needs at least {kind.min_evidence} evidence items; "
+                                      f"the plan cites {len(res.evidence_ids)}")
     res.question_time = question_time(seg, res.evidence_ids)
     draft = run(Q.WRITE, WriteInput(segment=seg, question_type=qtype, plan=plan, question_time=res.question_time))
     res.question, res.answer = draft.question.strip(), draft.answer.strip()  # type: ignore[attr-defined]
@@ -101,19 +104,19 @@ def run_item(seg: Segment, qtype: QuestionType, rounds: int, run: RunStage) -> I
     feedback = None
     for rnd in range(1, rounds + 1):
         wrong = run(Q.DISTRACTORS, DistractorInput(
-            count=4 if qtype == "unanswerable" else 3, question=res.question, answer=res.answer, question_type=qtype,
+            count=kind.distractor_count, question=res.question, answer=res.answer, question_type=qtype,
             persona=seg.persona, relations=seg.relations, arc=seg.arc, other_arcs=seg.other_arcs, evidence=statements,
             round=rnd,
             feedback=feedback, language=seg.language)).options  # type: ignore[attr-defined]
-        choices, correct = shuffle_choices(qid, rnd, res.answer, wrong, qtype == "unanswerable")
-        failures = _distinct(choices, res.answer, qtype)
+        choices, correct = shuffle_choices(qid, rnd, res.answer, wrong, kind.abstains)
+        failures = _distinct(choices, res.answer, kind.abstains)
         blind = run(Q.DISTRACTOR_CHECK, ChoiceInput(question=res.question, choices=choices, mode="blind", evidence=None,
                                                     language=seg.language))
         solved_blind = blind.choice_id == correct and blind.confidence >= 0.6  # type: ignore[attr-defined]
         res.checks.append(_attempt_row("distractor_blind", rnd, blind, correct, solved_blind))
         if solved_blind:
             failures.append(f"answerable from the question and options alone ({blind.reason})")  # type: ignore[attr-defined]
-        if qtype in MULTI_POINT:
+        if kind.multi_point:
             single = run(Q.DISTRACTOR_CHECK, ChoiceInput(question=res.question, choices=choices, mode="single_evidence",
                                                          evidence=statements[-1], language=seg.language))
             solved_single = single.choice_id == correct and single.confidence >= 0.6  # type: ignore[attr-defined]
@@ -129,12 +132,12 @@ def run_item(seg: Segment, qtype: QuestionType, rounds: int, run: RunStage) -> I
     return _reject(res, "distractors", f"no valid distractors after {rounds} rounds: {feedback}")
 
 
-def _distinct(choices: list[Choice], answer: str, qtype: str) -> list[str]:
+def _distinct(choices: list[Choice], answer: str, abstains: bool) -> list[str]:
     texts = [c.text.strip().lower() for c in choices]
     problems = []
     if len(set(texts)) != len(texts):
         problems.append("options repeat each other")
-    if qtype != "unanswerable" and sum(t == answer.strip().lower() for t in texts) != 1:
+    if not abstains and sum(t == answer.strip().lower() for t in texts) != 1:
         problems.append("a distractor copies the answer")
     return problems
 

@@ -12,6 +12,7 @@ from importlib import resources
 
 from clonemem import text as textutil
 from clonemem.offline import OfflineCall
+from clonemem.qa import types as question_types
 from clonemem.offline.world.common import archetype_of, fill, first_name, first_person, lexicon, persona_slots, pick
 from clonemem.schemas.qa import (
     ChoiceAttempt,
@@ -58,52 +59,77 @@ def _spread(evs: list[SegmentEvidence], days: int) -> bool:
     return len(evs) >= 2 and (evs[-1].date - evs[0].date).days >= days
 
 
-def _select(seg: Segment, qtype: str) -> tuple[list[SegmentEvidence], str]:
-    """The evidence a question of this type needs, or (empty, why) when the segment cannot support it."""
-    ev, new = seg.evidence, set(seg.new_evidence_ids)
-    in_window = [e for e in ev if e.evidence_id in new]
-    if qtype == "single_point_factual":
-        facts = [e for e in in_window if e.kind == "fact"]
-        return ([facts[-1]], "") if facts else ([], "fact")
-    if qtype == "comparison":
-        for kind in ("opinion", "emotion", "fact"):
-            same = [e for e in ev if e.kind == kind]
-            if _spread(same, 45) and same[-1].statement != same[0].statement and same[-1].evidence_id in new:
-                return [same[0], same[-1]], ""
-        return [], "kinds"
-    if qtype == "trajectory":
-        if len(ev) >= 3 and _spread(ev, 60) and ev[-1].evidence_id in new:
-            return [ev[0], ev[len(ev) // 2], ev[-1]], ""
-        return [], "few"
-    if qtype == "pattern":
-        for kind in ("emotion", "fact", "opinion"):
-            same = [e for e in ev if e.kind == kind]
-            if _spread(same, 14):
-                return [same[-2], same[-1]] if (same[-1].date - same[-2].date).days >= 14 else [same[0], same[-1]], ""
-        return [], "few"
-    if qtype in ("causal", "counterfactual"):
-        gap = 30 if qtype == "causal" else 45
-        later = [e for e in in_window if e.kind in ("emotion", "opinion")]
-        for late in reversed(later):
-            causes = [e for e in ev if e.kind == "fact" and (late.date - e.date).days >= gap]
-            if causes:
-                return [causes[-1], late], ""
-        return [], "kinds"
-    if qtype == "inferential":
-        kinds = {}
-        for e in in_window:
-            kinds.setdefault(e.kind, e)
-        return (list(kinds.values())[:2], "") if len(kinds) >= 2 else ([], "kinds")
-    if qtype == "unanswerable":
-        return ([ev[-1]], "") if ev else ([], "few")
+# Evidence selection per question type; each function is named by its type's spec
+# (clonemem.qa.types, ``offline_evidence``) and returns (chosen, "") or ([], why-key).
+
+
+def select_single_point(seg: Segment) -> tuple[list[SegmentEvidence], str]:
+    facts = [e for e in _in_window(seg) if e.kind == "fact"]
+    return ([facts[-1]], "") if facts else ([], "fact")
+
+
+def select_comparison(seg: Segment) -> tuple[list[SegmentEvidence], str]:
+    new = set(seg.new_evidence_ids)
+    for kind in ("opinion", "emotion", "fact"):
+        same = [e for e in seg.evidence if e.kind == kind]
+        if _spread(same, 45) and same[-1].statement != same[0].statement and same[-1].evidence_id in new:
+            return [same[0], same[-1]], ""
+    return [], "kinds"
+
+
+def select_trajectory(seg: Segment) -> tuple[list[SegmentEvidence], str]:
+    ev = seg.evidence
+    if len(ev) >= 3 and _spread(ev, 60) and ev[-1].evidence_id in set(seg.new_evidence_ids):
+        return [ev[0], ev[len(ev) // 2], ev[-1]], ""
     return [], "few"
+
+
+def select_pattern(seg: Segment) -> tuple[list[SegmentEvidence], str]:
+    for kind in ("emotion", "fact", "opinion"):
+        same = [e for e in seg.evidence if e.kind == kind]
+        if _spread(same, 14):
+            return [same[-2], same[-1]] if (same[-1].date - same[-2].date).days >= 14 else [same[0], same[-1]], ""
+    return [], "few"
+
+
+def _cause_then_state(seg: Segment, gap_days: int) -> tuple[list[SegmentEvidence], str]:
+    later = [e for e in _in_window(seg) if e.kind in ("emotion", "opinion")]
+    for late in reversed(later):
+        causes = [e for e in seg.evidence if e.kind == "fact" and (late.date - e.date).days >= gap_days]
+        if causes:
+            return [causes[-1], late], ""
+    return [], "kinds"
+
+
+def select_causal(seg: Segment) -> tuple[list[SegmentEvidence], str]:
+    return _cause_then_state(seg, 30)
+
+
+def select_counterfactual(seg: Segment) -> tuple[list[SegmentEvidence], str]:
+    return _cause_then_state(seg, 45)
+
+
+def select_inferential(seg: Segment) -> tuple[list[SegmentEvidence], str]:
+    kinds: dict[str, SegmentEvidence] = {}
+    for e in _in_window(seg):
+        kinds.setdefault(e.kind, e)
+    return (list(kinds.values())[:2], "") if len(kinds) >= 2 else ([], "kinds")
+
+
+def select_unanswerable(seg: Segment) -> tuple[list[SegmentEvidence], str]:
+    return ([seg.evidence[-1]], "") if seg.evidence else ([], "few")
+
+
+def _in_window(seg: Segment) -> list[SegmentEvidence]:
+    new = set(seg.new_evidence_ids)
+    return [e for e in seg.evidence if e.evidence_id in new]
 
 
 def plan(call: OfflineCall) -> QAPlan:
     inp = call.inputs
     assert isinstance(inp, PlanInput)
     seg, qa = inp.segment, qa_lexicon(inp.segment.language)
-    chosen, why = _select(seg, inp.question_type)
+    chosen, why = question_types.spec(inp.question_type).offline_selector()(seg)
     slots = _slots(seg, call.rng)
     topic = _topic(seg, qa, slots)
     qtype = inp.question_type.replace("_", " ")
@@ -148,7 +174,7 @@ def write(call: OfflineCall) -> QADraft:
     question = fill(pick(rng, qa["questions"][inp.question_type]), fill_slots)
     sentences = {f"s{i + 1}": first_person(e.statement, seg.persona, lex) for i, e in enumerate(chosen)}
     answer = fill(qa["answers"][inp.question_type], {**fill_slots, **sentences})
-    if inp.question_type != "unanswerable" and rng.random() < 0.12:
+    if not question_types.spec(inp.question_type).abstains and rng.random() < 0.12:
         # the writer sometimes adds what the evidence never said; the sufficiency check must catch it
         answer = answer + ("" if seg.language == "zh" else " ") + pick(rng, qa["embellishments"])
     return QADraft(question=question, answer=answer)
@@ -170,7 +196,7 @@ def sufficiency(call: OfflineCall) -> SufficiencyVerdict:
     qa = qa_lexicon(inp.language)
     name_words = {w.lower() for w in inp.persona_name.split()} | {"i", "me", "my"}
     evidence_words = set(textutil.content_words(" ".join(inp.evidence)))
-    if inp.question_type == "unanswerable":
+    if question_types.spec(inp.question_type).abstains:
         asked = set(textutil.content_words(inp.question)) - name_words - _template_words(qa)
         settled = len(asked & evidence_words) / max(1, len(asked))
         ok = settled < 0.5
@@ -254,8 +280,9 @@ def distractors(call: OfflineCall) -> Distractors:
     options = []
     used: set[str] = set()
     question = set(textutil.content_words(inp.question))
+    abstains = question_types.spec(inp.question_type).abstains
     for j in range(inp.count):
-        if inp.question_type == "unanswerable":
+        if abstains:
             target = " ".join(own) if own else inp.answer
             joiner = "" if inp.language == "zh" else " "
             text = joiner.join(_like(target[: len(target) // 2], pool, used, rng, question) for _ in range(2))

@@ -1,0 +1,116 @@
+"""The question types (paper, appendix B), each declared once, here, with everything that depends on it.
+
+A :class:`QuestionTypeSpec` carries the type's definition (shown to the planner, the writer and the
+validator through the prompt templates), its sufficiency rule (how many evidence items a plan must
+cite), whether the single-evidence distractor check applies (types that combine several points in
+time), whether it is answered by abstention (option E, with four distractors), the labels other
+releases use for it, and the offline handler that picks its evidence. The QA pipeline, the offline
+world, the importers, the configuration and the gate all read these specs; adding a type is one
+entry here (plus its offline wording in the QA lexicons, which a test checks is present).
+
+This module imports nothing heavy: the configuration schema derives its list of types from it.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from clonemem.registry import Registry
+
+Level = Literal["factual", "temporal", "higher"]
+
+
+@dataclass(frozen=True)
+class QuestionTypeSpec:
+    name: str
+    level: Level  # the paper's three levels of reasoning
+    definition: str  # appendix B, in one or two sentences
+    min_evidence: int  # the plan must cite at least this many evidence items
+    multi_point: bool  # the answer combines points in time: one evidence item alone must not solve it
+    abstains: bool = False  # the correct option is E ("cannot be determined"); four distractors are drafted
+    aliases: tuple[str, ...] = ()  # labels published files use for this type
+    offline_evidence: str = ""  # "module:function" choosing the evidence offline: (segment) -> (items, why)
+
+    @property
+    def distractor_count(self) -> int:
+        return 4 if self.abstains else 3
+
+    def offline_selector(self) -> Callable[[Any], tuple[list, str]]:
+        module, _, attr = self.offline_evidence.partition(":")
+        return getattr(importlib.import_module(module), attr)
+
+
+QUESTION_TYPES: Registry[QuestionTypeSpec] = Registry("question type")
+
+_OFFLINE = "clonemem.offline.world.qa:"
+
+
+_DECLARED: list[str] = []  # declaration order: candidate planning cycles through the types in it
+
+
+def declare(spec: QuestionTypeSpec) -> QuestionTypeSpec:
+    QUESTION_TYPES.add(spec.name, spec)
+    _DECLARED.append(spec.name)
+    return spec
+
+
+declare(QuestionTypeSpec(
+    "single_point_factual", "factual",
+    "Retrieve explicit information about the person's state, activities or expressed opinions at one time "
+    "point, directly stated in or clearly supported by the traces.",
+    min_evidence=1, multi_point=False, offline_evidence=_OFFLINE + "select_single_point"))
+declare(QuestionTypeSpec(
+    "comparison", "temporal",
+    "Contrast the person's experiences, emotions or opinions between two distinct time points: identify "
+    "change or stability rather than isolated facts.",
+    min_evidence=2, multi_point=True, offline_evidence=_OFFLINE + "select_comparison"))
+declare(QuestionTypeSpec(
+    "trajectory", "temporal",
+    "Characterise how one aspect of the person's life evolves over a long period, combining events at "
+    "different points in time.",
+    min_evidence=2, multi_point=True, offline_evidence=_OFFLINE + "select_trajectory"))
+declare(QuestionTypeSpec(
+    "pattern", "temporal",
+    "Recognise a habitual way the person behaves or responds that recurs across different life events.",
+    min_evidence=2, multi_point=True, offline_evidence=_OFFLINE + "select_pattern"))
+declare(QuestionTypeSpec(
+    "causal", "higher",
+    "Explain why a change occurred: trace the chain of events by which earlier experiences shaped a later "
+    "state.",
+    min_evidence=2, multi_point=True, offline_evidence=_OFFLINE + "select_causal"))
+declare(QuestionTypeSpec(
+    "counterfactual", "higher",
+    "Ask how the person's present state might differ had a different choice been made at a key moment, "
+    "grounded in what that choice actually led to.",
+    min_evidence=2, multi_point=True, offline_evidence=_OFFLINE + "select_counterfactual"))
+declare(QuestionTypeSpec(
+    "inferential", "higher",
+    "Form a higher-level judgement about the person's situation from partial, indirect clues scattered "
+    "across several traces.",
+    min_evidence=2, multi_point=True, aliases=("inference",), offline_evidence=_OFFLINE + "select_inferential"))
+declare(QuestionTypeSpec(
+    "unanswerable", "higher",
+    "Ask about an outcome or issue the traces never state or never mention; the correct answer "
+    "acknowledges that the records do not specify it.",
+    min_evidence=1, multi_point=False, abstains=True, offline_evidence=_OFFLINE + "select_unanswerable"))
+
+
+def names() -> tuple[str, ...]:
+    """The types in declaration order (the order quotas and candidate planning cycle through)."""
+    return tuple(_DECLARED)
+
+
+def spec(name: str) -> QuestionTypeSpec:
+    return QUESTION_TYPES.get(name)
+
+
+def aliases() -> dict[str, str]:
+    """Published label -> canonical type (``inference`` -> ``inferential``)."""
+    return {alias: s.name for s in map(QUESTION_TYPES.get, names()) for alias in s.aliases}
+
+
+def abstaining() -> tuple[str, ...]:
+    return tuple(n for n in names() if QUESTION_TYPES.get(n).abstains)

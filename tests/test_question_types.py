@@ -1,0 +1,103 @@
+"""Question types are declared once (clonemem.qa.types); everything else reads the declaration."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+
+from clonemem import prompts, release
+from clonemem.offline.world.qa import qa_lexicon
+from clonemem.qa import types as question_types
+from clonemem.qa.pipeline import run_item
+from clonemem.qa.types import QuestionTypeSpec
+from clonemem.schemas.config import QUESTION_TYPES, RunConfig
+
+
+def test_the_paper_types_in_their_order() -> None:
+    assert QUESTION_TYPES == question_types.names() == (
+        "single_point_factual", "comparison", "trajectory", "pattern", "causal", "counterfactual", "inferential",
+        "unanswerable")
+    assert question_types.abstaining() == ("unanswerable",)
+    assert release.canonical_question_type("inference") == "inferential"
+    with pytest.raises(ValueError, match="question_types"):
+        RunConfig.model_validate({"qa": {"question_types": {"gossip": 1}}})
+
+
+@pytest.mark.parametrize("name", question_types.names())
+def test_every_type_is_complete(name: str) -> None:
+    spec = question_types.spec(name)
+    assert callable(spec.offline_selector())  # the offline handler it declares exists
+    assert spec.min_evidence >= (2 if spec.multi_point else 1)
+    for language in ("en", "zh"):  # the offline writer has wording for it in both languages
+        qa = qa_lexicon(language)
+        assert qa["questions"][name] and qa["answers"][name]
+
+
+def _segment():
+    from clonemem.schemas.generation import PersonaBrief, Relation
+    from clonemem.schemas.qa import ArcView, Segment, SegmentEvidence
+
+    def ev(i: int, day: dt.date, kind: str, statement: str) -> SegmentEvidence:
+        return SegmentEvidence(evidence_id=f"e{i}", date=day, kind=kind, statement=statement, trace_ids=[f"t{i}"],
+                               last_trace_at=dt.datetime.combine(day, dt.time(21)))
+
+    evidence = [ev(1, dt.date(2024, 1, 10), "fact", "Mia joined the Harbor climbing club."),
+                ev(2, dt.date(2024, 3, 2), "emotion", "Mia felt proud after her first lead climb."),
+                ev(3, dt.date(2024, 5, 20), "opinion", "Mia thinks climbing taught her patience.")]
+    return Segment(
+        segment_id="seg-1", persona=PersonaBrief(name="Mia Lund", age=31, gender="female", occupation="nurse",
+                                                 employer="City Hospital", city="Oslo", interests=["climbing"],
+                                                 personality="steady"),
+        relations=[Relation(name="Ola", relation_type="friend", role="climbing partner", description="d")],
+        arc=ArcView(key="a1", dimension="experience", theme="climbing", title="Learning to climb",
+                    states=["novice", "confident"]),
+        other_arcs=[], window_index=3, window_start=dt.date(2024, 5, 1), window_end=dt.date(2024, 5, 31),
+        evidence=evidence, new_evidence_ids=["e3"], timeline_end=dt.date(2024, 12, 31), language="en")
+
+
+def test_prompts_carry_the_definition_and_the_abstention_rule() -> None:
+    from clonemem.schemas.qa import PlanInput, QAPlan, WriteInput
+
+    seg = _segment()
+    plan = QAPlan(feasible=True, reason="r", evidence_ids=[seg.evidence[0].evidence_id], temporal_scope="s",
+                  outline="o")
+    for name in question_types.names():
+        spec = question_types.spec(name)
+        planned = prompts.render("qa_plan", inp=PlanInput(segment=seg, question_type=name), language_name="English")
+        assert spec.definition in planned.user
+        written = prompts.render("qa_write", inp=WriteInput(segment=seg, question_type=name, plan=plan,
+                                                            question_time=dt.datetime(2024, 1, 1)),
+                                 language_name="English")
+        assert ("cannot be known from them" in written.user) is spec.abstains
+
+
+def test_the_pipeline_enforces_a_types_evidence_minimum(monkeypatch) -> None:
+    from clonemem.qa import stages as Q
+    from clonemem.schemas.qa import QAPlan
+
+    seg = _segment()
+    one = QAPlan(feasible=True, reason="r", evidence_ids=[seg.evidence[-1].evidence_id], temporal_scope="s",
+                 outline="o")
+
+    def run(stage, _inp):  # noqa: ANN001
+        assert stage is Q.PLAN, "nothing after the plan may run for an item that cites too little"
+        return one
+
+    got = run_item(seg, "comparison", 2, run)
+    assert (got.status, got.rejected_stage) == ("rejected", "format")
+    assert "needs at least 2 evidence items; the plan cites 1" in got.rejected_reason
+
+
+def test_a_new_type_is_one_declaration(monkeypatch) -> None:
+    """A type declared at run time is planned offline through its own selector and asks for its own count
+    of distractors; nothing else needs listing it (its wording comes from the lexicon)."""
+    from clonemem.offline.world import qa as offline_qa
+
+    spec = QuestionTypeSpec("habit_probe", "temporal", "Probe a habit.", min_evidence=1, multi_point=False,
+                            abstains=True, offline_evidence="clonemem.offline.world.qa:select_unanswerable")
+    monkeypatch.setitem(question_types.QUESTION_TYPES._items, spec.name, spec)  # noqa: SLF001
+    assert question_types.spec("habit_probe").distractor_count == 4
+    seg = _segment()
+    chosen, why = question_types.spec("habit_probe").offline_selector()(seg)
+    assert chosen == offline_qa.select_unanswerable(seg)[0] and why == ""
