@@ -5,12 +5,15 @@ from __future__ import annotations
 
 from clonemem.schemas.config import ModelPrice, RunConfig
 
-# Public list prices, standard tier, as published in late 2025.
+# Public list prices, standard tier (USD per million tokens), as the providers published them in
+# November 2025; check them before trusting an estimate, and override them under [pricing].
+PRICES_AS_OF = "2025-11"
 DEFAULT_PRICES: dict[str, ModelPrice] = {
     "anthropic/claude-haiku-4-5": ModelPrice(input_per_mtok=1.0, output_per_mtok=5.0),
     "anthropic/claude-sonnet-4-5": ModelPrice(input_per_mtok=3.0, output_per_mtok=15.0),
     "openai/gpt-4o-mini": ModelPrice(input_per_mtok=0.15, output_per_mtok=0.60),
     "openai/gpt-4o": ModelPrice(input_per_mtok=2.50, output_per_mtok=10.0),
+    "openai/gpt-4.1": ModelPrice(input_per_mtok=2.0, output_per_mtok=8.0),  # AMemGym's model, for comparison
     "gemini/gemini-2.5-flash": ModelPrice(input_per_mtok=0.30, output_per_mtok=2.50),
 }
 
