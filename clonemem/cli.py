@@ -472,7 +472,7 @@ def benchmarks(
 @handles_errors
 def drop(benchmark: Annotated[str, typer.Argument(help="benchmark id or name")]) -> None:
     """Remove a benchmark and everything that belongs to it, in one transaction."""
-    from clonemem.release import resolve_benchmark
+    from clonemem.warehouse.catalog import resolve_benchmark
     from clonemem.warehouse import Warehouse
     from clonemem.warehouse.lifecycle import drop_benchmark
 

@@ -37,8 +37,9 @@ def user_errors() -> tuple[type[BaseException], ...]:
     from clonemem.flows.evaluation import EvaluationRefused
     from clonemem.llm.types import LLMError
     from clonemem.registry import RegistryError
-    from clonemem.release import ReleaseError, UnknownBenchmark
+    from clonemem.release import ReleaseError
     from clonemem.schemas.config import ConfigError
+    from clonemem.warehouse.catalog import UnknownBenchmark
     from clonemem.warehouse.db import WarehouseError
     from clonemem.warehouse.guard import SqlRefused
     from clonemem.warehouse.migrate import MigrationError

@@ -23,3 +23,15 @@ def stable_int(*parts: str | int) -> int:
     """A 64-bit integer derived from parts; used to seed per-item random generators."""
     digest = hashlib.sha256("\x1f".join(str(p) for p in parts).encode("utf-8")).digest()
     return int.from_bytes(digest[:8], "big")
+
+
+def benchmark_id(name: str) -> str:
+    """A benchmark's id: derived from its name, so a re-import or re-generation keys the same rows."""
+    return content_id("benchmark", name)
+
+
+def persona_id(benchmark_name: str, person_key: str, language: str | None = None) -> str:
+    """A persona's id within a benchmark; a language (the en and zh files of one person) keys its own persona."""
+    if language is None:
+        return content_id("benchmark", benchmark_name, "persona", person_key)
+    return content_id("benchmark", benchmark_name, "persona", person_key, "language", language)

@@ -22,12 +22,13 @@ from typing import Literal
 
 from pydantic import ValidationError
 
-from clonemem.ids import content_id
+from clonemem.ids import benchmark_id, content_id, persona_id
 from clonemem.qa import types as question_types
 from clonemem.schemas.config import DIMENSIONS, QUESTION_TYPES
 from clonemem.schemas.release import QUESTION_KEYS, ReleaseFile, ReleaseQuestion
 from clonemem.warehouse import Warehouse
-from clonemem.warehouse.content import PERSONA_TABLES, delete_persona
+from clonemem.warehouse.catalog import resolve_benchmark
+from clonemem.warehouse.content import PERSONA_TABLES, PersonaRows, delete_persona
 
 MAX_REPORTED_PROBLEMS = 20
 ImportMode = Literal["create", "replace", "append"]
@@ -308,32 +309,11 @@ def parse_release_paths(paths: Sequence[str | Path]) -> list[ParsedPersona]:
 # -- rows --------------------------------------------------------------------------------------
 
 
-def benchmark_id(name: str) -> str:
-    return content_id("benchmark", name)
-
-
-def persona_id(benchmark_name: str, person_key: str, language: str | None = None) -> str:
-    if language is None:
-        return content_id("benchmark", benchmark_name, "persona", person_key)
-    return content_id("benchmark", benchmark_name, "persona", person_key, "language", language)
-
-
 def _naive_utc(value: dt.datetime) -> dt.datetime:
     """Timestamps are stored as naive UTC; naive inputs are taken as they are."""
     if value.tzinfo is None:
         return value
     return value.astimezone(dt.UTC).replace(tzinfo=None)
-
-
-@dataclass
-class PersonaRows:
-    """Rows of one persona, keyed by table."""
-
-    persona_id: str
-    tables: dict[str, list[dict]] = field(default_factory=dict)
-
-    def add(self, table: str, row: dict) -> None:
-        self.tables.setdefault(table, []).append(row)
 
 
 def persona_rows(persona: ParsedPersona, benchmark_name: str, seq: int) -> PersonaRows:
@@ -533,19 +513,6 @@ def import_into_warehouse(warehouse_path: str | Path, parse: Callable[[], Sequen
 
 
 # -- export ------------------------------------------------------------------------------------
-
-
-class UnknownBenchmark(LookupError):
-    pass
-
-
-def resolve_benchmark(wh: Warehouse, ref: str) -> tuple[str, str]:
-    """(id, name) of a benchmark given its id or its name."""
-    got = wh.rows("SELECT benchmark_id, name FROM benchmarks WHERE benchmark_id = ? OR name = ?", [ref, ref])
-    if not got:
-        names = [r[0] for r in wh.rows("SELECT name FROM benchmarks ORDER BY name")]
-        raise UnknownBenchmark(f"no benchmark {ref!r} in {wh.path} (known: {', '.join(names) or 'none'})")
-    return got[0]
 
 
 def _iso(value: dt.datetime) -> str:

@@ -15,7 +15,7 @@ from clonemem.expectations.checks import CHECKS, Check
 from clonemem.expectations.gx_duckdb import close_all_engines, patch_duckdb_connection
 from clonemem.faults import checkpoint
 from clonemem.qa.land import cue_stats
-from clonemem.release import resolve_benchmark
+from clonemem.warehouse.catalog import resolve_benchmark
 from clonemem.schemas.config import DEFAULT_MEDIA_MIX, GateConfig, RunConfig
 from clonemem.warehouse import Warehouse
 

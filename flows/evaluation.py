@@ -16,7 +16,7 @@ from clonemem.evaluation import metrics as M
 from clonemem.faults import checkpoint
 from clonemem.evaluation.run import load_benchmark, percentile, question_metrics, retrieved_json
 from clonemem.memory import SYSTEMS
-from clonemem.release import resolve_benchmark
+from clonemem.warehouse.catalog import resolve_benchmark
 from clonemem.schemas.config import RunConfig
 from clonemem.tasks.evaluation import answer_task, retrieve_task
 from clonemem.warehouse import Warehouse

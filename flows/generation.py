@@ -25,7 +25,7 @@ from clonemem.generation.assemble import Assembly, assemble
 from clonemem.generation.dag import PersonaDag
 from clonemem.generation.execute import drive, new_dags
 from clonemem.generation.land import benchmark_row, ensure_benchmark, land
-from clonemem.release import benchmark_id
+from clonemem.ids import benchmark_id
 from clonemem.schemas.config import RunConfig
 from clonemem.tasks.generation import stage_task
 from clonemem.warehouse import Warehouse

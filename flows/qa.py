@@ -12,7 +12,7 @@ from clonemem import runtime
 from clonemem.qa.land import cue_stats, land_qa, qa_rows
 from clonemem.qa.pipeline import ItemResult
 from clonemem.qa.segments import persona_segments
-from clonemem.release import benchmark_id
+from clonemem.ids import benchmark_id
 from clonemem.schemas.config import QUESTION_TYPES, RunConfig
 from clonemem.schemas.qa import Segment
 from clonemem.tasks.qa import qa_item

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from clonemem import locomo, release
+from clonemem import ids, locomo, release
 from clonemem.cli import app
 from clonemem.warehouse import Warehouse
 from tests.conftest import write_json
@@ -56,7 +56,7 @@ def test_turns_become_traces_dated_by_their_session(wh: Warehouse) -> None:
     assert got[2][3] == "Ana: Look what I made on the wheel! [shares a photo: a photo of a lopsided clay bowl on a table]"
     assert wh.rows("SELECT person_key, person_name, language FROM personas") == [("conv-mini", "Ana & Ben", "en")]
     # stable content-derived warehouse ids, as elsewhere in the project
-    pid = release.persona_id("mini", "conv-mini", "en")
+    pid = ids.persona_id("mini", "conv-mini", "en")
     assert wh.scalar("SELECT trace_id FROM traces WHERE external_id = 'conv-mini:D1:1'") == \
         release.content_id(pid, "trace", "conv-mini:D1:1")
 

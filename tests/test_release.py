@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from clonemem import release
-from clonemem.warehouse import Warehouse
+from clonemem import ids, release
+from clonemem.warehouse import Warehouse, catalog
 from tests.conftest import write_json
 
 CONTENT_TABLES = ["benchmarks", "personas", "traces", "questions", "question_traces", "question_choices",
@@ -156,7 +156,7 @@ def test_failure_inside_the_transaction_rolls_back(wh: Warehouse, demo_file: Pat
 
 
 def test_export_unknown_benchmark(wh: Warehouse, tmp_path: Path) -> None:
-    with pytest.raises(release.UnknownBenchmark, match="no benchmark 'nope'"):
+    with pytest.raises(catalog.UnknownBenchmark, match="no benchmark 'nope'"):
         release.export_release(wh, "nope", tmp_path)
 
 
@@ -269,7 +269,7 @@ def test_gate_judges_a_published_file_by_what_the_release_promises(tmp_path: Pat
         release.import_release_files(wh, [PUBLISHED / "100k"], "published")
         # genuinely broken options, one kind per question, on a second copy
         release.import_release_files(wh, [PUBLISHED / "500k"], "broken")
-        bid = release.benchmark_id("broken")
+        bid = ids.benchmark_id("broken")
         qid = dict(wh.rows("SELECT p.language || ':' || q.external_id, q.question_id FROM questions q "
                            "JOIN personas p USING (persona_id) WHERE q.benchmark_id = ?", [bid]))
         wh.execute("DELETE FROM question_choices WHERE question_id = ? AND choice_id = 'D'", [qid["en:q_001"]])

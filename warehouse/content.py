@@ -1,11 +1,24 @@
-"""Which tables hold a persona's content, and how to remove it (for re-imports and re-landing)."""
+"""A persona's content: the rows every source lands (generation, QA, imports), which tables hold
+them, and how to remove them (for re-imports and re-landing)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from clonemem.warehouse.db import Warehouse
+
+@dataclass
+class PersonaRows:
+    """Rows of one persona, keyed by table: what a generator, the QA stage or an importer lands."""
+
+    persona_id: str
+    tables: dict[str, list[dict]] = field(default_factory=dict)
+
+    def add(self, table: str, row: dict) -> None:
+        self.tables.setdefault(table, []).append(row)
+
 
 # Content tables in landing order.
 PERSONA_TABLES: tuple[str, ...] = (

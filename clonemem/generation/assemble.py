@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 
 from clonemem.generation.dag import PersonaDag
 from clonemem.ids import content_id, stable_hash
-from clonemem.release import PersonaRows, benchmark_id, persona_id
+from clonemem.ids import benchmark_id, persona_id
+from clonemem.warehouse.content import PersonaRows
 
 
 @dataclass

@@ -13,7 +13,7 @@ from clonemem.warehouse.lifecycle import MARK_INCOMPLETE
 
 
 def benchmark_row(config: RunConfig) -> dict:
-    from clonemem.release import benchmark_id
+    from clonemem.ids import benchmark_id
 
     return {
         "benchmark_id": benchmark_id(config.name), "name": config.name, "source": "generated",
@@ -60,7 +60,7 @@ def land_bundle_files(wh: Warehouse, paths: list) -> list[tuple[str, bool]]:
     from pathlib import Path
 
     from clonemem.generation.assemble import Assembly
-    from clonemem.release import PersonaRows
+    from clonemem.warehouse.content import PersonaRows
 
     out = []
     for path in paths:

@@ -1,0 +1,21 @@
+"""Which benchmarks a warehouse holds: look one up by id or name."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from clonemem.warehouse.db import Warehouse
+
+
+class UnknownBenchmark(LookupError):
+    """No benchmark with that id or name; the message lists the known names."""
+
+
+def resolve_benchmark(wh: Warehouse, ref: str) -> tuple[str, str]:
+    """(id, name) of a benchmark given its id or its name."""
+    got = wh.rows("SELECT benchmark_id, name FROM benchmarks WHERE benchmark_id = ? OR name = ?", [ref, ref])
+    if not got:
+        names = [r[0] for r in wh.rows("SELECT name FROM benchmarks ORDER BY name")]
+        raise UnknownBenchmark(f"no benchmark {ref!r} in {wh.path} (known: {', '.join(names) or 'none'})")
+    return got[0]
