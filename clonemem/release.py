@@ -23,7 +23,7 @@ from typing import Literal
 from pydantic import ValidationError
 
 from clonemem.ids import benchmark_id, content_id, persona_id
-from clonemem.qa import types as question_types
+from clonemem.schemas import question_types
 from clonemem.schemas.config import DIMENSIONS, QUESTION_TYPES
 from clonemem.schemas.release import QUESTION_KEYS, ReleaseFile, ReleaseQuestion
 from clonemem.warehouse import Warehouse

@@ -23,7 +23,7 @@ class Prompt:
 
 @lru_cache(maxsize=1)
 def _env() -> jinja2.Environment:
-    from clonemem.qa.types import spec as question_type
+    from clonemem.schemas.question_types import spec as question_type
 
     env = jinja2.Environment(
         loader=jinja2.PackageLoader("clonemem.prompts", "templates"),
@@ -33,7 +33,7 @@ def _env() -> jinja2.Environment:
         autoescape=False,
     )
     # ``question_type(name)``: the type's spec (definition, rules). Tasks that render QA prompts list
-    # clonemem.qa.types among their cache modules, so editing a spec invalidates them.
+    # clonemem.schemas.question_types among their cache modules, so editing a spec invalidates them.
     env.globals["question_type"] = question_type
     return env
 

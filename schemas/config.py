@@ -14,12 +14,12 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from clonemem.qa.types import names as _declared_question_types
+from clonemem.schemas.question_types import names as _declared_question_types
 
 Role = Literal["generator", "qa_writer", "validator", "extractor", "answerer", "judge"]
 ROLES: tuple[Role, ...] = ("generator", "qa_writer", "validator", "extractor", "answerer", "judge")
 Language = Literal["en", "zh"]
-# the question types are declared once, with their rules, in clonemem.qa.types
+# the question types are declared once, with their rules, in clonemem.schemas.question_types
 QUESTION_TYPES: tuple[str, ...] = _declared_question_types()
 QuestionType = Literal[QUESTION_TYPES]  # type: ignore[valid-type]
 Dimension = Literal["experience", "emotion", "opinion"]

@@ -1,4 +1,4 @@
-"""Question types are declared once (clonemem.qa.types); everything else reads the declaration."""
+"""Question types are declared once (clonemem.schemas.question_types); everything else reads the declaration."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ import pytest
 
 from clonemem import prompts, release
 from clonemem.offline.world.qa import qa_lexicon
-from clonemem.qa import types as question_types
+from clonemem.schemas import question_types
 from clonemem.qa.pipeline import run_item
-from clonemem.qa.types import QuestionTypeSpec
+from clonemem.schemas.question_types import QuestionTypeSpec
 from clonemem.schemas.config import QUESTION_TYPES, RunConfig
 
 

@@ -15,7 +15,7 @@ from pydantic import BaseModel
 
 from clonemem.ids import content_id, stable_int
 from clonemem.qa import stages as Q
-from clonemem.qa.types import spec as type_spec
+from clonemem.schemas.question_types import spec as type_spec
 from clonemem.schemas.config import QuestionType
 from clonemem.schemas.qa import E_TEXT, Choice, ChoiceInput, DistractorInput, PlanInput, QAPlan, Segment, SufficiencyInput, WriteInput
 from clonemem.stages import Stage

@@ -12,7 +12,7 @@ from importlib import resources
 
 from clonemem import text as textutil
 from clonemem.offline import OfflineCall
-from clonemem.qa import types as question_types
+from clonemem.schemas import question_types
 from clonemem.offline.world.common import archetype_of, fill, first_name, first_person, lexicon, persona_slots, pick
 from clonemem.schemas.qa import (
     ChoiceAttempt,
@@ -60,7 +60,7 @@ def _spread(evs: list[SegmentEvidence], days: int) -> bool:
 
 
 # Evidence selection per question type; each function is named by its type's spec
-# (clonemem.qa.types, ``offline_evidence``) and returns (chosen, "") or ([], why-key).
+# (clonemem.schemas.question_types, ``offline_evidence``) and returns (chosen, "") or ([], why-key).
 
 
 def select_single_point(seg: Segment) -> tuple[list[SegmentEvidence], str]:
