@@ -59,6 +59,7 @@ def handles_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
         except Exception as exc:
             if State.debug:
                 raise
+            _release(exc)
             import duckdb
 
             if isinstance(exc, duckdb.Error):
@@ -68,6 +69,26 @@ def handles_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
             fail(f"{type(exc).__name__}: {one_line(exc)} (unexpected; re-run with --debug for the traceback)")
 
     return wrapper
+
+
+def _release(exc: BaseException) -> None:
+    """Drop the locals of every frame of a handled error (and the errors chained to it).
+
+    The frames hold DuckDB connections and relations; alive at interpreter exit they make duckdb's
+    nanobind print "leaked instances" dumps after the one-line message."""
+    import gc
+    import traceback
+
+    seen: set[int] = set()
+    todo: list[BaseException | None] = [exc]
+    while todo:
+        e = todo.pop()
+        if e is None or id(e) in seen:
+            continue
+        seen.add(id(e))
+        traceback.clear_frames(e.__traceback__)
+        todo += [e.__cause__, e.__context__]
+    gc.collect()
 
 
 @contextmanager

@@ -39,7 +39,9 @@ def tiny_config(folder: Path, name: str = "tiny", personas: int = 1, **offline: 
 
 
 def env_for(home: Path, **extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k != "CLONEMEM_FAULT_KILL_AT"}
+    # as a user's shell: the logging levels this test process set for itself are not exported to the CLI
+    dropped = {"CLONEMEM_FAULT_KILL_AT", "PREFECT_LOGGING_LEVEL", "PREFECT_LOGGING_SERVER_LEVEL"}
+    env = {k: v for k, v in os.environ.items() if k not in dropped}
     env.update({"PREFECT_HOME": str(home), "CLONEMEM_LOCK_WAIT": "600", **extra})
     return env
 

@@ -103,7 +103,7 @@ def _mount_tmpfs(folder: Path, size: str) -> bool:
 
 def test_full_disk_gives_a_clear_error_and_corrupts_nothing(clean: dict, tmp_path: Path, demo_file: Path) -> None:
     disk = tmp_path / "disk"
-    if not _mount_tmpfs(disk, "4m"):
+    if not _mount_tmpfs(disk, "64m"):
         pytest.skip("needs permission to mount a small tmpfs (root)")
     try:
         wh = disk / "wh.duckdb"
