@@ -57,10 +57,10 @@ def parallelism(latency_ms: float, personas: int, tmp: Path) -> dict:
     cfg = config(f"par-{latency_ms}", seed=1000 + int(latency_ms), personas=personas, latency_ms=latency_ms,
                  workers=512)
     started = time.perf_counter()
-    summary = run_generation(cfg, tmp / f"par-{latency_ms}.duckdb")
+    summary = run_generation(cfg, str(tmp / f"par-{latency_ms}.duckdb"))
     flow_wall = time.perf_counter() - started
     bound = critical_path_calls(cfg) * latency_ms / 1000
-    return {"latency_ms": latency_ms, "personas": personas, "llm_calls": summary["llm_calls"],
+    return {"latency_ms": latency_ms, "personas": personas, "llm_calls": summary.llm_calls,
             "critical_path_calls": critical_path_calls(cfg), "critical_path_bound_s": round(bound, 3),
             "flow_wall_s": round(flow_wall, 3), "ratio": round(flow_wall / bound, 3)}
 
@@ -99,13 +99,13 @@ def rerun(tmp: Path) -> dict:
     cfg = config("rerun", seed=77)
     wh = tmp / "rerun.duckdb"
     t0 = time.perf_counter()
-    first = run_generation(cfg, wh)
+    first = run_generation(cfg, str(wh))
     t1 = time.perf_counter()
     digest = hashlib.sha256(wh.read_bytes()).hexdigest()
-    second = run_generation(cfg, wh)
+    second = run_generation(cfg, str(wh))
     t2 = time.perf_counter()
-    return {"first_llm_calls": first["llm_calls"], "first_traces": first["traces"],
-            "default_persona_flow_wall_s": round(t1 - t0, 2), "rerun_llm_calls": second["llm_calls"],
+    return {"first_llm_calls": first.llm_calls, "first_traces": first.traces,
+            "default_persona_flow_wall_s": round(t1 - t0, 2), "rerun_llm_calls": second.llm_calls,
             "rerun_wall_s": round(t2 - t1, 2),
             "warehouse_bytes_unchanged": hashlib.sha256(wh.read_bytes()).hexdigest() == digest}
 

@@ -36,15 +36,12 @@ WHERE c.check_name = 'distractor_blind' AND q.correct_choice_id <> 'E'
 
 
 def one(seed: int, tmp: Path) -> dict:
-    from clonemem.flows.gate import gate_flow
-    from clonemem.flows.generation import run_generation
-    from clonemem.flows.qa import qa_flow
+    from clonemem.flows.pipeline import pipeline_flow
 
     cfg = RunConfig(name=f"demo-{seed}", seed=seed)
     path = tmp / f"demo-{seed}.duckdb"
-    run_generation(cfg, path)
-    qa = qa_flow(cfg.model_dump(mode="json"), str(path))
-    gate = gate_flow(str(path), cfg.name)
+    run = pipeline_flow(str(path), cfg, evaluate=False, force=True)
+    qa = run.qa.model_dump()
     with Warehouse.open_reader(path) as wh:
         items, blind = wh.rows(BLIND_ACCURACY)[0]
     margin = cfg.gate.heuristic_margin
@@ -59,7 +56,7 @@ def one(seed: int, tmp: Path) -> dict:
         "chance": 0.25, "margin": margin,
         "within_margin": all(abs(v - 0.25) <= margin for v in (cues["longest_option_accuracy"],
                                                                cues["overlap_option_accuracy"], blind)),
-        "gate": gate["status"],
+        "gate": run.gate_status,
     }
 
 

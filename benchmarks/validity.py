@@ -29,10 +29,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--k", type=int, default=10)
     args = parser.parse_args()
-    from clonemem.flows.evaluation import evaluate_flow
-    from clonemem.flows.gate import gate_flow
-    from clonemem.flows.generation import run_generation
-    from clonemem.flows.qa import qa_flow
+    from clonemem.flows.pipeline import pipeline_flow
 
     from clonemem.demo import demo_config
 
@@ -40,12 +37,11 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "demo.duckdb"
         t0 = time.perf_counter()
-        run_generation(cfg, path)
-        qa_flow(cfg.model_dump(mode="json"), str(path))
-        gate = gate_flow(str(path), "demo")["status"]
-        result = evaluate_flow(cfg.model_dump(mode="json"), str(path), "demo", ["oracle", *FLAT, "random"], [args.k])
+        run = pipeline_flow(str(path), cfg, systems=["oracle", *FLAT, "random"], ks=[args.k], force=True)
+        gate = run.gate_status
+        assert run.evaluation is not None
         seconds = time.perf_counter() - t0
-    rows = {r["system"]: r for r in result["results"]}
+    rows = {r.system: r.model_dump() for r in run.evaluation.results}
     checks = {}
     for metric in ("recall_flat", "recall_any_any", "choice_accuracy"):
         best = max(FLAT, key=lambda s: rows[s][metric])

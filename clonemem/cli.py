@@ -59,7 +59,6 @@ def handles_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
         except Exception as exc:
             if State.debug:
                 raise
-            _release(exc)
             import duckdb
 
             if isinstance(exc, duckdb.Error):
@@ -69,26 +68,6 @@ def handles_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
             fail(f"{type(exc).__name__}: {one_line(exc)} (unexpected; re-run with --debug for the traceback)")
 
     return wrapper
-
-
-def _release(exc: BaseException) -> None:
-    """Drop the locals of every frame of a handled error (and the errors chained to it).
-
-    The frames hold DuckDB connections and relations; alive at interpreter exit they make duckdb's
-    nanobind print "leaked instances" dumps after the one-line message."""
-    import gc
-    import traceback
-
-    seen: set[int] = set()
-    todo: list[BaseException | None] = [exc]
-    while todo:
-        e = todo.pop()
-        if e is None or id(e) in seen:
-            continue
-        seen.add(id(e))
-        traceback.clear_frames(e.__traceback__)
-        todo += [e.__cause__, e.__context__]
-    gc.collect()
 
 
 @contextmanager
@@ -244,64 +223,88 @@ def generate(
     if persona is not None and bundle is not None:
         from clonemem.flows.generation import generate_persona_flow
 
-        out = generate_persona_flow(cfg.model_dump(mode="json"), persona, str(bundle))
-        typer.echo(f"persona {persona} written to {bundle} ({out['failures']} failed items)", err=True)
+        out = generate_persona_flow(persona, str(bundle), cfg)
+        typer.echo(f"persona {persona} written to {bundle} ({out.failures} failed items)", err=True)
         return
-    from clonemem.flows.gate import gate_flow
-    from clonemem.flows.generation import run_generation
-    from clonemem.flows.qa import qa_flow
+    result = _run_pipeline(cfg, evaluate=False)
+    typer.echo(result.benchmark_id)
+
+
+@app.command("run")
+@handles_errors
+def run(
+    config: Annotated[Path, typer.Option("--config", help="run configuration (TOML)")],
+    systems: Annotated[str, typer.Option("--systems", help="comma-separated; default: the config's evaluation.systems")] = "",
+    k: Annotated[str, typer.Option("--k", help="retrieval depths, comma-separated; default: the config's")] = "",
+    out: Annotated[Path | None, typer.Option("--out", help="export the benchmark in the release format here")] = None,
+    json_out: Annotated[Path | None, typer.Option("--json", help="also write the evaluation results to this JSON file")] = None,
+    force: Annotated[bool, typer.Option("--force", help="evaluate even when the gate fails")] = False,
+) -> None:
+    """The whole pipeline (the `pipeline` flow): generate → QA → gate → evaluate → export."""
+    from clonemem.schemas.config import load_config
+
+    cfg = load_config(config)
+    names = _csv(systems, "--systems") if systems else None
+    ks = _ks(k) if k else None
+    result = _run_pipeline(cfg, evaluate=True, systems=names, ks=ks, force=force, export_dir=out)
+    assert result.evaluation is not None
+    typer.echo(leaderboard(result.evaluation))
+    if json_out is not None:
+        _write_json(json_out, result.evaluation)
+    if result.export is not None:
+        typer.echo(f"exported to {result.export.folder}", err=True)
+
+
+def _run_pipeline(cfg: Any, **options: Any) -> Any:
+    """Run the `pipeline` flow holding the warehouse, printing each part's summary; map failures to exit codes."""
+    from clonemem.expectations.gate import GateFailed
+    from clonemem.flows.pipeline import NothingGenerated, pipeline_flow
 
     warehouse = _warehouse_for(cfg).expanduser().resolve()
     with writing(warehouse):
-        summary = run_generation(cfg, warehouse)
-        _print_generation(summary, warehouse)
-        if summary["landed"] + summary["unchanged"] == 0:
-            fail(f"no persona was generated ({len(summary['failures'])} stage item(s) failed; see above): fix the "
-                 "provider settings or the config and run the same command again (finished work is cached)",
-                 ExitCode.NOTHING_GENERATED)
-        qa = qa_flow(cfg.model_dump(mode="json"), str(warehouse))
-        _print_qa(qa)
-        status = _gate_status(warehouse, summary["benchmark_id"])
-        if summary["landed"] == 0 and qa["landed"] == 0 and status in ("passed", "failed"):
-            # nothing changed since the last gate: re-running leaves the warehouse exactly as it was
-            typer.echo(f"gate: content unchanged since the last gate run; status {status}", err=True)
-        else:
-            status = gate_flow(str(warehouse), summary["benchmark_id"])
-            _print_gate(status)
-            status = status["status"]
-    typer.echo(summary["benchmark_id"])
-    if status != "passed":
-        fail(f"benchmark {cfg.name!r} was stored but failed the gate (see the failed expectations above): fix the "
-             f"config and generate again, or evaluate it anyway with `clonemem evaluate {cfg.name} --force`",
-             ExitCode.GATE_FAILED)
+        try:
+            result = pipeline_flow(str(warehouse), cfg, **{k: (str(v) if isinstance(v, Path) else v)
+                                                          for k, v in options.items()})
+        except NothingGenerated as exc:
+            if exc.generation is not None:
+                _print_generation(exc.generation, warehouse)
+            fail(str(exc), ExitCode.NOTHING_GENERATED)
+        except GateFailed as exc:
+            if exc.pipeline is not None:
+                _print_generation(exc.pipeline.generation, warehouse)
+                _print_qa(exc.pipeline.qa)
+            _print_gate(exc.result)
+            fail(f"benchmark {cfg.name!r} was stored but failed the gate (see the failed expectations above): fix "
+                 f"the config and generate again, or evaluate it anyway with `clonemem evaluate {cfg.name} --force`",
+                 ExitCode.GATE_FAILED)
+    _print_generation(result.generation, warehouse)
+    _print_qa(result.qa)
+    if not (result.generation.landed or result.qa.landed) and result.gate_status == "passed":
+        typer.echo(f"gate: content unchanged since the last gate run; status {result.gate_status}", err=True)
+    else:
+        typer.echo(f"gate {result.gate_status}" + (f" (forced past: {'; '.join(result.gate_failed)})"
+                                                   if result.gate_failed else ""), err=True)
+    return result
 
 
-def _gate_status(warehouse: Path, benchmark_id: str) -> str | None:
-    from clonemem.warehouse import Warehouse
-
-    with Warehouse.open_reader(warehouse) as wh:
-        return wh.scalar("SELECT gate_status FROM benchmarks WHERE benchmark_id = ?", [benchmark_id])
-
-
-def _print_qa(q: dict) -> None:
-    status = q["status"]
-    typer.echo(f"stage IV: {status.get('accepted', 0)} questions accepted, {status.get('rejected', 0)} rejected "
-               f"({q['rejection_rate']}), {status.get('infeasible', 0)} candidates infeasible; by type "
-               f"{q['by_type']}; by dimension {q['by_dimension']}; {q['llm_calls']} LLM calls", err=True)
-    cues = q["cues"]
-    typer.echo(f"  superficial cues: longest option right {cues['longest_option_accuracy']}, "
-               f"word overlap right {cues['overlap_option_accuracy']} (chance 0.25); correct letters "
-               f"{cues['correct_letter_distribution']}", err=True)
+def _print_qa(q: Any) -> None:
+    typer.echo(f"stage IV: {q.status.get('accepted', 0)} questions accepted, {q.status.get('rejected', 0)} rejected "
+               f"({q.rejection_rate}), {q.status.get('infeasible', 0)} candidates infeasible; by type "
+               f"{q.by_type}; by dimension {q.by_dimension}; {q.llm_calls} LLM calls", err=True)
+    cues = q.cues
+    typer.echo(f"  superficial cues: longest option right {cues.longest_option_accuracy}, "
+               f"word overlap right {cues.overlap_option_accuracy} (chance 0.25); correct letters "
+               f"{cues.correct_letter_distribution}", err=True)
 
 
-def _print_gate(g: dict) -> None:
-    failed = [o for o in g["outcomes"] if not o["success"]]
-    typer.echo(f"gate {g['status']}: {len(g['outcomes']) - len(failed)}/{len(g['outcomes'])} expectations met; "
-               f"data docs: {g['data_docs']}", err=True)
+def _print_gate(g: Any) -> None:
+    failed = g.failed
+    typer.echo(f"gate {g.status}: {len(g.outcomes) - len(failed)}/{len(g.outcomes)} expectations met; "
+               f"data docs: {g.data_docs}", err=True)
     for o in failed:
-        typer.echo(f"  FAILED {o['suite']}: {o['expectation']} (unexpected: {o['unexpected_count']}, "
-                   f"observed: {json.dumps(o['observed'], default=str)[:200]})", err=True)
-        for row in o["failing_sample"][:3]:
+        typer.echo(f"  FAILED {o.suite}: {o.expectation} (unexpected: {o.unexpected_count}, "
+                   f"observed: {json.dumps(o.observed, default=str)[:200]})", err=True)
+        for row in o.failing_sample[:3]:
             typer.echo(f"    e.g. {json.dumps(row, default=str)[:300]}", err=True)
 
 
@@ -309,26 +312,29 @@ def _print_gate(g: dict) -> None:
 @handles_errors
 def gate(benchmark: Annotated[str, typer.Argument(help="benchmark id or name")]) -> None:
     """Run the Great Expectations gate; exit 3 when the benchmark fails it."""
+    from clonemem.expectations.gate import GateFailed
     from clonemem.flows.gate import gate_flow
 
     with writing(State.warehouse):
-        result = gate_flow(str(State.warehouse.expanduser().resolve()), benchmark)
+        try:
+            result = gate_flow(str(State.warehouse.expanduser().resolve()), benchmark)
+        except GateFailed as exc:
+            _print_gate(exc.result)
+            fail(f"benchmark {benchmark!r} failed the gate (see above); `clonemem evaluate` refuses it unless --force",
+                 ExitCode.GATE_FAILED)
     _print_gate(result)
-    if result["status"] != "passed":
-        fail(f"benchmark {benchmark!r} failed the gate (see above); `clonemem evaluate` refuses it unless --force",
-             ExitCode.GATE_FAILED)
 
 
-def _print_generation(s: dict, warehouse: Path) -> None:
+def _print_generation(s: Any, warehouse: Path) -> None:
     err = lambda msg: typer.echo(msg, err=True)  # noqa: E731
-    err(f"benchmark {s['name']!r} in {warehouse}: {s['personas']} persona(s), {s['landed']} landed, "
-        f"{s['unchanged']} unchanged; {s['detailed_events']} detailed events, {s['evidence']} evidence, "
-        f"{s['traces']} traces; {s['llm_calls']} LLM calls in {s['seconds']:.1f} s")
-    if s["failures"]:
-        err(f"{len(s['failures'])} stage item(s) failed after retries:")
-        for f in s["failures"][:20]:
-            err(f"  {f['persona']} {f['stage']} {f['item']}: {f['error']}")
-    for d in s["dropped"][:20]:
+    err(f"benchmark {s.name!r} in {warehouse}: {s.personas} persona(s), {s.landed} landed, "
+        f"{s.unchanged} unchanged; {s.detailed_events} detailed events, {s.evidence} evidence, "
+        f"{s.traces} traces; {s.llm_calls} LLM calls in {s.seconds:.1f} s")
+    if s.failures:
+        err(f"{len(s.failures)} stage item(s) failed after retries:")
+        for f in s.failures[:20]:
+            err(f"  {f.persona} {f.stage} {f.item}: {f.error}")
+    for d in s.dropped[:20]:
         err(f"  dropped {d}")
 
 
@@ -354,6 +360,22 @@ def _csv(value: str, what: str) -> list[str]:
     return items
 
 
+def _ks(value: str) -> list[int]:
+    try:
+        ks = sorted({int(x) for x in _csv(value, "--k")})
+    except ValueError:
+        fail(f"--k must be comma-separated integers, got {value!r}", code=2)
+    if any(x < 1 for x in ks):
+        fail("--k values must be at least 1", code=2)
+    return ks
+
+
+def _write_json(path: Path, result: Any) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(result.model_dump(mode="json"), indent=1), "utf-8")
+    typer.echo(f"results written to {path}", err=True)
+
+
 @app.command("evaluate")
 @handles_errors
 def evaluate(
@@ -370,17 +392,11 @@ def evaluate(
 
     cfg = load_config(config)
     names = _csv(systems, "--systems") if systems else list(cfg.evaluation.systems)
-    try:
-        ks = sorted({int(x) for x in _csv(k, "--k")})
-    except ValueError:
-        fail(f"--k must be comma-separated integers, got {k!r}", code=2)
-    if any(x < 1 for x in ks):
-        fail("--k values must be at least 1", code=2)
+    ks = _ks(k)
     _precheck_evaluation(benchmark, names, force)
     with writing(State.warehouse):
         try:
-            result = evaluate_flow(cfg.model_dump(mode="json"), str(State.warehouse.expanduser().resolve()), benchmark,
-                                   names, ks, force)
+            result = evaluate_flow(str(State.warehouse.expanduser().resolve()), benchmark, names, ks, force, cfg)
         except Exception as exc:
             if State.debug:
                 raise
@@ -391,47 +407,25 @@ def evaluate(
                  ExitCode.SYSTEMS_FAILED)
     typer.echo(leaderboard(result))
     if json_out is not None:
-        json_out.parent.mkdir(parents=True, exist_ok=True)
-        json_out.write_text(json.dumps(result, indent=1, default=str), "utf-8")
-        typer.echo(f"results written to {json_out}", err=True)
-    missing = _failed_systems(result, names, ks)
-    if missing:
-        fail(f"{len(missing)} requested system(s) failed to evaluate: {', '.join(missing)}; the others were stored. "
-             "Fix them (or leave them out of --systems) and run again", ExitCode.SYSTEMS_FAILED)
-
-
-def _failed_systems(result: dict, names: list[str], ks: list[int]) -> list[str]:
-    """Requested systems with a missing or failed (system, k) entry in the result."""
-    failed = set(result.get("failed_systems") or [])
-    seen = {(r["system"], r["k"]) for r in result.get("results", []) if not r.get("error")}
-    failed |= {s for s in names for k in ks if (s, k) not in seen}
-    return [s for s in names if s in failed]
+        _write_json(json_out, result)
 
 
 def _precheck_evaluation(benchmark: str, names: list[str], force: bool) -> None:
     """Fail before the flow starts (the flow checks again, for deployments): unknown systems, an ungated benchmark."""
-    from clonemem.flows.evaluation import require_gate
     from clonemem.memory import SYSTEMS
     from clonemem.warehouse import Warehouse
+    from clonemem.warehouse.catalog import require_gate_passed
 
     for name in names:
         SYSTEMS.get(name)
     with Warehouse.open_reader(State.warehouse) as wh:
-        require_gate(wh, benchmark, force)
+        require_gate_passed(wh, benchmark, force)
 
 
-def leaderboard(result: dict) -> str:
-    """A table like the paper's Tables 3–4: retrieval and QA metrics per system and k."""
-    cols = [("recall_flat", "R-flat"), ("recall_all_any", "R-all-any"), ("recall_any_any", "R-any-any"),
-            ("choice_accuracy", "choice"), ("qa_consistency", "QA-cons"), ("mem_recall", "mem-rec"),
-            ("mem_helpful", "mem-help"), ("context_tokens", "ctx-tok")]
-    head = f"{'system':<18}{'k':>4}" + "".join(f"{label:>11}" for _, label in cols)
-    lines = [f"benchmark {result['benchmark']} ({'offline answerer/judge' if result.get('offline') else 'live models'})",
-             head, "-" * len(head)]
-    for r in result["results"]:
-        cells = "".join(f"{r[m]:>11.3f}" if isinstance(r[m], float) else f"{'-':>11}" for m, _ in cols)
-        lines.append(f"{r['system']:<18}{r['k']:>4}{cells}")
-    return "\n".join(lines)
+def leaderboard(result: Any) -> str:
+    from clonemem.evaluation.report import leaderboard as table
+
+    return table(result)
 
 
 @app.command("systems")
@@ -521,8 +515,32 @@ def demo(
 def main() -> None:
     try:
         app()
+        code: object = 0
+    except SystemExit as exc:
+        code = exc.code
     except KeyboardInterrupt:  # pragma: no cover
-        sys.exit(int(ExitCode.INTERRUPTED))
+        code = int(ExitCode.INTERRUPTED)
+    leave(code)
+
+
+def leave(code: object) -> None:
+    """Exit after the atexit hooks (Prefect stops its server, loggers flush), without interpreter teardown.
+
+    duckdb 2.0's nanobind bindings print a "leaked instances" dump of 40-odd lines when objects of theirs
+    (module-level type constants) are still referenced at teardown, which Prefect's and GX's background
+    threads make happen in long runs. Every warehouse handle is closed before this point; the teardown
+    would free nothing of ours, only print noise after the command's last line.
+    """
+    import atexit
+    import os
+
+    if code is not None and not isinstance(code, int):
+        print(code, file=sys.stderr)
+        code = 1
+    atexit._run_exitfuncs()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code or 0)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -95,8 +95,7 @@ def estimate(cfg: RunConfig, *, sample_personas: int = DEFAULT_SAMPLE) -> CostEs
     """Count (dry run) and price the calls of generation and QA for ``cfg``."""
     from prefect.settings import PREFECT_TASKS_REFRESH_CACHE, temporary_settings
 
-    from clonemem.flows.generation import run_generation
-    from clonemem.flows.qa import qa_flow
+    from clonemem.flows.pipeline import pipeline_flow
     from clonemem.warehouse import Warehouse
 
     dry = dry_run_config(cfg, sample_personas)
@@ -104,8 +103,7 @@ def estimate(cfg: RunConfig, *, sample_personas: int = DEFAULT_SAMPLE) -> CostEs
         path = Path(tmp) / "estimate.duckdb"
         # every task runs (and is counted) even when an identical offline run is already cached
         with temporary_settings(updates={PREFECT_TASKS_REFRESH_CACHE: True}):
-            run_generation(dry, path)
-            qa_flow(dry.model_dump(mode="json"), str(path))
+            pipeline_flow(str(path), dry, gate=False, evaluate=False)
         with Warehouse.open_reader(path) as wh:
             counted = wh.rows("SELECT stage, role, count(*), coalesce(sum(input_tokens), 0), "
                               "coalesce(sum(output_tokens), 0) FROM llm_calls GROUP BY stage, role ORDER BY stage, role")

@@ -34,7 +34,7 @@ def user_errors() -> tuple[type[BaseException], ...]:
     """Exception types whose message is the whole story (imported lazily: some pull in Prefect)."""
     import duckdb
 
-    from clonemem.flows.evaluation import EvaluationRefused
+    from clonemem.warehouse.catalog import EvaluationRefused
     from clonemem.llm.types import LLMError
     from clonemem.registry import RegistryError
     from clonemem.release import ReleaseError

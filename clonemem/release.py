@@ -28,7 +28,8 @@ from clonemem.schemas.config import DIMENSIONS, QUESTION_TYPES
 from clonemem.schemas.release import QUESTION_KEYS, ReleaseFile, ReleaseQuestion
 from clonemem.warehouse import Warehouse
 from clonemem.warehouse.catalog import resolve_benchmark
-from clonemem.warehouse.content import PERSONA_TABLES, PersonaRows, delete_persona
+from clonemem.warehouse.content import PersonaRows
+from clonemem.warehouse.landing import Landing, PersonaLanding, land
 
 MAX_REPORTED_PROBLEMS = 20
 ImportMode = Literal["create", "replace", "append"]
@@ -441,27 +442,14 @@ def load_personas(wh: Warehouse, personas: Sequence[ParsedPersona], name: str,
     files = {Path(p.file).name for p in personas} | (set(old_config.get("files", [])) if appending else set())
     formats = {p.source_format for p in personas} | (set(old_config.get("formats", [])) if appending else set())
     languages = {p.language for p in personas} | ({lang for _, _, lang, _ in old_personas} if appending else set())
-    with wh.transaction():
-        if existing and not appending:
-            for pid, *_ in old_personas:
-                _delete_imported_persona(wh, pid)
-        wh.upsert("benchmarks", [{
-            "benchmark_id": bid, "name": name, "source": "imported", "is_offline": False,
-            "language": next(iter(languages)) if len(languages) == 1 else None,
-            "config_json": json.dumps({"files": sorted(files), "formats": sorted(formats)}, ensure_ascii=False),
-            "gate_status": "pending",  # new content: any earlier gate verdict no longer applies
-        }])
-        for rows in all_rows:
-            _delete_imported_persona(wh, rows.persona_id)
-            for table in (*PERSONA_TABLES, "import_notes"):
-                if table in rows.tables:
-                    wh.upsert(table, rows.tables[table])
+    land(wh, Landing(
+        bid, "persona", [PersonaLanding(rows) for rows in all_rows], completes=True,
+        benchmark={"benchmark_id": bid, "name": name, "source": "imported", "is_offline": False,
+                   "language": next(iter(languages)) if len(languages) == 1 else None,
+                   "config_json": json.dumps({"files": sorted(files), "formats": sorted(formats)}, ensure_ascii=False),
+                   "gate_status": "pending"},  # new content: any earlier gate verdict no longer applies
+        drop_personas=[pid for pid, *_ in old_personas] if existing and not appending else ()))
     return _summary(wh, bid, name, personas, "appended" if appending else "replaced" if existing else "created")
-
-
-def _delete_imported_persona(wh: Warehouse, pid: str) -> None:
-    delete_persona(wh, pid)
-    wh.execute("DELETE FROM import_notes WHERE persona_id = ?", [pid])
 
 
 def _summary(wh: Warehouse, bid: str, name: str, personas: Sequence[ParsedPersona], mode: str) -> ImportSummary:

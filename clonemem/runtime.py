@@ -8,12 +8,16 @@ each task's cache key through :class:`clonemem.tasks.caching.StagePolicy`.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import TypeVar
 
-from clonemem.llm.model import CallSink, Model, get_model
+from clonemem.llm.model import CallSink, MemorySink, Model, get_model
+from clonemem.llm.types import Paid
 from clonemem.schemas.config import Role, RunConfig
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -52,3 +56,32 @@ def current() -> Runtime:
     if _current is None:
         raise RuntimeError("no run context: call tasks inside clonemem.runtime.use(...)")
     return _current
+
+
+class Recorder:
+    """The models of the current run, with every call recorded here: a task returns its result with
+    the calls that produced it (:class:`Paid`), so both land (and are cached) together."""
+
+    def __init__(self, runtime: Runtime) -> None:
+        self._runtime = runtime
+        self._sink = MemorySink()
+
+    def model(self, role: Role) -> Model:
+        return self._runtime.model(role).recording_to(self._sink)
+
+    def run(self, stage, inp):  # noqa: ANN001, ANN201 - a clonemem.stages.Stage and its input
+        return stage.run(self.model(stage.role), inp)
+
+    @property
+    def calls(self) -> tuple:
+        return tuple(self._sink.records)
+
+
+def paid(body: Callable[[Recorder], T]) -> Paid[T]:
+    """Run ``body`` with a recorder of the current run; a failure carries the calls it spent (``exc.calls``)."""
+    rec = Recorder(current())
+    try:
+        return Paid(body(rec), rec.calls)
+    except Exception as exc:
+        exc.calls = rec.calls  # type: ignore[attr-defined]
+        raise

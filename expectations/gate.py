@@ -46,6 +46,24 @@ class GateResult:
     def failed(self) -> list[ExpectationOutcome]:
         return [o for o in self.outcomes if not o.success]
 
+    def describe_failures(self) -> list[str]:
+        return [f"{o.suite}: {o.expectation} (unexpected: {o.unexpected_count})" for o in self.failed]
+
+
+class GateFailed(RuntimeError):
+    """The benchmark failed the gate: it is stored with status `failed` and evaluation refuses it."""
+
+    def __init__(self, result: GateResult, pipeline: Any = None) -> None:
+        failed = "; ".join(result.describe_failures())
+        super().__init__(f"benchmark {result.name!r} failed the gate ({len(result.failed)}/{len(result.outcomes)} "
+                         f"expectations unmet: {failed}); evaluate it anyway with --force (deployment parameter "
+                         "`force: true`)")
+        self.result = result
+        self.pipeline = pipeline  # what the pipeline did before the gate (a PipelineResult), when it ran one
+
+    def __reduce__(self) -> tuple:
+        return (GateFailed, (self.result, self.pipeline))
+
 
 def gate_params(wh: Warehouse, bid: str, gate: GateConfig) -> dict[str, Any]:
     """What the expectations compare against: the configured bounds, the superficial-cue statistics,
@@ -64,9 +82,9 @@ def gate_params(wh: Warehouse, bid: str, gate: GateConfig) -> dict[str, Any]:
         "SELECT coalesce(target.medium, actual.medium) AS medium, "
         "abs(coalesce(actual.share, 0) - coalesce(target.share, 0)) AS deviation "
         "FROM target FULL OUTER JOIN actual ON target.medium = actual.medium")
-    return {**gate.model_dump(), "longest_option_accuracy": cues["longest_option_accuracy"],
-            "overlap_option_accuracy": cues["overlap_option_accuracy"], "media_mix_query": media_query,
-            "cues": cues}
+    return {**gate.model_dump(), "longest_option_accuracy": cues.longest_option_accuracy,
+            "overlap_option_accuracy": cues.overlap_option_accuracy, "media_mix_query": media_query,
+            "cues": cues.model_dump()}
 
 
 def applicable(source: str) -> list[Check]:
@@ -74,7 +92,7 @@ def applicable(source: str) -> list[Check]:
 
 
 def run_gate(warehouse_path: str | Path, ref: str, gate: GateConfig | None = None,
-             docs_dir: str | Path | None = None) -> GateResult:
+             docs_dir: str | Path | None = None, run_id: str | None = None) -> GateResult:
     """Validate one benchmark; store the results; mark the benchmark passed or failed."""
     warehouse_path = Path(warehouse_path).expanduser().resolve()
     with Warehouse.open_reader(warehouse_path) as wh:
@@ -88,22 +106,22 @@ def run_gate(warehouse_path: str | Path, ref: str, gate: GateConfig | None = Non
     started = dt.datetime.now(dt.UTC).replace(tzinfo=None)
     outcomes, docs_index = _validate(warehouse_path, bid, applicable(source), params, docs)
     status = "passed" if all(o.success for o in outcomes) else "failed"
-    run_id = str(uuid.uuid4())
+    gate_run_id = run_id or str(uuid.uuid4())
     with Warehouse.open_writer(warehouse_path) as wh:
         with wh.transaction():
             wh.upsert("gate_runs", [{
-                "gate_run_id": run_id, "benchmark_id": bid, "run_id": None, "status": status, "started_at": started,
+                "gate_run_id": gate_run_id, "benchmark_id": bid, "run_id": run_id, "status": status, "started_at": started,
                 "finished_at": dt.datetime.now(dt.UTC).replace(tzinfo=None), "data_docs_path": docs_index,
                 "summary": json.dumps({"expectations": len(outcomes), "failed": sum(not o.success for o in outcomes),
                                        "cues": params["cues"], "source": source}, default=str)}])
             wh.upsert("gate_results", [{
-                "gate_run_id": run_id, "suite": o.suite, "expectation": o.expectation, "success": o.success,
+                "gate_run_id": gate_run_id, "suite": o.suite, "expectation": o.expectation, "success": o.success,
                 "observed": json.dumps(o.observed, default=str), "unexpected_count": o.unexpected_count,
                 "failing_sample": json.dumps(o.failing_sample, default=str)} for o in outcomes])
             # the verdict is the last stage of a benchmark: from now on readers list it as complete
             wh.execute("UPDATE benchmarks SET gate_status = ?, status = 'complete' WHERE benchmark_id = ?", [status, bid])
             checkpoint("gate.verdict")
-    return GateResult(run_id, bid, name, status, outcomes, docs_index, params)
+    return GateResult(gate_run_id, bid, name, status, outcomes, docs_index, params)
 
 
 def _validate(path: Path, bid: str, checks: list[Check], params: dict[str, Any],

@@ -206,6 +206,7 @@ class EvaluationConfig(_Section):
     k: list[PosInt] = Field(default_factory=lambda: [5, 10, 20])
     full_context_tokens: PosInt = 8000
     bootstrap_samples: PosInt = 1000
+    concurrency: PosInt = 8  # answerer and judge calls in flight per (system, k, persona) batch
 
 
 class RunConfig(_Section):
@@ -336,3 +337,23 @@ def _resolve_paths(config: RunConfig, base: Path) -> RunConfig:
     if pool is not None and not pool.is_absolute():
         updates["generation"] = config.generation.model_copy(update={"seed_pool": base / pool})
     return config.model_copy(update=updates) if updates else config
+
+
+def resolve_config(config: RunConfig | dict | str | Path | None) -> RunConfig:
+    """A flow's ``config`` parameter: a run configuration (a mapping, as the Prefect UI's form and
+    ``--params`` give it), the path of a TOML file, or None for the offline defaults.
+
+    Errors name the deployment parameter, since that is what a deployment's user changes."""
+    if config is None:
+        return RunConfig()
+    if isinstance(config, RunConfig):
+        return config
+    if isinstance(config, (str, Path)):
+        try:
+            return load_config(config)
+        except ConfigError as exc:
+            raise ConfigError(f"flow parameter `config` (a TOML path): {exc}") from None
+    try:
+        return RunConfig.model_validate(config)
+    except ValidationError as exc:
+        raise ConfigError(f"flow parameter `config`: {format_validation_error('mapping', exc)}") from None

@@ -1,62 +1,65 @@
 """Cache keys for LLM-step tasks: inputs + task source + what the inputs do not show.
 
 A stage's output also depends on its prompt template, the model bound to its role, and, for the
-offline provider, the seed and the handler code and lexicon. Editing a template invalidates only
-the tasks that render it; keys never contain API keys.
+offline provider, the seed and the code of the handler the stage declares (its module, the offline
+helpers it imports, their lexicons). Editing a template or a handler invalidates only the tasks that
+run that stage; keys never contain API keys. A memory system's results depend on its code (the
+closure of its class's module, :mod:`clonemem.codehash`) and on the stages it declares.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
-from functools import lru_cache
-from importlib import resources
 from typing import Any
 
 from prefect.cache_policies import CachePolicy
 
 from clonemem import prompts, runtime
-from clonemem.stages import STAGES
+from clonemem.codehash import code_hash
 from clonemem.ids import stable_hash
+from clonemem.schemas.config import RunConfig
+from clonemem.stages import STAGES, Stage
 
 
-@lru_cache(maxsize=1)
-def offline_code_hash() -> str:
-    """The offline world's code and lexicons: editing any of them invalidates offline results."""
-    root = resources.files("clonemem.offline")
-    files = [e for e in root.iterdir() if e.name.endswith(".py")]
-    files += [e for e in (root / "world").iterdir() if e.name.endswith(".py")]
-    files += [e for e in (root / "lexicon").iterdir() if e.name.endswith(".json")]
-    return stable_hash("".join(f.name + f.read_text("utf-8") for f in sorted(files, key=lambda f: f.name)))
+def stage_key_parts(stages: Iterable[Stage], config: RunConfig) -> list[str]:
+    parts = []
+    for stage in stages:
+        ref = config.models.ref(stage.role)
+        parts += [stage.name, str(ref), prompts.template_hash(stage.template)]
+        if ref.provider == "offline":
+            parts += [str(config.seed), stage.offline_code_hash()]
+    return parts
 
 
 @dataclass
 class StagePolicy(CachePolicy):
-    """Adds the template hash and the role's model binding of the stages a task runs to its cache key:
-    the stages named here, or the one in the task's ``stage_name`` input."""
+    """Adds the stages a task runs to its cache key: the stages named here, or the one in the task's
+    ``stage_name`` input; ``modules`` is code the task body runs beyond its own source."""
 
     stage_names: tuple[str, ...] = ()
-    modules: tuple[str, ...] = ()  # code the task body runs beyond its own source (e.g. a pipeline module)
-    stage_prefix: str | None = None  # also every registered stage whose name starts with this
+    modules: tuple[str, ...] = ()
 
     def compute_key(self, task_ctx: Any, inputs: dict[str, Any], flow_parameters: dict[str, Any], **kwargs: Any) -> str | None:
-        config = runtime.current().config
-        parts = []
         names = list(self.stage_names) or ([inputs["stage_name"]] if "stage_name" in inputs else [])
-        if self.stage_prefix:
-            names += [n for n in STAGES.names() if n.startswith(self.stage_prefix)]
-        for name in names:
-            stage = STAGES.get(name)
-            ref = config.models.ref(stage.role)
-            parts += [name, str(ref), prompts.template_hash(stage.template)]
-            if ref.provider == "offline":
-                parts += [str(config.seed), offline_code_hash()]
-        parts += [module_hash(m) for m in self.modules]
+        parts = stage_key_parts(map(STAGES.get, names), runtime.current().config)
+        parts += [code_hash(m) for m in self.modules]
         return stable_hash("|".join(parts))
 
 
-@lru_cache(maxsize=None)
-def module_hash(name: str) -> str:
-    import importlib
-    import inspect
+@dataclass
+class MemorySystemPolicy(CachePolicy):
+    """Adds the memory system named by the task's ``system`` input: its code and its declared stages.
 
-    return stable_hash(inspect.getsource(importlib.import_module(name)))
+    Nothing is listed here: a new system (or a plugin's) is covered the moment it is registered."""
+
+    modules: tuple[str, ...] = ()
+
+    def compute_key(self, task_ctx: Any, inputs: dict[str, Any], flow_parameters: dict[str, Any], **kwargs: Any) -> str | None:
+        from clonemem.memory import SYSTEMS
+
+        factory = SYSTEMS.get(inputs["system"])
+        parts = [inputs["system"], code_hash(factory.__module__)]
+        parts += stage_key_parts(getattr(factory, "stages", ()), runtime.current().config)
+        parts += [code_hash(m) for m in self.modules]
+        return stable_hash("|".join(parts))

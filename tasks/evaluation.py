@@ -1,43 +1,75 @@
-"""Evaluation as Prefect tasks: building a memory system and retrieving for every question (one
-task per system × persona), answering and judging (one task per system × k × persona). Cached on
-their inputs, the code of the memory systems and the models bound to the roles."""
+"""Evaluation as Prefect tasks: loading a gated benchmark, building a memory system and retrieving for
+every question (one task per system × persona), answering and judging (one task per system × k ×
+persona, its LLM steps in bounded concurrent batches), and landing everything in one transaction.
+
+Retrieval and answering are cached on their inputs, the code of the memory system (and of the
+evaluation module) and the models bound to the roles, so a re-run makes no LLM call."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from prefect import task
-from prefect.cache_policies import INPUTS, TASK_SOURCE
+from prefect.cache_policies import INPUTS, NO_CACHE, TASK_SOURCE
 
 from clonemem import runtime
-from clonemem.evaluation.run import Outcome, PersonaData, Retrieval, answer_and_judge, build_and_retrieve
-from clonemem.llm.model import get_model
+from clonemem.evaluation import report
+from clonemem.evaluation import stages as E
+from clonemem.evaluation.land import Answers, EvaluationRun, Retrievals, evaluation_rows, land_evaluation, system_stats
+from clonemem.evaluation.run import Outcome, PersonaData, Retrieval, answer_and_judge, build_and_retrieve, load_benchmark
+from clonemem.llm.types import CallRecord, Paid
+from clonemem.schemas.results import EvaluationResult
 from clonemem.stages import STAGES
-from clonemem.tasks.caching import StagePolicy
+from clonemem.tasks.caching import MemorySystemPolicy, StagePolicy
 from clonemem.tasks.generation import _transient_only
+from clonemem.warehouse import Warehouse
+from clonemem.warehouse.catalog import require_gate_passed
 
-MEMORY_CODE = ("clonemem.memory.base", "clonemem.memory.simple", "clonemem.memory.flat", "clonemem.memory.embed",
-               "clonemem.memory.mem0", "clonemem.memory.amem", "clonemem.memory.omem", "clonemem.evaluation.run")
+EVAL_STAGES = (E.ANSWER_FREE.name, E.ANSWER_CHOICE.name, E.JUDGE.name)
 
 
-@task(cache_policy=INPUTS + TASK_SOURCE + StagePolicy(stage_prefix="memory.", modules=MEMORY_CODE),
+@task(cache_policy=NO_CACHE, task_run_name="load {benchmark}")
+def load_task(warehouse_path: str, benchmark: str, force: bool) -> tuple[str, str, list[PersonaData]]:
+    """The benchmark's id, name and personas (traces and questions), if it may be evaluated."""
+    with Warehouse.open_reader(warehouse_path) as wh:
+        bid, name = require_gate_passed(wh, benchmark, force)
+        return bid, name, load_benchmark(wh, bid)
+
+
+@task(cache_policy=INPUTS + TASK_SOURCE + MemorySystemPolicy(modules=("clonemem.evaluation.run",)),
       persist_result=True, retries=1, retry_condition_fn=_transient_only, task_run_name="retrieve {system} {persona.person_key}")
-def retrieve_task(system: str, persona: PersonaData, k_max: int) -> Retrieval:
+def retrieve_task(system: str, persona: PersonaData, k_max: int) -> Paid[Retrieval]:
     """Build ``system`` from the persona's traces and retrieve for every question (time-aware)."""
-    rt = runtime.current()
-    model = get_model(rt.config, "extractor", sink=rt.sink, run_id=rt.run_id)  # its own usage counter
+    def body(rec: runtime.Recorder) -> Retrieval:
+        model = rec.model("extractor")  # its own usage counter: the system's spend
 
-    def llm(stage_name: str, inp):  # noqa: ANN001, ANN202
-        return STAGES.get(stage_name).run(model, inp)
+        def usage() -> tuple[int, int]:
+            return model.usage.calls, model.usage.input_tokens + model.usage.output_tokens
 
-    def usage() -> tuple[int, int]:
-        return model.usage.calls, model.usage.input_tokens + model.usage.output_tokens
+        return build_and_retrieve(system, persona, k_max, lambda name, inp: STAGES.get(name).run(model, inp),
+                                  runtime.current().config.seed, usage)
 
-    return build_and_retrieve(system, persona, k_max, llm, rt.config.seed, usage)
+    return runtime.paid(body)
 
 
-@task(cache_policy=INPUTS + TASK_SOURCE + StagePolicy(stage_prefix="eval.", modules=("clonemem.evaluation.run",)),
+@task(cache_policy=INPUTS + TASK_SOURCE + StagePolicy(stage_names=EVAL_STAGES, modules=("clonemem.evaluation.run",)),
       persist_result=True, retries=1, retry_condition_fn=_transient_only,
       task_run_name="answer {system} k={k} {persona.person_key}")
-def answer_task(system: str, k: int, persona: PersonaData, retrieval: Retrieval) -> list[Outcome]:
-    """The clone answers every question from the top-k memories; the judge scores the answers."""
-    rt = runtime.current()
-    return answer_and_judge(system, k, persona, retrieval, lambda stage, inp: stage.run(rt.model(stage.role), inp))
+def answer_task(system: str, k: int, persona: PersonaData, retrieval: Retrieval) -> Paid[list[Outcome]]:
+    """The clone answers every question from the top-k memories; the judge scores the answers (the calls
+    run in bounded concurrent batches through the provider layer, which keeps limits and retries)."""
+    workers = runtime.current().config.evaluation.concurrency
+    return runtime.paid(lambda rec: answer_and_judge(system, k, persona, retrieval, rec.run, workers=workers))
+
+
+@task(cache_policy=NO_CACHE, task_run_name="land evaluation {run.benchmark}")
+def land_task(warehouse_path: str, run: EvaluationRun, personas: list[PersonaData], retrievals: Retrievals,
+              answers: Answers, calls: Sequence[CallRecord]) -> EvaluationResult:
+    """Per-question metrics, aggregates with bootstrap intervals, efficiency; landed in one transaction."""
+    rows = evaluation_rows(run, personas, retrievals, answers)
+    stats = system_stats(run.systems, personas, retrievals)
+    aggs = report.aggregates(rows.per_question, run.config.evaluation.bootstrap_samples, run.config.seed)
+    with Warehouse.open_writer(warehouse_path) as wh:
+        land_evaluation(wh, run, rows, stats, aggs, calls)
+    return report.evaluation_result(rows.per_question, aggs, stats, run.systems, run.ks, benchmark=run.benchmark,
+                                    benchmark_id=run.benchmark_id, eval_run_id=run.eval_run_id, offline=run.offline)

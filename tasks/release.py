@@ -1,11 +1,13 @@
-"""Import as Prefect tasks: parsing is cached on the file's content, landing is not."""
+"""Import and export as Prefect tasks: parsing is cached on the file's content, landing is not."""
 
 from __future__ import annotations
 
 from prefect import task
-from prefect.cache_policies import INPUTS, TASK_SOURCE
+from prefect.cache_policies import INPUTS, NO_CACHE, TASK_SOURCE
 
 from clonemem import locomo, release
+from clonemem.schemas.results import ExportResult
+from clonemem.warehouse import Warehouse
 
 
 @task(cache_policy=INPUTS + TASK_SOURCE, persist_result=True, task_run_name="parse {file_name}")
@@ -25,3 +27,11 @@ def land_personas(warehouse_path: str, parsed: list[release.ParsedPersona], name
                   mode: release.ImportMode = "create") -> release.ImportSummary:
     """Write the parsed personas as one benchmark, in one transaction, from this process's writer."""
     return release.import_into_warehouse(warehouse_path, lambda: parsed, name, mode)
+
+
+@task(cache_policy=NO_CACHE, task_run_name="export {benchmark}")
+def export_task(warehouse_path: str, benchmark: str, out_dir: str, questions_key: str = "questions") -> ExportResult:
+    """The benchmark in the release format, one JSON file per persona."""
+    with Warehouse.open_reader(warehouse_path) as wh:
+        files = release.export_release(wh, benchmark, out_dir, questions_key)
+    return ExportResult(folder=str(out_dir), files=tuple(str(f) for f in files))

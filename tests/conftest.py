@@ -51,3 +51,30 @@ def wh(wh_path: Path):
 def write_json(path: Path, doc: object) -> Path:
     path.write_text(json.dumps(doc, ensure_ascii=False), "utf-8")
     return path
+
+
+# -- leave without interpreter teardown (as the CLI does; see clonemem.cli.leave) -------------------
+
+_EXIT_STATUS = 0
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    global _EXIT_STATUS
+    _EXIT_STATUS = int(exitstatus)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """After the report: duckdb's nanobind would print "leaked instances" dumps at teardown for module
+    constants that Prefect's background threads keep referenced; every warehouse is closed by now."""
+    import sys
+
+    if config.pluginmanager.has_plugin("xdist") and hasattr(config, "workerinput"):
+        return  # an xdist worker: its controller reports
+    import atexit
+
+    config.get_terminal_writer().flush()
+    atexit._run_exitfuncs()  # e.g. the temporary PREFECT_HOME above is removed
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(_EXIT_STATUS)

@@ -49,8 +49,7 @@ def test_dry_run_is_offline_and_sampled() -> None:
 
 @pytest.mark.prefect
 def test_estimate_counts_what_an_offline_run_calls(tmp_path: Path, monkeypatch) -> None:
-    from clonemem.flows.generation import run_generation
-    from clonemem.flows.qa import qa_flow
+    from clonemem.flows.pipeline import pipeline_flow
     from clonemem.warehouse import Warehouse
 
     for var in ("ANTHROPIC_API_KEY", "GEMINI_API_KEY", "OPENAI_API_KEY"):
@@ -62,8 +61,7 @@ def test_estimate_counts_what_an_offline_run_calls(tmp_path: Path, monkeypatch) 
     offline = _tiny()
     path = tmp_path / "wh.duckdb"
     with temporary_settings(updates={PREFECT_TASKS_REFRESH_CACHE: True}):  # the estimate just filled the cache
-        run_generation(offline, path)
-        qa_flow(offline.model_dump(mode="json"), str(path))
+        pipeline_flow(str(path), offline, gate=False, evaluate=False)
     with Warehouse.open_reader(path) as wh:
         real = {(s, r): (n, i, o) for s, r, n, i, o in wh.rows(
             "SELECT stage, role, count(*), sum(input_tokens), sum(output_tokens) FROM llm_calls GROUP BY ALL")}

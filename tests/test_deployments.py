@@ -22,6 +22,6 @@ def test_entrypoints_resolve_and_evaluation_is_scheduled() -> None:
         assert hasattr(flow, "fn"), f"{dep['entrypoint']} is not a Prefect flow"
         assert set(dep.get("parameters", {})) <= set(flow.parameters.properties), dep["name"]
         names.add(dep["name"])
-    assert {"generate", "gate", "evaluate-nightly"} <= names
+    assert {"pipeline", "pipeline-nightly", "generate", "gate", "evaluate-nightly"} <= names
     nightly = next(d for d in spec["deployments"] if d["name"] == "evaluate-nightly")
     assert nightly["schedules"][0]["cron"]

@@ -38,7 +38,7 @@ def imported(tmp_path_factory) -> Path:
 def result(imported: Path) -> dict:
     from clonemem.flows.evaluation import evaluate_flow
 
-    return evaluate_flow(RunConfig().model_dump(mode="json"), str(imported), "imported", SYSTEMS.names(), [1, 3, 5])
+    return evaluate_flow(str(imported), "imported", SYSTEMS.names(), [1, 3, 5], config=RunConfig()).model_dump(mode="json")
 
 
 def test_every_system_runs_and_the_contract_holds(result: dict) -> None:

@@ -12,7 +12,8 @@ from clonemem.generation.assemble import assemble
 from clonemem.generation.dag import PersonaDag
 from clonemem.generation.execute import new_dags, run_inline
 from clonemem.llm.types import PermanentError
-from clonemem.offline import HANDLERS, OfflineCall
+from clonemem.offline import OfflineCall
+from clonemem.stages import STAGES, offline_override
 from clonemem.runtime import Runtime, use
 from clonemem.schemas.config import RunConfig
 
@@ -126,14 +127,14 @@ def test_faults_leave_the_result_unchanged(dag: PersonaDag) -> None:
 
 
 def test_an_item_that_keeps_failing_is_recorded_and_the_rest_continues() -> None:
-    real = HANDLERS.get("generation.trace_content")
+    real = STAGES.get("generation.trace_content").offline_handler()
 
     def broken(call: OfflineCall):
         if call.inputs.trace_key in ("E1P1D1T1", "E2P1D2T2"):
             raise PermanentError("offline/world: simulated permanent failure")
         return real(call)
 
-    with HANDLERS.override("generation.trace_content", broken):
+    with offline_override("generation.trace_content", broken):
         d = generate_inline()
     assert sorted(f.item for f in d.failures) == ["E1P1D1T1", "E2P1D2T2"]
     assert all(f.stage == "generation.trace_content" and "simulated permanent" in f.error for f in d.failures)
@@ -148,14 +149,14 @@ def test_an_item_that_keeps_failing_is_recorded_and_the_rest_continues() -> None
 
 
 def test_a_failed_phase_is_skipped_and_the_chain_goes_on() -> None:
-    real = HANDLERS.get("generation.phase")
+    real = STAGES.get("generation.phase").offline_handler()
 
     def broken(call: OfflineCall):
         if call.inputs.event_index == 1 and call.inputs.phase_index == 0:
             raise PermanentError("simulated")
         return real(call)
 
-    with HANDLERS.override("generation.phase", broken):
+    with offline_override("generation.phase", broken):
         d = generate_inline()
     assert [f.item for f in d.failures] == ["E2P1"]
     assert (1, 0) not in d.phases and (1, 1) in d.phases and (2, 1) in d.phases

@@ -21,7 +21,9 @@ from clonemem.llm.types import (
     PermanentError,
     TransientError,
 )
-from clonemem.offline import HANDLERS, ScriptExhausted, scripted
+from clonemem.memory.memsys_stages import SUMMARIZE_TRACE
+from clonemem.offline import ScriptExhausted, scripted
+from clonemem.stages import offline_override
 from clonemem.schemas.config import RunConfig
 from clonemem.schemas.memory import TraceSummary, TraceText
 
@@ -31,8 +33,7 @@ TRACE = TraceText(trace_id="t1", medium="diary", event_date="2023-03-04T15:20:00
 
 
 def summarize(model: Model, trace: TraceText = TRACE) -> TraceSummary:
-    prompt = prompts.render("summarize_trace", inp=trace, language_name="English")
-    return model.structured(model.request("memory.summarize_trace", prompt, trace, TraceSummary), TraceSummary)
+    return SUMMARIZE_TRACE.run(model, trace)
 
 
 def config(**offline: object) -> RunConfig:
@@ -63,16 +64,16 @@ def _traces(n: int) -> list[TraceText]:
     return [TRACE.model_copy(update={"trace_id": f"t{i}", "content": TRACE.content + f" Day {i}."}) for i in range(n)]
 
 
-def test_unknown_offline_stage_is_permanent() -> None:
+def test_a_request_without_an_offline_handler_is_permanent() -> None:
     model = get_model(config(), "extractor")
-    req = model.request("no.such.stage", prompts.Prompt("x", "s", "u", "h"), TRACE, TraceSummary)
-    with pytest.raises(PermanentError, match="unknown offline stage handler 'no.such.stage'"):
+    req = model.request("no.such.stage", prompts.Prompt("x", "s", "u", "h"), TraceSummary)
+    with pytest.raises(PermanentError, match="stage 'no.such.stage' declares no offline handler"):
         model.structured(req, TraceSummary)
 
 
 def test_scripted_handler_fails_loudly_when_exhausted() -> None:
     model = get_model(config(), "extractor")
-    with HANDLERS.override("memory.summarize_trace", scripted([TraceSummary(summary="one")])):
+    with offline_override("memory.summarize_trace", scripted([TraceSummary(summary="one")])):
         assert summarize(model).summary == "one"
         with pytest.raises(ScriptExhausted):
             summarize(model)

@@ -24,7 +24,7 @@ from clonemem.memory.amem import AMem
 from clonemem.memory.base import BuildContext, MemoryTrace, QuestionView, Retrieved
 from clonemem.memory.mem0 import Mem0, when
 from clonemem.memory.omem import OMem
-from clonemem.offline import HANDLERS, OfflineCall
+from clonemem.offline import OfflineCall
 from clonemem.offline.world import memsys as offline
 from clonemem.runtime import Runtime, use
 from clonemem.schemas.config import RunConfig
@@ -121,7 +121,7 @@ def built(persona):
 def test_systems_are_registered_llm_systems(built):
     for name, cls in (("mem0", Mem0), ("amem", AMem), ("omem", OMem)):
         system, stats, seconds = built[name]
-        assert isinstance(system, cls) and cls.name == name and cls.uses_llm
+        assert isinstance(system, cls) and cls.name == name and cls.llm_stages
         assert stats["llm_calls"] > 0 and stats["items"] > 0, (name, stats)
         print(f"{name}: built in {seconds:.2f} s, {stats}")
 
@@ -264,7 +264,7 @@ def test_omem_clue_index_returns_the_rarest_word(rt):
 
 
 def call(stage: str, inputs) -> object:
-    return HANDLERS.get(stage)(OfflineCall(stage=stage, inputs=inputs, rng=random.Random(0), model="offline"))
+    return STAGES.get(stage).offline_handler()(OfflineCall(stage=stage, inputs=inputs, rng=random.Random(0), model="offline"))
 
 
 def test_every_step_is_defined_with_a_handler_and_renders():

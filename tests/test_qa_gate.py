@@ -26,15 +26,11 @@ CONFIG = {"name": "qa-bench", "seed": 5, "generation": {"major_events": 4, "phas
 
 @pytest.fixture(scope="module")
 def bench(tmp_path_factory) -> Path:
-    from clonemem.flows.gate import gate_flow
-    from clonemem.flows.generation import run_generation
-    from clonemem.flows.qa import qa_flow
+    from clonemem.flows.pipeline import pipeline_flow
 
     path = tmp_path_factory.mktemp("qa") / "wh.duckdb"
     cfg = RunConfig.model_validate(CONFIG)
-    run_generation(cfg, path)
-    qa_flow(cfg.model_dump(mode="json"), str(path))
-    assert gate_flow(str(path), "qa-bench")["status"] == "passed"
+    assert pipeline_flow(str(path), cfg, evaluate=False).gate_status == "passed"
     return path
 
 

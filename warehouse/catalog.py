@@ -19,3 +19,21 @@ def resolve_benchmark(wh: Warehouse, ref: str) -> tuple[str, str]:
         names = [r[0] for r in wh.rows("SELECT name FROM benchmarks ORDER BY name")]
         raise UnknownBenchmark(f"no benchmark {ref!r} in {wh.path} (known: {', '.join(names) or 'none'})")
     return got[0]
+
+
+class EvaluationRefused(RuntimeError):
+    """The benchmark has not passed the gate (and evaluation was not forced)."""
+
+
+def require_gate_passed(wh: Warehouse, ref: str, force: bool) -> tuple[str, str]:
+    """(id, name) of a benchmark that may be evaluated: its gate passed, or ``force``."""
+    bid, name = resolve_benchmark(wh, ref)
+    status = gate_status(wh, bid)
+    if status != "passed" and not force:
+        raise EvaluationRefused(f"benchmark {name!r} has gate status {status!r}: run `clonemem gate {name}` first, or "
+                                "evaluate anyway with --force (deployment parameter `force: true`)")
+    return bid, name
+
+
+def gate_status(wh: Warehouse, benchmark_id: str) -> str | None:
+    return wh.scalar("SELECT gate_status FROM benchmarks WHERE benchmark_id = ?", [benchmark_id])

@@ -28,6 +28,12 @@ PERSONA_TABLES: tuple[str, ...] = (
     "question_choices", "qa_checks", "qa_distractor_rounds", "qa_rejected",
 )
 
+# A persona's stage-IV output: what re-landing QA replaces.
+QA_TABLES: tuple[str, ...] = (
+    "trajectory_segments", "questions", "question_evidence", "question_traces", "question_choices", "qa_checks",
+    "qa_distractor_rounds", "qa_rejected",
+)
+
 # Children first; each statement takes the persona id once per `?`.
 # A persona's stage-IV output (questions and their quality-control records), replaced on re-landing QA.
 _DELETE_QA = (
@@ -44,6 +50,7 @@ _DELETE_QA = (
 )
 
 _DELETE_PERSONA = _DELETE_QA + (
+    "DELETE FROM import_notes WHERE persona_id = ?",
     "DELETE FROM evidence_traces WHERE evidence_id IN (SELECT evidence_id FROM evidence WHERE persona_id = ?)",
     "DELETE FROM evidence_arcs WHERE evidence_id IN (SELECT evidence_id FROM evidence WHERE persona_id = ?)",
     "DELETE FROM evidence WHERE persona_id = ?",

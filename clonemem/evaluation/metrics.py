@@ -12,9 +12,9 @@ from collections.abc import Sequence
 import numpy as np
 import polars as pl
 
-RECALLS = ("recall_flat", "recall_all_all", "recall_all_any", "recall_any_all", "recall_any_any")
-JUDGED = ("qa_consistency", "qa_hallucination_rate", "qa_perfect_rate", "mem_recall", "mem_helpful")
-METRICS = (*RECALLS, "choice_accuracy", *JUDGED)
+from clonemem.schemas.results import JUDGED, METRICS, RECALLS
+
+__all__ = ["JUDGED", "METRICS", "RECALLS", "aggregate", "bootstrap_ci", "choice_correct", "judged", "recall_at_k"]
 
 
 def top_k_unique(retrieved: Sequence[str], k: int) -> list[str]:

@@ -92,7 +92,15 @@ class Retrieval:
 def build_and_retrieve(system: str, persona: PersonaData, k_max: int, llm: Callable, seed: int,
                        usage: Callable[[], tuple[int, int]]) -> Retrieval:
     memory = SYSTEMS.get(system)()
-    ctx = BuildContext(llm=llm, language=persona.language, seed=seed)
+    declared = {s.name for s in memory.llm_stages}
+
+    def step(stage_name: str, inp):  # noqa: ANN001, ANN202 - only declared stages: they are what the cache key covers
+        if stage_name not in declared:
+            raise RuntimeError(f"memory system {system!r} called stage {stage_name!r}, which its class does not "
+                               "declare in llm_stages")
+        return llm(stage_name, inp)
+
+    ctx = BuildContext(llm=step, language=persona.language, seed=seed)
     started = time.perf_counter()
     memory.build(persona.traces, ctx)
     build = time.perf_counter() - started

@@ -5,6 +5,9 @@ from __future__ import annotations
 from clonemem.schemas import evaluation as ev
 from clonemem.stages import define
 
-ANSWER_FREE = define("eval.answer_free", "eval_answer_free", "answerer", ev.AnswerInput, ev.FreeAnswer)
-ANSWER_CHOICE = define("eval.answer_choice", "eval_answer_choice", "answerer", ev.AnswerInput, ev.ChoiceAnswer)
-JUDGE = define("eval.judge", "eval_judge", "judge", ev.JudgeInput, ev.JudgeVerdict)
+ANSWER_FREE = define("eval.answer_free", "eval_answer_free", "answerer", ev.AnswerInput, ev.FreeAnswer,
+    offline="clonemem.offline.world.evaluation:answer_free")
+ANSWER_CHOICE = define("eval.answer_choice", "eval_answer_choice", "answerer", ev.AnswerInput, ev.ChoiceAnswer,
+    offline="clonemem.offline.world.evaluation:answer_choice")
+JUDGE = define("eval.judge", "eval_judge", "judge", ev.JudgeInput, ev.JudgeVerdict,
+    offline="clonemem.offline.world.evaluation:judge")

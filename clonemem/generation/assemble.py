@@ -11,9 +11,10 @@ import json
 from dataclasses import dataclass, field
 
 from clonemem.generation.dag import PersonaDag
-from clonemem.ids import content_id, stable_hash
+from clonemem.ids import content_id
 from clonemem.ids import benchmark_id, persona_id
 from clonemem.warehouse.content import PersonaRows
+from clonemem.warehouse.landing import rows_hash
 
 
 @dataclass
@@ -23,7 +24,7 @@ class Assembly:
 
     @property
     def content_hash(self) -> str:
-        return stable_hash(json.dumps(self.rows.tables, sort_keys=True, default=str), 32)
+        return rows_hash(self.rows.tables)
 
 
 def _ts(d: dt.date) -> dt.datetime:

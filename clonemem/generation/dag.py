@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from pydantic import BaseModel
 
+from clonemem.llm.types import CallRecord
 from clonemem.generation import stages as S
 from clonemem.schemas import generation as g
 from clonemem.schemas.config import GenerationConfig
@@ -50,6 +51,7 @@ class PersonaDag:
     noise_plans: dict[tuple[int, int], list[g.TracePlan]] = field(default_factory=dict)
     contents: dict[tuple, str] = field(default_factory=dict)  # (e, k, i, t) or (e, k, "noise", t)
     failures: list[Failure] = field(default_factory=list)
+    calls: list[CallRecord] = field(default_factory=list)  # what the persona's steps spent (landed with it)
     _submit: Submit | None = None
     _pending: int = 0
     _on_finished: Callable[[PersonaDag], None] | None = None

@@ -1,15 +1,22 @@
-"""Landing: one persona's rows into the warehouse in one transaction, only when they changed."""
+"""Landing generated content: the benchmark row, and each finished persona (or a persona bundle
+generated elsewhere) in one transaction with the LLM calls it paid for, only when it changed."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
+from pathlib import Path
 
 from clonemem.generation.assemble import Assembly
+from clonemem.llm.types import CallRecord
 from clonemem.schemas.config import RunConfig
 from clonemem.warehouse import Warehouse
-from clonemem.faults import checkpoint
-from clonemem.warehouse.content import PERSONA_TABLES, delete_persona
-from clonemem.warehouse.lifecycle import MARK_INCOMPLETE
+from clonemem.warehouse.content import PersonaRows
+from clonemem.warehouse.landing import Landing, PersonaLanding, land
+
+
+class BenchmarkClash(ValueError):
+    """The benchmark name is taken by an imported benchmark."""
 
 
 def benchmark_row(config: RunConfig) -> dict:
@@ -29,7 +36,7 @@ def ensure_benchmark(wh: Warehouse, config: RunConfig) -> bool:
     got = wh.rows("SELECT source, is_offline, language, config_json::VARCHAR FROM benchmarks WHERE benchmark_id = ?",
                   [row["benchmark_id"]])
     if got and got[0][0] != "generated":
-        raise ValueError(f"benchmark {config.name!r} exists and was {got[0][0]}; set another `name` in the config")
+        raise BenchmarkClash(f"benchmark {config.name!r} exists and was {got[0][0]}; set another `name` in the config")
     if got and (got[0][1], got[0][2], json.loads(got[0][3])) == (row["is_offline"], row["language"],
                                                                  json.loads(row["config_json"])):
         return False
@@ -37,31 +44,14 @@ def ensure_benchmark(wh: Warehouse, config: RunConfig) -> bool:
     return True
 
 
-def land(wh: Warehouse, assembly: Assembly, benchmark_id: str) -> bool:
+def land_persona(wh: Warehouse, assembly: Assembly, benchmark_id: str, calls: Sequence[CallRecord] = ()) -> bool:
     """Replace the persona's rows; skip (return False) when the landed content hash is the same."""
-    pid = assembly.rows.persona_id
-    digest = assembly.content_hash
-    if wh.scalar("SELECT content_hash FROM persona_landings WHERE persona_id = ?", [pid]) == digest:
-        return False
-    with wh.transaction():
-        delete_persona(wh, pid)
-        for table in PERSONA_TABLES:
-            if table in assembly.rows.tables:
-                wh.upsert(table, assembly.rows.tables[table])
-        wh.upsert("persona_landings", [{"persona_id": pid, "benchmark_id": benchmark_id, "content_hash": digest}])
-        # new content invalidates an earlier gate verdict, and the benchmark is incomplete until gated again
-        wh.execute(MARK_INCOMPLETE, [benchmark_id])
-    checkpoint("generation.landed")
-    return True
+    return bool(land(wh, Landing(benchmark_id, "persona", [PersonaLanding(assembly.rows, assembly.content_hash)],
+                                 calls=calls, checkpoint="generation.landed")))
 
 
-def land_bundle_files(wh: Warehouse, paths: list) -> list[tuple[str, bool]]:
+def land_bundle_files(wh: Warehouse, paths: Sequence[str | Path]) -> list[tuple[str, bool]]:
     """Land persona bundles written by `generate --persona N --bundle FILE` on other machines."""
-    from pathlib import Path
-
-    from clonemem.generation.assemble import Assembly
-    from clonemem.warehouse.content import PersonaRows
-
     out = []
     for path in paths:
         try:
@@ -74,8 +64,8 @@ def land_bundle_files(wh: Warehouse, paths: list) -> list[tuple[str, bool]]:
             continue
         existing = wh.rows("SELECT source FROM benchmarks WHERE benchmark_id = ?", [bench["benchmark_id"]])
         if existing and existing[0][0] != "generated":
-            raise ValueError(f"{path}: benchmark {bench['name']!r} exists and was {existing[0][0]}")
+            raise BenchmarkClash(f"{path}: benchmark {bench['name']!r} exists and was {existing[0][0]}")
         if not existing:
             wh.upsert("benchmarks", [bench])
-        out.append((str(path), land(wh, Assembly(PersonaRows(pid, tables)), bench["benchmark_id"])))
+        out.append((str(path), land_persona(wh, Assembly(PersonaRows(pid, tables)), bench["benchmark_id"])))
     return out

@@ -31,6 +31,7 @@ from clonemem.llm.types import (
     InvalidOutputError,
     LLMError,
     Message,
+    OfflineAnswer,
     PermanentError,
     TransientError,
     Usage,
@@ -113,21 +114,26 @@ class Model:
     def ref(self) -> str:
         return self.api.ref
 
+    def recording_to(self, sink: CallSink) -> Model:
+        """This model with its calls recorded to ``sink`` (same provider, limits and retry policy; its own
+        usage totals): a task records the calls it makes, to return them with its result."""
+        return Model(self.api, self.role, self.policy, self._limiter, self.price, sink, self.run_id, self._sleep)
+
     @property
     def is_offline(self) -> bool:
         return not self.api.is_live
 
     # -- public ------------------------------------------------------------------------------
 
-    def request(self, stage: str, prompt: prompts.Prompt, inputs: BaseModel | None = None,
-                schema: type[BaseModel] | None = None, max_tokens: int = 4096) -> GenerateRequest:
+    def request(self, stage: str, prompt: prompts.Prompt, schema: type[BaseModel] | None = None, *,
+                inputs_key: str = "", offline: OfflineAnswer | None = None, max_tokens: int = 4096) -> GenerateRequest:
         """Build a request from a rendered prompt; structured requests carry the JSON schema instruction."""
         user = prompt.user
         if schema is not None:
             user += "\n\n" + prompts.render("json_output", schema=json.dumps(schema.model_json_schema())).user
         return GenerateRequest(
             stage=stage, role=self.role, system=prompt.system, messages=(Message("user", user),),
-            inputs=inputs, output_schema=schema, max_tokens=max_tokens,
+            inputs_key=inputs_key, offline=offline, output_schema=schema, max_tokens=max_tokens,
         )
 
     def structured(self, request: GenerateRequest, schema: type[T]) -> T:

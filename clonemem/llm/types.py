@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import random
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Generic, Literal, TypeVar
 
 from pydantic import BaseModel
 
@@ -20,19 +22,26 @@ class Message:
     content: str
 
 
+# How the offline provider answers a request: the stage's declared handler, bound to the stage's typed
+# inputs; called with a generator seeded by (seed, stage, inputs) and the model name.
+OfflineAnswer = Callable[[random.Random, str], BaseModel | str]
+
+
 @dataclass(frozen=True)
 class GenerateRequest:
     """One logical LLM call.
 
-    ``inputs`` are the stage's structured inputs, carried beside the rendered prompt so the
-    offline provider can build its answer from them; live providers only see the prompt.
+    Live providers see the prompt; the offline provider calls ``offline`` (set by the stage that
+    built the request). ``inputs_key`` identifies the stage's structured inputs (stable across
+    retries and prompt wording), for seeding.
     """
 
     stage: str
     role: str
     system: str
     messages: tuple[Message, ...]
-    inputs: BaseModel | None = None
+    inputs_key: str = ""
+    offline: OfflineAnswer | None = field(default=None, compare=False, repr=False)
     output_schema: type[BaseModel] | None = None
     max_tokens: int = 4096
     temperature: float = 0.0
@@ -46,9 +55,7 @@ class GenerateRequest:
 
     @property
     def inputs_hash(self) -> str:
-        if self.inputs is None:
-            return stable_hash(self.prompt_hash)
-        return stable_hash(self.stage + "\x00" + self.inputs.model_dump_json())
+        return self.inputs_key or stable_hash(self.prompt_hash)
 
     def json_schema(self) -> dict | None:
         return self.output_schema.model_json_schema() if self.output_schema else None
@@ -85,6 +92,18 @@ class CallRecord:
 
     def row(self) -> dict:
         return dict(self.__dict__)
+
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Paid(Generic[T]):
+    """A step's result with the LLM calls that produced it. Both are cached together, so the calls
+    land with the content they paid for, also when a resumed run takes the result from the cache."""
+
+    value: T
+    calls: tuple[CallRecord, ...] = ()
 
 
 @dataclass

@@ -50,7 +50,7 @@ def embed_text(content: str, keywords: Sequence[str], tags: Sequence[str]) -> st
 
 class AMem(MemorySystem):
     name = "amem"
-    uses_llm = True
+    llm_stages = (stages.AMEM_NOTE, stages.AMEM_LINKS, stages.AMEM_EVOLVE)
 
     def __init__(self, top_n: int = TOP_N) -> None:
         self.top_n = top_n

@@ -13,11 +13,14 @@ import datetime as dt
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from pydantic import BaseModel
 
 from clonemem.registry import Registry
+
+if TYPE_CHECKING:
+    from clonemem.stages import Stage
 
 
 @dataclass(frozen=True)
@@ -61,8 +64,12 @@ class BuildContext:
 
 
 class MemorySystem(ABC):
+    """A memory system. Besides ``build`` and ``retrieve`` it declares, on its class, the LLM stages it
+    may call (``llm_stages``; each stage names its own offline handler): the only stages ``ctx.llm``
+    runs for it, and, with the code of its module, what its cached results are keyed on."""
+
     name: ClassVar[str]
-    uses_llm: ClassVar[bool] = False
+    llm_stages: ClassVar[tuple[Stage, ...]] = ()
 
     @abstractmethod
     def build(self, traces: Sequence[MemoryTrace], ctx: BuildContext) -> None:

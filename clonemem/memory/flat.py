@@ -31,7 +31,7 @@ class _Flat(MemorySystem):
     """Retrieval over units; a trace contributes its raw text and/or its extracted memories."""
 
     raw = True
-    extracted = False
+    extracted = False  # also index LLM-extracted summaries, keyphrases and facts (needs llm_stages below)
 
     def build(self, traces: Sequence[MemoryTrace], ctx: BuildContext) -> None:
         units = []
@@ -123,6 +123,7 @@ class FlatCombined(Hybrid):
 
     name = "flat_combined"
     extracted = True
+    llm_stages = (memory_stages.SUMMARIZE_TRACE,)
 
 
 class FlatExtractedOnly(Hybrid):
@@ -131,3 +132,4 @@ class FlatExtractedOnly(Hybrid):
     name = "flat_wo_org"
     raw = False
     extracted = True
+    llm_stages = (memory_stages.SUMMARIZE_TRACE,)

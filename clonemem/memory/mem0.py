@@ -158,7 +158,7 @@ def clip(text: str, n: int) -> str:
 
 class Mem0(MemorySystem):
     name = "mem0"
-    uses_llm = True
+    llm_stages = (stages.MEM0_EXTRACT, stages.MEM0_UPDATE)
 
     def __init__(self, top_s: int = TOP_S) -> None:
         self.top_s = top_s

@@ -41,7 +41,7 @@ CLUSTER_SHOWN = 5  # attributes of a cluster shown in one retrieved item
 
 class OMem(MemorySystem):
     name = "omem"
-    uses_llm = True
+    llm_stages = (stages.OMEM_EXTRACT, stages.OMEM_ROUTE)
 
     def __init__(self, top_s: int = TOP_S, cluster_threshold: float = CLUSTER_THRESHOLD,
                  topics_per_query: int = TOPICS_PER_QUERY) -> None:

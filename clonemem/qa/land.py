@@ -3,19 +3,18 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 
-from clonemem.ids import stable_hash
 from clonemem.qa.pipeline import ItemResult
 from clonemem.schemas.config import DIMENSIONS, QUESTION_TYPES
 from clonemem.schemas.qa import Segment
+from clonemem.schemas.results import CueStats
 from clonemem.qa.segments import segment_row
-from clonemem.faults import checkpoint
-from clonemem.warehouse.lifecycle import MARK_INCOMPLETE
+from clonemem.llm.types import CallRecord
 from clonemem.warehouse import Warehouse
-from clonemem.warehouse.content import delete_persona_qa
+from clonemem.warehouse.content import QA_TABLES, PersonaRows
+from clonemem.warehouse.landing import Landing, PersonaLanding, land, rows_hash
 
-QA_TABLES = ("trajectory_segments", "questions", "question_evidence", "question_traces", "question_choices",
-             "qa_checks", "qa_distractor_rounds", "qa_rejected")
 
 def qa_rows(persona_id: str, benchmark_id: str, segments: list[Segment], results: list[ItemResult],
             arc_ids: dict[str, str]) -> dict[str, list[dict]]:
@@ -57,19 +56,20 @@ def qa_rows(persona_id: str, benchmark_id: str, segments: list[Segment], results
     return rows
 
 
-def land_qa(wh: Warehouse, persona_id: str, benchmark_id: str, rows: dict[str, list[dict]], summary: dict) -> bool:
-    digest = stable_hash(json.dumps(rows, sort_keys=True, default=str), 32)
-    if wh.scalar("SELECT content_hash FROM qa_landings WHERE persona_id = ?", [persona_id]) == digest:
-        return False
-    with wh.transaction():
-        delete_persona_qa(wh, persona_id)
-        for table in QA_TABLES:
-            wh.upsert(table, rows[table])
-        wh.upsert("qa_landings", [{"persona_id": persona_id, "benchmark_id": benchmark_id, "content_hash": digest,
-                                   "summary": json.dumps(summary)}])
-        wh.execute(MARK_INCOMPLETE, [benchmark_id])
-    checkpoint("qa.landed")
-    return True
+def land_qa(wh: Warehouse, persona_id: str, benchmark_id: str, rows: dict[str, list[dict]], summary: dict,
+            calls: Sequence[CallRecord] = ()) -> bool:
+    """A persona's stage-IV output, with the calls it paid for, in one transaction; False when unchanged."""
+    return bool(land(wh, Landing(benchmark_id, "qa", [PersonaLanding(PersonaRows(persona_id, rows), rows_hash(rows), summary)],
+                                 calls=calls, checkpoint="qa.landed")))
+
+
+def persona_ids(wh: Warehouse, benchmark_id: str) -> list[str]:
+    return [pid for (pid,) in wh.rows("SELECT persona_id FROM personas WHERE benchmark_id = ? ORDER BY seq", [benchmark_id])]
+
+
+def arc_ids(wh: Warehouse, persona_id: str) -> dict[str, str]:
+    """Arc key (A1, A2, ...) -> arc id."""
+    return dict(wh.rows("SELECT 'A' || (seq + 1), arc_id FROM life_arcs WHERE persona_id = ?", [persona_id]))
 
 
 def _credit(scores: dict[str, float], correct: str) -> float:
@@ -78,7 +78,7 @@ def _credit(scores: dict[str, float], correct: str) -> float:
     return 1.0 / len(tied) if correct in tied else 0.0
 
 
-def cue_stats(wh: Warehouse, benchmark_id: str) -> dict:
+def cue_stats(wh: Warehouse, benchmark_id: str) -> CueStats:
     """Superficial cues over accepted multiple-choice items: could length, word overlap with the
     question, or position predict the correct option? Chance is 25% among A–D."""
     items = wh.rows(
@@ -100,7 +100,7 @@ def cue_stats(wh: Warehouse, benchmark_id: str) -> dict:
         # a heuristic that meets a tie guesses among the tied options: credit 1/ties, not a letter order
         longest += _credit({c["id"]: len(c["text"]) for c in options}, correct)
         overlap += _credit({c["id"]: len(q & set(textutil.content_words(c["text"]))) for c in options}, correct)
-    return {"items": len(items), "items_correct_in_a_to_d": n,
-            "longest_option_accuracy": round(longest / n, 4) if n else None,
-            "overlap_option_accuracy": round(overlap / n, 4) if n else None,
-            "correct_letter_distribution": dict(sorted(letters.items()))}
+    return CueStats(items=len(items), items_correct_in_a_to_d=n,
+                    longest_option_accuracy=round(longest / n, 4) if n else None,
+                    overlap_option_accuracy=round(overlap / n, 4) if n else None,
+                    correct_letter_distribution=dict(sorted(letters.items())))

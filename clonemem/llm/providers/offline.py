@@ -1,5 +1,5 @@
-"""`offline/<name>`: the embedded default provider. It answers through the per-stage handlers of
-``clonemem.offline``, deterministically from the run seed and the request's structured inputs, and
+"""`offline/<name>`: the embedded default provider. It answers through the offline handler the request's
+stage declared, deterministically from the run seed and the stage's structured inputs, and
 can simulate latency, transient failures and malformed output for testing the pipeline itself.
 
 Faults are drawn from (seed, request, attempt), and the answer from (seed, stage, inputs) only, so a
@@ -16,8 +16,6 @@ from pydantic import BaseModel
 from clonemem.ids import stable_int
 from clonemem.llm.providers.base import ModelAPI
 from clonemem.llm.types import GenerateRequest, GenerateResult, PermanentError, TransientError, estimate_tokens
-from clonemem.offline import HANDLERS, OfflineCall
-from clonemem.registry import RegistryError
 from clonemem.schemas.config import OfflineSettings, RunConfig
 
 
@@ -35,22 +33,14 @@ class OfflineAPI(ModelAPI):
         return cls(model, config.providers.offline, config.seed)
 
     def generate(self, request: GenerateRequest) -> GenerateResult:
-        try:
-            handler = HANDLERS.get(request.stage)
-        except RegistryError as exc:
-            raise PermanentError(f"{self.ref}: {exc}") from None
+        if request.offline is None:
+            raise PermanentError(f"{self.ref}: stage {request.stage!r} declares no offline handler")
         faults = random.Random(stable_int(self.seed, "faults", request.inputs_hash, request.attempt))
         if self.settings.latency_ms:
             time.sleep(self.settings.latency_ms / 1000.0)
         if faults.random() < self.settings.transient_failure_rate:
             raise TransientError(f"{self.ref}: simulated transient failure (attempt {request.attempt})", status=503)
-        call = OfflineCall(
-            stage=request.stage,
-            inputs=request.inputs,
-            rng=random.Random(stable_int(self.seed, request.stage, request.inputs_hash)),
-            model=self.model,
-        )
-        output = handler(call)
+        output = request.offline(random.Random(stable_int(self.seed, request.stage, request.inputs_hash)), self.model)
         text = output.model_dump_json() if isinstance(output, BaseModel) else str(output)
         if faults.random() < self.settings.malformed_rate:
             text = _malform(text, faults)

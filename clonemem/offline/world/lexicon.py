@@ -9,6 +9,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
+# the word pools every handler draws from: part of the offline stages' cache keys (clonemem.codehash)
+CACHE_DATA = ("clonemem.offline:lexicon/en.json", "clonemem.offline:lexicon/zh.json")
+
 
 class _L(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)

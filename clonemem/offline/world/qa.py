@@ -29,6 +29,9 @@ from clonemem.schemas.qa import (
     WriteInput,
 )
 
+# the QA wording of each language: part of the QA stages' cache keys (clonemem.codehash)
+CACHE_DATA = ("clonemem.offline:lexicon/qa_en.json", "clonemem.offline:lexicon/qa_zh.json")
+
 SUFFICIENT = 0.75
 CONFIDENT = 0.6
 

@@ -1,0 +1,114 @@
+"""An evaluation run into the warehouse: per-question rows, aggregates and efficiency, in one
+transaction with the LLM calls it paid for (a killed run leaves nothing of itself)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import polars as pl
+
+from clonemem.evaluation import metrics as M
+from clonemem.evaluation.run import Outcome, PersonaData, Retrieval, percentile, question_metrics, retrieved_json
+from clonemem.faults import checkpoint
+from clonemem.llm.types import CallRecord
+from clonemem.schemas.config import RunConfig
+from clonemem.warehouse import Warehouse
+
+Retrievals = Mapping[tuple[str, str], Retrieval]  # (system, persona id) -> retrieval
+Answers = Mapping[tuple[str, int, str], Sequence[Outcome]]  # (system, k, persona id) -> outcomes
+
+
+@dataclass(frozen=True)
+class EvaluationRun:
+    """What identifies one evaluation: the run, the benchmark, what was asked for, with which models."""
+
+    eval_run_id: str
+    benchmark_id: str
+    benchmark: str
+    systems: tuple[str, ...]
+    ks: tuple[int, ...]
+    force: bool
+    config: RunConfig
+    started_at: dt.datetime
+    flow_run_id: str | None = None
+
+    @property
+    def offline(self) -> bool:
+        return "offline" in (self.config.models.ref("answerer").provider, self.config.models.ref("judge").provider)
+
+
+@dataclass(frozen=True)
+class EvaluationRows:
+    per_question: pl.DataFrame  # one row per (system, k, question): every metric, and the context size
+    retrievals: list[dict]
+    answers: list[dict]
+    judgments: list[dict]
+
+
+def evaluation_rows(run: EvaluationRun, personas: Sequence[PersonaData], retrievals: Retrievals,
+                    answers: Answers) -> EvaluationRows:
+    per_q, answer_rows, judge_rows, retrieval_rows = [], [], [], []
+    answerer_offline = run.config.models.ref("answerer").provider == "offline"
+    for p in personas:
+        for s in run.systems:
+            r = retrievals[(s, p.persona_id)]
+            retrieval_rows += [{"eval_run_id": run.eval_run_id, "system": s, "question_id": q.question_id,
+                                "retrieved_trace_ids": retrieved_json(r, q.question_id),
+                                "latency_ms": r.results[q.question_id][2]} for q in p.questions]
+            for k in run.ks:
+                outcomes = {o.question_id: o for o in answers[(s, k, p.persona_id)]}
+                for q in p.questions:
+                    o = outcomes[q.question_id]
+                    per_q.append({**question_metrics(s, k, q, r, o), "context_tokens": o.context_tokens})
+                    answer_rows.append({"eval_run_id": run.eval_run_id, "system": s, "k": k,
+                                        "question_id": q.question_id, "context_tokens": o.context_tokens,
+                                        "answer_text": o.answer_text, "predicted_choice_id": o.predicted_choice_id,
+                                        "is_offline": answerer_offline})
+                    for metric in ("qa_consistency", "mem_covered", "mem_helpful"):
+                        judge_rows.append({"eval_run_id": run.eval_run_id, "system": s, "k": k,
+                                           "question_id": q.question_id, "metric": metric,
+                                           "score": o.judge.get(metric), "scored": metric in o.judge,
+                                           "reason": o.unscored_reason})
+    return EvaluationRows(pl.DataFrame(per_q, infer_schema_length=None), retrieval_rows, answer_rows, judge_rows)
+
+
+def system_stats(systems: Sequence[str], personas: Sequence[PersonaData], retrievals: Retrievals) -> dict[str, dict]:
+    """Efficiency per system (SPEC §5): build time, retrieval latency, the system's own LLM spend."""
+    out = {}
+    for s in systems:
+        rs = [retrievals[(s, p.persona_id)] for p in personas]
+        latencies = [lat for r in rs for (_t, _i, lat) in r.results.values()]
+        out[s] = {"build_seconds": sum(r.build_seconds for r in rs), "retrieval_p50_ms": percentile(latencies, 50),
+                  "retrieval_p95_ms": percentile(latencies, 95), "llm_calls": sum(r.llm_calls for r in rs),
+                  "llm_tokens": sum(r.llm_tokens for r in rs)}
+    return out
+
+
+def land_evaluation(wh: Warehouse, run: EvaluationRun, rows: EvaluationRows, stats: Mapping[str, Mapping],
+                    aggregates: Mapping[str, pl.DataFrame], calls: Sequence[CallRecord] = ()) -> None:
+    """Everything of one evaluation, with the LLM calls it made, in one transaction."""
+    eid = run.eval_run_id
+    with wh.transaction():
+        wh.upsert("eval_runs", [{
+            "eval_run_id": eid, "benchmark_id": run.benchmark_id, "run_id": run.flow_run_id or eid, "forced": run.force,
+            "config_json": json.dumps({"systems": list(run.systems), "k": list(run.ks),
+                                       "models": run.config.models.model_dump()}),
+            "started_at": run.started_at, "finished_at": dt.datetime.now(dt.UTC).replace(tzinfo=None)}])
+        wh.upsert("eval_retrievals", rows.retrievals)
+        wh.upsert("eval_answers", rows.answers)
+        wh.upsert("eval_judgments", rows.judgments)
+        long = rows.per_question.unpivot(index=["system", "k", "question_id"], on=list(M.METRICS),
+                                         variable_name="metric", value_name="value")
+        wh.upsert("eval_question_metrics", long.with_columns(pl.lit(eid).alias("eval_run_id")))
+        wh.upsert("eval_system_stats", [{"eval_run_id": eid, "system": s, **st} for s, st in stats.items()])
+        for group, agg in aggregates.items():
+            if agg.height:
+                group_cols = [c for c in agg.columns if c not in ("system", "k", "metric", "n", "value", "ci_low", "ci_high")]
+                value = pl.concat_str([pl.col(c).cast(pl.Utf8) for c in group_cols]) if group_cols else pl.lit("all")
+                wh.upsert("eval_metrics", agg.with_columns(pl.lit(eid).alias("eval_run_id"), pl.lit(group).alias("group_by"),
+                                                           value.alias("group_value")).drop(group_cols))
+        wh.upsert("llm_calls", [c.row() for c in calls])
+        checkpoint("evaluation.landing")  # fault hook: a kill here leaves nothing of this evaluation

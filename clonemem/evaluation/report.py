@@ -1,0 +1,93 @@
+"""From per-question metrics to what people read: aggregates with bootstrap intervals, the typed
+evaluation result (the `evaluate --json` contract) and the leaderboard text (the paper's Tables 3–4)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import polars as pl
+
+from clonemem.evaluation import metrics as M
+from clonemem.schemas.results import EFFICIENCY, METRICS, EvaluationResult, SystemScores, TypeScores
+
+# group name -> the per-question columns it groups by (besides system and k)
+GROUPS: dict[str, list[str]] = {"all": [], "persona": ["persona_id"], "question_type": ["question_type"],
+                                "dimension": ["dimension"]}
+
+
+def aggregates(per_question: pl.DataFrame, samples: int, seed: int) -> dict[str, pl.DataFrame]:
+    """Every metric's mean, n and 95% bootstrap CI per system, k and each group of :data:`GROUPS`."""
+    return {g: M.aggregate(per_question, cols, samples, seed) for g, cols in GROUPS.items()}
+
+
+def _scores(agg: pl.DataFrame) -> dict[str, Any]:
+    values = {r["metric"]: r for r in agg.iter_rows(named=True)}
+    out: dict[str, Any] = {}
+    for metric in METRICS:
+        row = values.get(metric)
+        out[metric] = None if row is None else row["value"]
+        out[f"{metric}_ci"] = None if row is None or row["ci_low"] is None else [row["ci_low"], row["ci_high"]]
+    return out
+
+
+def _where(frame: pl.DataFrame, **equal: object) -> pl.DataFrame:
+    if not frame.height:
+        return frame
+    cond = pl.lit(True)
+    for col, value in equal.items():
+        cond = cond & (pl.col(col) == value)
+    return frame.filter(cond)
+
+
+def evaluation_result(per_question: pl.DataFrame, aggs: Mapping[str, pl.DataFrame], stats: Mapping[str, Mapping],
+                      systems: Sequence[str], ks: Sequence[int], *, benchmark: str, benchmark_id: str,
+                      eval_run_id: str, offline: bool, seconds: float = 0.0) -> EvaluationResult:
+    """The result per (system, k) and per question type, in the order systems and k were asked for."""
+    results, by_type = [], []
+    for s in systems:
+        for k in ks:
+            sub = _where(per_question, system=s, k=k)
+            tokens = sub["context_tokens"].mean() if sub.height else None
+            results.append(SystemScores(
+                system=s, k=k, n_questions=sub.height, **_scores(_where(aggs["all"], system=s, k=k)),
+                context_tokens=None if tokens is None else float(tokens),  # type: ignore[arg-type]
+                **{m: stats[s][m] for m in EFFICIENCY if m != "context_tokens"}))
+            for qtype in sorted(set(sub["question_type"].to_list())):
+                tsub = sub.filter(pl.col("question_type") == qtype)
+                by_type.append(TypeScores(
+                    system=s, k=k, question_type=qtype, n_questions=tsub.height,
+                    **_scores(_where(aggs["question_type"], system=s, k=k, question_type=qtype))))
+    return EvaluationResult(benchmark=benchmark, benchmark_id=benchmark_id, eval_run_id=eval_run_id, offline=offline,
+                            results=results, by_question_type=by_type, seconds=seconds)
+
+
+LEADERBOARD_COLUMNS = (("recall_flat", "R-flat"), ("recall_all_any", "R-all-any"), ("recall_any_any", "R-any-any"),
+                       ("choice_accuracy", "choice"), ("qa_consistency", "QA-cons"), ("mem_recall", "mem-rec"),
+                       ("mem_helpful", "mem-help"), ("context_tokens", "ctx-tok"))
+
+
+def leaderboard(result: EvaluationResult) -> str:
+    """A table like the paper's Tables 3–4: retrieval and QA metrics per system and k."""
+    head = f"{'system':<18}{'k':>4}" + "".join(f"{label:>11}" for _, label in LEADERBOARD_COLUMNS)
+    lines = [f"benchmark {result.benchmark} ({'offline answerer/judge' if result.offline else 'live models'})",
+             head, "-" * len(head)]
+    for r in result.results:
+        cells = "".join(f"{v:>11.3f}" if isinstance(v := getattr(r, m), float) else f"{'-':>11}"
+                        for m, _ in LEADERBOARD_COLUMNS)
+        lines.append(f"{r.system:<18}{r.k:>4}{cells}")
+    return "\n".join(lines)
+
+
+def leaderboard_markdown(result: EvaluationResult) -> str:
+    """The leaderboard as a Markdown table with 95% intervals (Prefect artifacts, the README)."""
+    metrics = [m for m, _ in LEADERBOARD_COLUMNS if m != "context_tokens"]
+    head = "| system | k | " + " | ".join(label for m, label in LEADERBOARD_COLUMNS if m != "context_tokens") + " |"
+    lines = [head, "|" + "---|" * (2 + len(metrics))]
+    for r in result.results:
+        cells = []
+        for m in metrics:
+            value, ci = getattr(r, m), getattr(r, f"{m}_ci")
+            cells.append("–" if value is None else f"{value:.3f}" + (f" [{ci[0]:.3f}, {ci[1]:.3f}]" if ci else ""))
+        lines.append(f"| {r.system} | {r.k} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)

@@ -1,0 +1,92 @@
+"""The whole pipeline as one flow: generate → QA → gate → evaluate → export, the existing flows as
+subflows. `clonemem run`, `clonemem generate`, `clonemem demo`, the `pipeline` deployment, the
+benchmark scripts and the tests all run this chain; it is written here once.
+
+A failed gate fails the run (the message lists the unmet expectations) and stops before evaluation,
+unless ``force``. Generation that produced no persona fails the run before QA.
+"""
+
+from __future__ import annotations
+
+import time
+
+from prefect import flow, task
+from prefect.cache_policies import NO_CACHE
+from prefect.task_runners import ThreadPoolTaskRunner
+
+from clonemem.expectations.gate import GateFailed
+from clonemem.flows.evaluation import evaluate_flow
+from clonemem.flows.gate import gate_flow
+from clonemem.flows.generation import generate_flow
+from clonemem.flows.qa import qa_flow
+from clonemem.schemas.config import RunConfig, resolve_config
+from clonemem.schemas.results import GenerationResult, PipelineResult
+from clonemem.tasks.context import flow_run_ids, new_run_id
+from clonemem.tasks.generation import record_run_task
+from clonemem.tasks.release import export_task
+from clonemem.warehouse import Warehouse
+from clonemem.warehouse.catalog import gate_status
+from clonemem.warehouse.runs import RunRecord, utcnow
+
+
+class NothingGenerated(RuntimeError):
+    """Every persona failed in stage I: there is nothing to ask questions about."""
+
+    def __init__(self, message: str, generation: GenerationResult | None = None) -> None:
+        super().__init__(message)
+        self.generation = generation
+
+    def __reduce__(self) -> tuple:
+        return (NothingGenerated, (str(self), self.generation))
+
+
+@task(cache_policy=NO_CACHE, task_run_name="gate status {benchmark_id}")
+def gate_status_task(warehouse_path: str, benchmark_id: str) -> str | None:
+    with Warehouse.open_reader(warehouse_path) as wh:
+        return gate_status(wh, benchmark_id)
+
+
+@flow(name="pipeline")
+def pipeline_flow(warehouse_path: str, config: RunConfig | str | None = None, gate: bool = True, evaluate: bool = True,
+                  systems: list[str] | None = None, ks: list[int] | None = None, force: bool = False,
+                  export_dir: str | None = None) -> PipelineResult:
+    """Generate the config's benchmark, write its questions, gate it, evaluate ``systems`` (default: the
+    config's) at ``ks`` and export it to ``export_dir`` (when given). ``gate=False`` stops after the
+    questions (a dry run counting calls needs no verdict), ``evaluate=False`` after the gate."""
+    cfg = resolve_config(config)
+    started, started_at = time.perf_counter(), utcnow()
+    flow_run_id, deployment_id = flow_run_ids()
+    runner = ThreadPoolTaskRunner(max_workers=cfg.generation.workers)
+    gen = generate_flow.with_options(task_runner=runner)(warehouse_path, cfg)
+    if gen.generated == 0:
+        raise NothingGenerated(f"no persona was generated ({len(gen.failures)} stage item(s) failed): fix the "
+                               "provider settings or the config (flow parameter `config`) and run again; finished "
+                               "work is cached", gen)
+    qa = qa_flow(warehouse_path, cfg)
+    if not gate:
+        return PipelineResult(benchmark_id=gen.benchmark_id, name=cfg.name, generation=gen, qa=qa,
+                              gate_status="pending", seconds=round(time.perf_counter() - started, 2))
+    status = gate_status_task(warehouse_path, gen.benchmark_id)
+    failed: tuple[str, ...] = ()
+    if gen.landed or qa.landed or status != "passed":
+        try:
+            status = gate_flow(warehouse_path, gen.benchmark_id).status
+        except GateFailed as exc:
+            status, failed = "failed", tuple(exc.result.describe_failures())
+            if not force:
+                raise GateFailed(exc.result, PipelineResult(
+                    benchmark_id=gen.benchmark_id, name=cfg.name, generation=gen, qa=qa, gate_status=status,
+                    gate_failed=failed, seconds=round(time.perf_counter() - started, 2))) from None
+    # else: nothing changed since it passed; re-running leaves the warehouse exactly as it was
+    evaluation = (evaluate_flow(warehouse_path, gen.benchmark_id, systems, ks, force=force, config=cfg)
+                  if evaluate else None)
+    exported = export_task(warehouse_path, gen.benchmark_id, export_dir) if export_dir else None
+    result = PipelineResult(benchmark_id=gen.benchmark_id, name=cfg.name, generation=gen, qa=qa, gate_status=status,
+                            gate_failed=failed, evaluation=evaluation, export=exported,
+                            seconds=round(time.perf_counter() - started, 2))
+    if flow_run_id and (gen.landed or qa.landed or evaluation is not None):
+        record_run_task(warehouse_path, RunRecord(
+            flow_run_id or new_run_id(), "pipeline", gen.benchmark_id, started_at, flow_run_id=flow_run_id,
+            deployment_id=deployment_id, config_json=cfg.model_dump_json(exclude={"warehouse"}),
+            summary_json=result.model_dump_json(include={"benchmark_id", "name", "gate_status", "seconds"})))
+    return result

@@ -1,0 +1,157 @@
+"""What every flow returns: typed results that the CLI, the demo, the benchmarks and the tests read.
+
+The evaluation result is also the `evaluate --json` contract (SPEC §6): ``model_dump(mode="json")``
+of :class:`EvaluationResult` is the file's content.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, create_model
+
+# -- metric names (SPEC §5) -------------------------------------------------------------------------
+
+RECALLS = ("recall_flat", "recall_all_all", "recall_all_any", "recall_any_all", "recall_any_any")
+JUDGED = ("qa_consistency", "qa_hallucination_rate", "qa_perfect_rate", "mem_recall", "mem_helpful")
+METRICS = (*RECALLS, "choice_accuracy", *JUDGED)
+EFFICIENCY = ("context_tokens", "build_seconds", "retrieval_p50_ms", "retrieval_p95_ms", "llm_calls", "llm_tokens")
+
+
+class _R(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+# -- generation -------------------------------------------------------------------------------------
+
+
+class StageFailure(_R):
+    """An LLM step that kept failing; the persona went on without that item."""
+
+    persona: str
+    stage: str
+    item: str
+    error: str
+
+
+class GenerationResult(_R):
+    benchmark_id: str
+    name: str
+    personas: int
+    landed: int
+    unchanged: int
+    traces: int
+    evidence: int
+    detailed_events: int
+    llm_calls: int
+    failures: tuple[StageFailure, ...] = ()
+    dropped: tuple[str, ...] = ()
+    seconds: float = 0.0
+    run_id: str | None = None
+
+    @property
+    def generated(self) -> int:
+        """Personas present after the run (landed now or unchanged since an earlier run)."""
+        return self.landed + self.unchanged
+
+
+class PersonaBundleResult(_R):
+    """One persona generated into a bundle (scale-out)."""
+
+    persona_id: str | None
+    bundle: str
+    failures: int
+
+
+# -- stage IV ---------------------------------------------------------------------------------------
+
+
+class CueStats(_R):
+    """Superficial cues over accepted multiple-choice items (chance: 0.25 among A–D)."""
+
+    items: int
+    items_correct_in_a_to_d: int
+    longest_option_accuracy: float | None
+    overlap_option_accuracy: float | None
+    correct_letter_distribution: dict[str, int]
+
+
+class FailedItem(_R):
+    segment: str
+    type: str
+    error: str
+
+
+class QAResult(_R):
+    benchmark_id: str
+    status: dict[str, int]  # accepted / rejected / infeasible
+    rejected_by: dict[str, int]  # the quality-control stage that rejected
+    by_type: dict[str, int]  # accepted items per question type
+    by_dimension: dict[str, int]
+    failed_items: tuple[FailedItem, ...]
+    landed: int  # personas whose stage-IV output changed
+    rejection_rate: float | None
+    cues: CueStats
+    llm_calls: int
+    seconds: float = 0.0
+
+    @property
+    def accepted(self) -> int:
+        return self.status.get("accepted", 0)
+
+
+# -- evaluation -------------------------------------------------------------------------------------
+
+_METRIC_FIELDS: dict[str, Any] = {}
+for _m in METRICS:
+    _METRIC_FIELDS[_m] = (float | None, None)
+    _METRIC_FIELDS[f"{_m}_ci"] = (list[float] | None, None)
+
+# One (system, k) of the leaderboard: every metric with its 95% bootstrap interval, and efficiency.
+SystemScores = create_model(
+    "SystemScores", __config__=ConfigDict(frozen=True, extra="forbid"),
+    system=(str, ...), k=(int, ...), n_questions=(int, ...), **_METRIC_FIELDS,
+    context_tokens=(float | None, None), build_seconds=(float | None, None), retrieval_p50_ms=(float | None, None),
+    retrieval_p95_ms=(float | None, None), llm_calls=(int | None, None), llm_tokens=(int | None, None),
+)
+
+# The same metrics for one question type of one (system, k).
+TypeScores = create_model(
+    "TypeScores", __config__=ConfigDict(frozen=True, extra="forbid"),
+    system=(str, ...), k=(int, ...), question_type=(str, ...), n_questions=(int, ...), **_METRIC_FIELDS,
+)
+
+
+class EvaluationResult(_R):
+    benchmark: str
+    benchmark_id: str
+    eval_run_id: str
+    offline: bool  # the answerer or the judge ran on the offline provider
+    results: list[SystemScores]  # type: ignore[valid-type]
+    by_question_type: list[TypeScores]  # type: ignore[valid-type]
+    seconds: float = 0.0
+
+    def scores(self, system: str, k: int) -> Any:
+        return next(r for r in self.results if r.system == system and r.k == k)
+
+
+# -- imports and the whole pipeline -----------------------------------------------------------------
+
+
+class ExportResult(_R):
+    folder: str
+    files: tuple[str, ...]
+
+
+class PipelineResult(_R):
+    """The `pipeline` flow: generation → QA → gate → evaluation → export, each part's own result."""
+
+    benchmark_id: str
+    name: str
+    generation: GenerationResult
+    qa: QAResult
+    gate_status: str
+    gate_failed: tuple[str, ...] = Field(default=(), description="failed expectations, when the gate failed")
+    evaluation: EvaluationResult | None = None
+    export: ExportResult | None = None
+    seconds: float = 0.0
