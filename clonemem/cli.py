@@ -213,11 +213,13 @@ def generate(
     persona: Annotated[int | None, typer.Option("--persona", help="generate only this persona index (scale-out)")] = None,
     bundle: Annotated[Path | None, typer.Option("--bundle", help="with --persona: write the persona here instead of landing")] = None,
     allow_empty_config: Annotated[bool, typer.Option("--allow-empty-config", help="accept a config file with no settings (all defaults)")] = False,
+    estimate: Annotated[bool, typer.Option("--estimate", help="price the run (an offline dry run); call no API")] = False,
+    max_cost: Annotated[float | None, typer.Option("--max-cost", min=0.0, help="stop before new spend would exceed this many USD")] = None,
 ) -> None:
     """Run generation stages I–IV and the gate; prints the benchmark id (exit codes: see the README)."""
-    from clonemem.schemas.config import load_config
-
-    cfg = load_config(config, allow_empty=allow_empty_config)
+    cfg = _config_for_run(config, max_cost, allow_empty_config, check_keys=not estimate)
+    if estimate:
+        return _print_estimate(cfg)
     if (persona is None) != (bundle is None):
         fail("--persona and --bundle go together", code=2)
     if persona is not None and bundle is not None:
@@ -239,11 +241,13 @@ def run(
     out: Annotated[Path | None, typer.Option("--out", help="export the benchmark in the release format here")] = None,
     json_out: Annotated[Path | None, typer.Option("--json", help="also write the evaluation results to this JSON file")] = None,
     force: Annotated[bool, typer.Option("--force", help="evaluate even when the gate fails")] = False,
+    estimate: Annotated[bool, typer.Option("--estimate", help="price the run (an offline dry run); call no API")] = False,
+    max_cost: Annotated[float | None, typer.Option("--max-cost", min=0.0, help="stop before new spend would exceed this many USD")] = None,
 ) -> None:
     """The whole pipeline (the `pipeline` flow): generate → QA → gate → evaluate → export."""
-    from clonemem.schemas.config import load_config
-
-    cfg = load_config(config)
+    cfg = _config_for_run(config, max_cost, check_keys=not estimate)
+    if estimate:
+        return _print_estimate(cfg)
     names = _csv(systems, "--systems") if systems else None
     ks = _ks(k) if k else None
     result = _run_pipeline(cfg, evaluate=True, systems=names, ks=ks, force=force, export_dir=out)
@@ -255,13 +259,39 @@ def run(
         typer.echo(f"exported to {result.export.folder}", err=True)
 
 
+def _config_for_run(path: Path, max_cost: float | None, allow_empty: bool = False, check_keys: bool = True) -> Any:
+    from clonemem.schemas.config import load_config
+
+    cfg = load_config(path, allow_empty=allow_empty, check_keys=check_keys)
+    if max_cost is not None:
+        if max_cost <= 0:
+            fail("--max-cost must be more than 0", code=ExitCode.USAGE)
+        cfg = cfg.model_copy(update={"max_cost_usd": max_cost})
+    return cfg
+
+
+def _print_estimate(cfg: Any) -> None:
+    """The dry run's table: calls, tokens and cost per stage and role, and the total."""
+    from clonemem.cost import estimate
+    from clonemem.prefect_env import die_with_parent_server
+
+    die_with_parent_server()
+    got = estimate(cfg)
+    typer.echo(got.table())
+    if cfg.max_cost_usd is not None and got.total_usd > cfg.max_cost_usd:
+        typer.echo(f"note: the estimate (${got.total_usd:.4f}) is over --max-cost ${cfg.max_cost_usd:.4f}; the run "
+                   "would stop there (resumable)", err=True)
+
+
 def _run_pipeline(cfg: Any, **options: Any) -> Any:
     """Run the `pipeline` flow holding the warehouse, printing each part's summary; map failures to exit codes."""
     from clonemem.expectations.gate import GateFailed
     from clonemem.flows.pipeline import NothingGenerated, pipeline_flow
 
+    from clonemem.progress import shown
+
     warehouse = _warehouse_for(cfg).expanduser().resolve()
-    with writing(warehouse):
+    with writing(warehouse), shown():
         try:
             result = pipeline_flow(str(warehouse), cfg, **{k: (str(v) if isinstance(v, Path) else v)
                                                           for k, v in options.items()})
@@ -394,7 +424,9 @@ def evaluate(
     names = _csv(systems, "--systems") if systems else list(cfg.evaluation.systems)
     ks = _ks(k)
     _precheck_evaluation(benchmark, names, force)
-    with writing(State.warehouse):
+    from clonemem.progress import shown
+
+    with writing(State.warehouse), shown():
         try:
             result = evaluate_flow(str(State.warehouse.expanduser().resolve()), benchmark, names, ks, force, cfg)
         except Exception as exc:
@@ -507,8 +539,9 @@ def demo(
 ) -> None:
     """Run the pipeline end to end on the offline default and print where everything landed."""
     from clonemem.demo import run_demo
+    from clonemem.progress import shown
 
-    with writing(State.warehouse):
+    with writing(State.warehouse), shown():
         run_demo(State.warehouse, out, echo=typer.echo)
 
 

@@ -9,6 +9,7 @@ Exit codes (documented in the README):
 3     the gate failed: the benchmark is stored with gate status ``failed``
 4     generation produced no persona (nothing to gate or evaluate)
 5     evaluation: at least one requested memory system failed to evaluate
+6     stopped at the cost budget (``--max-cost``): finished work is landed or cached; re-run to resume
 75    the warehouse is being written by another process and did not become free in time
 130   interrupted (Ctrl-C)
 ====  ==========================================================================================
@@ -26,6 +27,7 @@ class ExitCode(IntEnum):
     GATE_FAILED = 3
     NOTHING_GENERATED = 4
     SYSTEMS_FAILED = 5
+    BUDGET = 6
     BUSY = 75
     INTERRUPTED = 130
 
@@ -49,8 +51,11 @@ def user_errors() -> tuple[type[BaseException], ...]:
 
 
 def exit_code_for(exc: BaseException) -> ExitCode:
+    from clonemem.llm.types import BudgetExceeded
     from clonemem.warehouse.lock import WarehouseBusy
 
+    if isinstance(exc, BudgetExceeded):
+        return ExitCode.BUDGET
     return ExitCode.BUSY if isinstance(exc, WarehouseBusy) else ExitCode.ERROR
 
 

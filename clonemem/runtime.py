@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TypeVar
 
-from clonemem.llm.model import CallSink, MemorySink, Model, get_model
+from clonemem.llm.model import Budget, CallSink, MemorySink, Model, get_model
 from clonemem.llm.types import Paid
 from clonemem.schemas.config import Role, RunConfig
 
@@ -25,13 +25,19 @@ class Runtime:
     config: RunConfig
     sink: CallSink | None = None
     run_id: str | None = None
+    budget: Budget | None = None  # the config's max_cost_usd, shared by every model of the run
     _models: dict[str, Model] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def __post_init__(self) -> None:
+        if self.budget is None:
+            self.budget = _budget or (Budget(self.config.max_cost_usd) if self.config.max_cost_usd else None)
 
     def model(self, role: Role) -> Model:
         with self._lock:
             if role not in self._models:
-                self._models[role] = get_model(self.config, role, sink=self.sink, run_id=self.run_id)
+                self._models[role] = get_model(self.config, role, sink=self.sink, run_id=self.run_id,
+                                               budget=self.budget)
             return self._models[role]
 
     def usage(self) -> dict[str, dict[str, float]]:
@@ -40,6 +46,19 @@ class Runtime:
 
 
 _current: Runtime | None = None
+_budget: Budget | None = None  # a budget shared by the runs started inside `spending`
+
+
+@contextmanager
+def spending(limit_usd: float | None) -> Iterator[Budget | None]:
+    """One cost budget for every run started inside (the pipeline's subflows share it)."""
+    global _budget
+    saved = _budget
+    _budget = Budget(limit_usd) if limit_usd else saved
+    try:
+        yield _budget
+    finally:
+        _budget = saved
 
 
 @contextmanager

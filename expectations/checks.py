@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from clonemem.schemas import question_types
-from clonemem.schemas.config import DIMENSIONS, QUESTION_TYPES
+from clonemem.schemas.config import DIMENSIONS
 from clonemem.schemas.qa import E_TEXT
 
 Applies = Literal["all", "generated"]
@@ -26,10 +26,21 @@ QUESTION_TRACES = ("SELECT qt.*, q.persona_id FROM question_traces qt JOIN quest
 DETAILED_EVENTS = ("SELECT d.* FROM detailed_events d JOIN phases USING (phase_id) JOIN major_events m "
                    "USING (major_event_id) JOIN personas p USING (persona_id) WHERE p.benchmark_id = '{bid}'")
 MC_QUESTIONS = QUESTIONS + " AND correct_choice_id IS NOT NULL"
-# The types answered by abstention (option E), and each type's evidence minimum, from their specs.
-ABSTAINING = "(" + ", ".join(f"'{name}'" for name in question_types.abstaining()) + ")"
-MIN_EVIDENCE = ("CASE question_type " + " ".join(
-    f"WHEN '{name}' THEN {question_types.spec(name).min_evidence}" for name in question_types.names()) + " ELSE 1 END")
+
+
+def type_params() -> dict[str, str]:
+    """What the checks need of the question types, read from their specs when a gate runs (so a type
+    declared at any time is checked by its own rules): the abstaining types, each type's evidence minimum."""
+    return {
+        "abstaining": "(" + ", ".join(f"'{name}'" for name in question_types.abstaining()) + ")",
+        "min_evidence": "CASE subselect.question_type " + " ".join(
+            f"WHEN '{name}' THEN {question_types.spec(name).min_evidence}" for name in question_types.names())
+        + " ELSE 1 END",
+    }
+
+
+ABSTAINING = "{abstaining}"  # placeholders filled from type_params() at gate time
+MIN_EVIDENCE = "{min_evidence}"
 # Multiple-choice items of an imported benchmark with what the release-format check needs (no rows
 # for a generated benchmark, whose items the stricter generated-only check covers).
 IMPORTED_MC_QUESTIONS = (
@@ -71,12 +82,19 @@ def _not_null(column: str) -> Callable[[dict], Any]:
     return lambda p: _gx().ExpectColumnValuesToNotBeNull(column=column)
 
 
-def _in_set(column: str, values: tuple[str, ...]) -> Callable[[dict], Any]:
-    return lambda p: _gx().ExpectColumnValuesToBeInSet(column=column, value_set=list(values))
+def _in_set(column: str, values: Callable[[], tuple[str, ...]]) -> Callable[[dict], Any]:
+    return lambda p: _gx().ExpectColumnValuesToBeInSet(column=column, value_set=list(values()))
+
+
+def _fill(sql: str, params: dict[str, Any]) -> str:
+    """The gate-time parameters into a check's SQL (GX's own ``{batch}`` stays)."""
+    for key in ("abstaining", "min_evidence"):
+        sql = sql.replace("{" + key + "}", str(params[key]))
+    return sql
 
 
 def _no_rows(sql: str, description: str) -> Callable[[dict], Any]:
-    return lambda p: _gx().UnexpectedRowsExpectation(unexpected_rows_query=sql, description=description)
+    return lambda p: _gx().UnexpectedRowsExpectation(unexpected_rows_query=_fill(sql, p), description=description)
 
 
 def _between(column: str, low: Callable[[dict], float], high: Callable[[dict], float]) -> Callable[[dict], Any]:
@@ -90,9 +108,10 @@ CHECKS: tuple[Check, ...] = (
     # -- format and referential integrity ------------------------------------------------------
     *(Check("format_integrity", f"questions.{c} not null", QUESTIONS, _not_null(c))
       for c in ("question", "answer", "question_type", "dimension", "question_time")),
-    Check("format_integrity", "question_type in the eight types", QUESTIONS,
-          _in_set("question_type", QUESTION_TYPES), "generated"),
-    Check("format_integrity", "dimension in the three dimensions", QUESTIONS, _in_set("dimension", DIMENSIONS), "generated"),
+    Check("format_integrity", "question_type is a declared type", QUESTIONS,
+          _in_set("question_type", question_types.names), "generated"),
+    Check("format_integrity", "dimension in the three dimensions", QUESTIONS, _in_set("dimension", lambda: DIMENSIONS),
+          "generated"),
     Check("format_integrity", "question_time inside the persona's timeline", QUESTIONS_IN_TIMELINE, _no_rows(
         "SELECT * FROM {batch} WHERE question_time < timeline_start OR question_time > timeline_end + INTERVAL 1 DAY",
         "question_time must lie inside the persona's timeline"), "generated"),
@@ -119,8 +138,8 @@ CHECKS: tuple[Check, ...] = (
         "accepted item without a passing sufficiency verdict on its current answer"),
           "generated"),
     Check("evidence_sufficiency", "every accepted item cites its type's minimum evidence", QUESTIONS, _no_rows(
-        f"SELECT subselect.* FROM {{batch}} WHERE (SELECT count(*) FROM question_evidence e "
-        f"WHERE e.question_id = subselect.question_id) < {MIN_EVIDENCE.replace('question_type', 'subselect.question_type')}",
+        "SELECT subselect.* FROM {batch} WHERE (SELECT count(*) FROM question_evidence e "
+        "WHERE e.question_id = subselect.question_id) < {min_evidence}",
         "accepted item citing fewer evidence items than its question type requires"), "generated"),
     Check("evidence_sufficiency", "rejection rate within bounds",
           "SELECT count(r.question_id) / nullif(count(r.question_id) + (SELECT count(*) FROM questions q "

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from clonemem.expectations.checks import CHECKS, Check
+from clonemem.expectations.checks import CHECKS, Check, type_params
 from clonemem.expectations.gx_duckdb import close_all_engines, patch_duckdb_connection
 from clonemem.faults import checkpoint
 from clonemem.qa.land import cue_stats
@@ -82,7 +82,7 @@ def gate_params(wh: Warehouse, bid: str, gate: GateConfig) -> dict[str, Any]:
         "SELECT coalesce(target.medium, actual.medium) AS medium, "
         "abs(coalesce(actual.share, 0) - coalesce(target.share, 0)) AS deviation "
         "FROM target FULL OUTER JOIN actual ON target.medium = actual.medium")
-    return {**gate.model_dump(), "longest_option_accuracy": cues.longest_option_accuracy,
+    return {**gate.model_dump(), **type_params(), "longest_option_accuracy": cues.longest_option_accuracy,
             "overlap_option_accuracy": cues.overlap_option_accuracy, "media_mix_query": media_query,
             "cues": cues.model_dump()}
 

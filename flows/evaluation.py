@@ -4,16 +4,19 @@ from __future__ import annotations
 
 import datetime as dt
 import time
+from collections import Counter
 
 from prefect import flow
+from prefect.futures import as_completed
 from prefect.task_runners import ThreadPoolTaskRunner
 
-from clonemem import runtime
+from clonemem import progress, runtime
 from clonemem.evaluation.land import EvaluationRun
 from clonemem.memory import SYSTEMS
 from clonemem.schemas.config import RunConfig, resolve_config
 from clonemem.schemas.results import EvaluationResult
 from clonemem.tasks.context import flow_run_ids, new_run_id
+from clonemem.tasks.reporting import log, publish_leaderboard
 from clonemem.tasks.evaluation import answer_task, land_task, load_task, retrieve_task
 
 
@@ -32,13 +35,31 @@ def evaluate_flow(warehouse_path: str, benchmark: str, systems: list[str] | None
     run = EvaluationRun(flow_run_id or new_run_id(), bid, name, tuple(systems), tuple(ks), force, cfg,
                         dt.datetime.now(dt.UTC).replace(tzinfo=None), flow_run_id)
     with runtime.use(runtime.Runtime(cfg, run_id=run.eval_run_id)):
-        retrieving = {(s, p.persona_id): retrieve_task.submit(s, p, max(ks)) for s in systems for p in personas}
-        retrievals = {key: fut.result() for key, fut in retrieving.items()}
+        budget = cfg.evaluation.full_context_tokens
+        retrieving = {(s, p.persona_id): retrieve_task.submit(s, p, max(ks), budget) for s in systems for p in personas}
+        retrievals = _collect(retrieving, "evaluation: build and retrieve (system × persona)")
         answering = {(s, k, p.persona_id): answer_task.submit(s, k, p, retrievals[(s, p.persona_id)].value)
                      for s in systems for k in ks for p in personas}
-        answers = {key: fut.result() for key, fut in answering.items()}
+        answers = _collect(answering, "evaluation: answer and judge (system × k × persona)")
     # the calls land with the results they paid for
     calls = [c for paid in (*retrievals.values(), *answers.values()) for c in paid.calls]
     result = land_task(warehouse_path, run, personas, {k: v.value for k, v in retrievals.items()},
                        {k: v.value for k, v in answers.items()}, calls)
-    return result.model_copy(update={"seconds": round(time.perf_counter() - started, 2)})
+    result = result.model_copy(update={"seconds": round(time.perf_counter() - started, 2)})
+    publish_leaderboard(result)
+    return result
+
+
+def _collect(futures: dict, what: str) -> dict:
+    """Wait for every future, reporting progress and logging each system as its last part finishes."""
+    left = Counter(key[0] for key in futures)
+    key_of = {id(f): k for k, f in futures.items()}
+    done = {}
+    for i, fut in enumerate(as_completed(list(futures.values())), 1):
+        key = key_of[id(fut)]
+        done[key] = fut.result()
+        progress.advance(what, i, len(futures))
+        left[key[0]] -= 1
+        if not left[key[0]]:
+            log(f"{what}: {key[0]} done")
+    return {key: done[key] for key in futures}

@@ -10,6 +10,7 @@ from prefect.cache_policies import NO_CACHE
 
 from clonemem.expectations.gate import GateFailed, GateResult, run_gate
 from clonemem.tasks.context import flow_run_ids
+from clonemem.tasks.reporting import publish_gate
 
 
 @task(cache_policy=NO_CACHE, task_run_name="gate {benchmark}")
@@ -22,6 +23,7 @@ def gate_task(warehouse_path: str, benchmark: str) -> GateResult:
 def gate_flow(warehouse_path: str, benchmark: str) -> GateResult:
     """Run the gate on ``benchmark`` (id or name); raises :class:`GateFailed` when it fails."""
     result = gate_task(warehouse_path, benchmark)
+    publish_gate(result)
     if result.status != "passed":
         raise GateFailed(result)
     return result

@@ -13,7 +13,7 @@ import time
 from prefect import flow
 from prefect.task_runners import ThreadPoolTaskRunner
 
-from clonemem import runtime
+from clonemem import progress, runtime
 from clonemem.generation.assemble import assemble
 from clonemem.generation.bundle import write_bundle
 from clonemem.generation.dag import PersonaDag
@@ -23,6 +23,7 @@ from clonemem.ids import benchmark_id
 from clonemem.schemas.config import RunConfig, resolve_config
 from clonemem.schemas.results import GenerationResult, PersonaBundleResult
 from clonemem.tasks.context import flow_run_ids, new_run_id
+from clonemem.tasks.reporting import log
 from clonemem.tasks.generation import ensure_benchmark_task, land_persona_task, record_run_task, stage_task
 from clonemem.warehouse.runs import RunRecord, utcnow
 
@@ -43,11 +44,13 @@ def generate_flow(warehouse_path: str, config: RunConfig | str | None = None) ->
     bid = benchmark_id(cfg.name)
     changed = ensure_benchmark_task(warehouse_path, cfg)
     tally = GenerationTally(bid, cfg.name, cfg.generation.personas, run_id)
+    progress.advance("generation: personas", 0, cfg.generation.personas)
 
     def on_persona_done(dag: PersonaDag) -> None:
         assembly = assemble(dag, cfg.name)
         landed = None if assembly is None else land_persona_task(warehouse_path, assembly, bid, dag.calls)
         tally.add(dag, assembly, landed)
+        progress.advance("generation: personas", tally.landed + tally.unchanged + (landed is None), tally.personas)
 
     with runtime.use(runtime.Runtime(cfg, run_id=run_id)):
         drive(new_dags(cfg), _start, on_persona_done)
@@ -58,6 +61,7 @@ def generate_flow(warehouse_path: str, config: RunConfig | str | None = None) ->
             run_id, "generate", bid, started_at, flow_run_id=flow_run_id, deployment_id=deployment_id,
             config_json=cfg.model_dump_json(exclude={"warehouse"}), summary_json=result.model_dump_json()),
             tally.failure_records())
+    log(result.summary())
     return result
 
 

@@ -14,6 +14,7 @@ from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
 from prefect.task_runners import ThreadPoolTaskRunner
 
+from clonemem import runtime
 from clonemem.expectations.gate import GateFailed
 from clonemem.flows.evaluation import evaluate_flow
 from clonemem.flows.gate import gate_flow
@@ -24,6 +25,7 @@ from clonemem.schemas.results import GenerationResult, PipelineResult
 from clonemem.tasks.context import flow_run_ids, new_run_id
 from clonemem.tasks.generation import record_run_task
 from clonemem.tasks.release import export_task
+from clonemem.tasks.reporting import publish_pipeline
 from clonemem.warehouse import Warehouse
 from clonemem.warehouse.catalog import gate_status
 from clonemem.warehouse.runs import RunRecord, utcnow
@@ -54,6 +56,12 @@ def pipeline_flow(warehouse_path: str, config: RunConfig | str | None = None, ga
     config's) at ``ks`` and export it to ``export_dir`` (when given). ``gate=False`` stops after the
     questions (a dry run counting calls needs no verdict), ``evaluate=False`` after the gate."""
     cfg = resolve_config(config)
+    with runtime.spending(cfg.max_cost_usd):  # one budget for the whole chain
+        return _chain(warehouse_path, cfg, gate, evaluate, systems, ks, force, export_dir)
+
+
+def _chain(warehouse_path: str, cfg: RunConfig, gate: bool, evaluate: bool, systems: list[str] | None,
+           ks: list[int] | None, force: bool, export_dir: str | None) -> PipelineResult:
     started, started_at = time.perf_counter(), utcnow()
     flow_run_id, deployment_id = flow_run_ids()
     runner = ThreadPoolTaskRunner(max_workers=cfg.generation.workers)
@@ -89,4 +97,5 @@ def pipeline_flow(warehouse_path: str, config: RunConfig | str | None = None, ga
             flow_run_id or new_run_id(), "pipeline", gen.benchmark_id, started_at, flow_run_id=flow_run_id,
             deployment_id=deployment_id, config_json=cfg.model_dump_json(exclude={"warehouse"}),
             summary_json=result.model_dump_json(include={"benchmark_id", "name", "gate_status", "seconds"})))
+    publish_pipeline(result, flow_run_id)
     return result

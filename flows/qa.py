@@ -7,14 +7,16 @@ import time
 from prefect import flow
 from prefect.task_runners import ThreadPoolTaskRunner
 
-from clonemem import runtime
+from clonemem import progress, runtime
 from clonemem.ids import benchmark_id
+from clonemem.llm.types import BudgetExceeded
 from clonemem.qa.land import qa_rows
 from clonemem.qa.report import QATally, cap_per_persona, candidates
 from clonemem.schemas import question_types
 from clonemem.schemas.config import RunConfig, resolve_config
 from clonemem.schemas.results import QAResult
 from clonemem.tasks.context import flow_run_ids, new_run_id
+from clonemem.tasks.reporting import publish_qa
 from clonemem.tasks.qa import cue_stats_task, land_qa_task, qa_item, segments_task
 
 
@@ -27,23 +29,30 @@ def qa_flow(warehouse_path: str, config: RunConfig | str | None = None) -> QARes
     run_id = flow_run_ids()[0] or new_run_id()
     tally = QATally(bid, run_id)
     with runtime.use(runtime.Runtime(cfg, run_id=run_id)):
-        for persona in segments_task(warehouse_path, bid, cfg.qa):
+        personas = segments_task(warehouse_path, bid, cfg.qa)
+        for n, persona in enumerate(personas):
             cands = candidates(persona.segments, question_types.names(), cfg.qa.types_per_segment,
                                cfg.qa.questions_per_type)
             futures = [qa_item.submit(seg, qtype, cfg.qa.distractor_rounds) for seg, qtype in cands]
             results, calls = [], []
-            for (seg, qtype), fut in zip(cands, futures):
+            for i, ((seg, qtype), fut) in enumerate(zip(cands, futures), 1):
+                progress.advance(f"stage IV: items of persona {n + 1}/{len(personas)}", i, len(cands))
                 try:
                     paid = fut.result()
+                except BudgetExceeded:
+                    raise  # the run stops: earlier personas are landed, finished items cached
                 except Exception as exc:  # an item that keeps failing: recorded, the rest goes on
                     calls += getattr(exc, "calls", ())
+                    tally.count_calls(getattr(exc, "calls", ()))
                     tally.failed(seg, qtype, exc)
                     continue
                 results.append(paid.value)
                 calls += paid.calls
+                tally.count_calls(paid.calls, cached=paid.from_cache(run_id))
             results = cap_per_persona(results, cfg.qa.max_questions_per_persona)
             tally.add(persona.segments, results)
-            tally.count_calls(calls)
             rows = qa_rows(persona.persona_id, bid, persona.segments, results, persona.arc_ids)
             tally.landed += land_qa_task(warehouse_path, persona.persona_id, bid, rows, tally.snapshot(), calls)
-    return tally.result(cue_stats_task(warehouse_path, bid), time.perf_counter() - started)
+    result = tally.result(cue_stats_task(warehouse_path, bid), time.perf_counter() - started)
+    publish_qa(result, cfg.name)
+    return result

@@ -12,16 +12,31 @@ import tomllib
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from clonemem.schemas.question_types import names as _declared_question_types
 
 Role = Literal["generator", "qa_writer", "validator", "extractor", "answerer", "judge"]
 ROLES: tuple[Role, ...] = ("generator", "qa_writer", "validator", "extractor", "answerer", "judge")
 Language = Literal["en", "zh"]
-# the question types are declared once, with their rules, in clonemem.schemas.question_types
+# the question types are declared once, with their rules, in clonemem.schemas.question_types; a name is
+# checked against the declarations when it is validated (a type declared later is known from then on)
 QUESTION_TYPES: tuple[str, ...] = _declared_question_types()
-QuestionType = Literal[QUESTION_TYPES]  # type: ignore[valid-type]
+
+
+def _declared_type(name: str) -> str:
+    if name not in _declared_question_types():
+        raise ValueError(f"unknown question type {name!r} (declared: {', '.join(_declared_question_types())})")
+    return name
+
+
+QuestionType = Annotated[str, AfterValidator(_declared_type)]
+
+
+def _at_most_every_type(n: int) -> int:
+    if n > len(_declared_question_types()):
+        raise ValueError(f"at most the number of declared question types ({len(_declared_question_types())})")
+    return n
 Dimension = Literal["experience", "emotion", "opinion"]
 DIMENSIONS: tuple[str, ...] = Dimension.__args__  # type: ignore[attr-defined]
 Medium = Literal[
@@ -188,7 +203,8 @@ class QAConfig(_Section):
     questions_per_type: dict[QuestionType, NonNegInt] = Field(
         default_factory=lambda: {t: 1 for t in QUESTION_TYPES}, description="per active segment, at most"
     )
-    types_per_segment: Annotated[int, Field(ge=1, le=8)] = 8
+    # at most every declared type (more would try a type twice on one segment)
+    types_per_segment: Annotated[int, Field(ge=1), AfterValidator(_at_most_every_type)] = len(QUESTION_TYPES)
     max_questions_per_persona: PosInt = 150
     distractor_rounds: PosInt = 3
 
@@ -218,6 +234,8 @@ class RunConfig(_Section):
     models: RoleModels = RoleModels()
     providers: ProvidersConfig = ProvidersConfig()
     pricing: dict[str, ModelPrice] = Field(default_factory=dict, description="'provider/model' -> price")
+    max_cost_usd: Annotated[float, Field(gt=0)] | None = Field(
+        default=None, description="stop before a call would take this run's new spend over it (cached work is free)")
     generation: GenerationConfig = GenerationConfig()
     qa: QAConfig = QAConfig()
     gate: GateConfig = GateConfig()

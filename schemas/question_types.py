@@ -14,8 +14,9 @@ This module imports nothing heavy: the configuration schema derives its list of 
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from clonemem.registry import Registry
@@ -33,6 +34,11 @@ class QuestionTypeSpec:
     abstains: bool = False  # the correct option is E ("cannot be determined"); four distractors are drafted
     aliases: tuple[str, ...] = ()  # labels published files use for this type
     offline_evidence: str = ""  # "module:function" choosing the evidence offline: (segment) -> (items, why)
+    dimensions: tuple[str, ...] = ("experience", "emotion", "opinion")  # the arcs whose segments it is tried on
+    # The offline writer's wording, per language: question templates and the answer template (slots as in
+    # the QA lexicons, e.g. {first}, {topic}, {month1}, {s1}); empty: the wording the lexicon has for it.
+    offline_questions: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    offline_answer: dict[str, str] = field(default_factory=dict)
 
     @property
     def distractor_count(self) -> int:
@@ -96,6 +102,17 @@ declare(QuestionTypeSpec(
     "Ask about an outcome or issue the traces never state or never mention; the correct answer "
     "acknowledges that the records do not specify it.",
     min_evidence=1, multi_point=False, abstains=True, offline_evidence=_OFFLINE + "select_unanswerable"))
+
+
+@contextmanager
+def declared(spec: QuestionTypeSpec) -> Iterator[QuestionTypeSpec]:
+    """A type declared for the duration (tests of the "one declaration" recipe)."""
+    declare(spec)
+    try:
+        yield spec
+    finally:
+        QUESTION_TYPES._items.pop(spec.name, None)  # noqa: SLF001
+        _DECLARED.remove(spec.name)
 
 
 def names() -> tuple[str, ...]:

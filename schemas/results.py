@@ -48,6 +48,14 @@ class GenerationResult(_R):
     dropped: tuple[str, ...] = ()
     seconds: float = 0.0
     run_id: str | None = None
+    steps: int = 0  # LLM steps the personas needed
+    cached_steps: int = 0  # of which served from Prefect's cache
+
+    def summary(self) -> str:
+        return (f"generation: {self.landed + self.unchanged}/{self.personas} personas ({self.landed} landed, "
+                f"{self.unchanged} unchanged), {self.traces} traces, {self.evidence} evidence; {self.steps} steps, "
+                f"{self.cached_steps} from cache, {self.llm_calls} LLM calls, {len(self.failures)} failed items; "
+                f"{self.seconds:.1f} s")
 
     @property
     def generated(self) -> int:
@@ -82,6 +90,21 @@ class FailedItem(_R):
     error: str
 
 
+class FunnelRow(_R):
+    """Quality control of one question type in one dimension: candidates → written → accepted."""
+
+    question_type: str
+    dimension: str
+    candidates: int  # (segment, type) pairs tried
+    infeasible: int  # the planner found no meaningful question
+    failed: int  # an LLM step kept failing
+    written: int
+    rejected_format: int
+    rejected_sufficiency: int
+    rejected_distractors: int  # never passed the distractor validation loop
+    accepted: int
+
+
 class QAResult(_R):
     benchmark_id: str
     status: dict[str, int]  # accepted / rejected / infeasible
@@ -93,11 +116,20 @@ class QAResult(_R):
     rejection_rate: float | None
     cues: CueStats
     llm_calls: int
+    funnel: tuple[FunnelRow, ...] = ()
+    cached_items: int = 0  # candidate items served from Prefect's cache
     seconds: float = 0.0
 
     @property
     def accepted(self) -> int:
         return self.status.get("accepted", 0)
+
+    def summary(self) -> str:
+        return (f"stage IV: {self.accepted} accepted, {self.status.get('rejected', 0)} rejected (rate "
+                f"{self.rejection_rate}), {self.status.get('infeasible', 0)} infeasible, {len(self.failed_items)} "
+                f"failed; {self.cached_items} items from cache, {self.llm_calls} LLM calls; cues: longest "
+                f"{self.cues.longest_option_accuracy}, overlap {self.cues.overlap_option_accuracy} (chance 0.25); "
+                f"{self.seconds:.1f} s")
 
 
 # -- evaluation -------------------------------------------------------------------------------------
@@ -133,6 +165,11 @@ class EvaluationResult(_R):
 
     def scores(self, system: str, k: int) -> Any:
         return next(r for r in self.results if r.system == system and r.k == k)
+
+    def summary(self) -> str:
+        systems = sorted({r.system for r in self.results})
+        return (f"evaluation of {self.benchmark!r}: {len(systems)} systems × k {sorted({r.k for r in self.results})}, "
+                f"{self.results[0].n_questions if self.results else 0} questions; {self.seconds:.1f} s")
 
 
 # -- imports and the whole pipeline -----------------------------------------------------------------

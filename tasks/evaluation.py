@@ -38,8 +38,9 @@ def load_task(warehouse_path: str, benchmark: str, force: bool) -> tuple[str, st
 
 @task(cache_policy=INPUTS + TASK_SOURCE + MemorySystemPolicy(modules=("clonemem.evaluation.run",)),
       persist_result=True, retries=1, retry_condition_fn=_transient_only, task_run_name="retrieve {system} {persona.person_key}")
-def retrieve_task(system: str, persona: PersonaData, k_max: int) -> Paid[Retrieval]:
-    """Build ``system`` from the persona's traces and retrieve for every question (time-aware)."""
+def retrieve_task(system: str, persona: PersonaData, k_max: int, full_context_tokens: int = 8000) -> Paid[Retrieval]:
+    """Build ``system`` from the persona's traces and retrieve for every question (time-aware).
+    ``full_context_tokens`` is the run's budget for the full-context baseline (an input: part of the key)."""
     def body(rec: runtime.Recorder) -> Retrieval:
         model = rec.model("extractor")  # its own usage counter: the system's spend
 
@@ -47,7 +48,7 @@ def retrieve_task(system: str, persona: PersonaData, k_max: int) -> Paid[Retriev
             return model.usage.calls, model.usage.input_tokens + model.usage.output_tokens
 
         return build_and_retrieve(system, persona, k_max, lambda name, inp: STAGES.get(name).run(model, inp),
-                                  runtime.current().config.seed, usage)
+                                  runtime.current().config.seed, usage, full_context_tokens)
 
     return runtime.paid(body)
 

@@ -93,3 +93,15 @@ def test_cli_refuses_an_ungated_benchmark_and_writes_json(tmp_path: Path, demo_f
     assert [(r["system"], r["k"]) for r in data["results"]] == [("bm25", 2), ("bm25", 4), ("oracle", 2), ("oracle", 4)]
     got = runner.invoke(app, ["systems", "--json"])
     assert set(json.loads(got.output)) == set(SYSTEMS.names())
+
+
+def test_the_full_context_budget_follows_the_runs_config(imported: Path) -> None:
+    from clonemem.flows.evaluation import evaluate_flow
+
+    def tokens(budget: int) -> float:
+        cfg = RunConfig.model_validate({"evaluation": {"full_context_tokens": budget}})
+        got = evaluate_flow(str(imported), "imported", ["full_context"], [5], config=cfg)
+        return got.scores("full_context", 5).context_tokens
+
+    small, large = tokens(120), tokens(8000)
+    assert 0 < small <= 120 * 1.5 < large  # words are counted against the budget, tokens reported

@@ -93,6 +93,17 @@ def test_sigkill_in_each_stage_then_resume_gives_the_same_export(clean: dict, tm
     got = clonemem(wh, home, *EVAL, "--json", str(tmp_path / "eval.json"))
     assert got.returncode == 0, got.stderr
     assert _metrics(tmp_path / "eval.json") == clean["eval"]
+    # the spend ledger: every call landed with the result it paid for, so the killed and resumed runs
+    # together recorded exactly the calls of the uninterrupted one (per stage: calls and tokens)
+    assert _spend(wh) == _spend(clean["wh"])
+
+
+def _spend(wh: Path) -> list[tuple]:
+    from clonemem.warehouse import Warehouse
+
+    with Warehouse.open_reader(wh) as r:
+        return r.rows("SELECT stage, count(*), sum(input_tokens), sum(output_tokens), count(DISTINCT call_id) "
+                      "FROM llm_calls GROUP BY stage ORDER BY stage")
 
 
 def _mount_tmpfs(folder: Path, size: str) -> bool:

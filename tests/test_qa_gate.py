@@ -178,3 +178,14 @@ def test_export_writes_questions_with_choices(bench: Path, tmp_path: Path) -> No
     with Warehouse.open_writer(tmp_path / "re.duckdb") as wh:
         summary = release.import_release_files(wh, files, "re-imported")
     assert summary.questions == len(doc["questions"]) and not summary.unknown_question_types
+
+
+@pytest.mark.parametrize("check", [f"{c.suite}: {c.name}" for c in __import__(
+    "clonemem.expectations.checks", fromlist=["CHECKS"]).CHECKS])
+def test_every_expectation_is_evaluated_and_met(bench: Path, check: str) -> None:
+    """Every registered expectation ran on the generated benchmark and is stored with its verdict (a new
+    check is covered here without editing a count)."""
+    suite, name = check.split(": ", 1)
+    got = rows(bench, f"SELECT success FROM gate_results r JOIN gate_runs g USING (gate_run_id) WHERE r.suite = '{suite}' "
+                      f"AND r.expectation = '{name.replace(chr(39), chr(39) * 2)}' ORDER BY g.started_at DESC LIMIT 1")
+    assert got == [(True,)], check

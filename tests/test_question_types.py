@@ -101,3 +101,40 @@ def test_a_new_type_is_one_declaration(monkeypatch) -> None:
     seg = _segment()
     chosen, why = question_types.spec("habit_probe").offline_selector()(seg)
     assert chosen == offline_qa.select_unanswerable(seg)[0] and why == ""
+
+
+HABIT = QuestionTypeSpec(
+    "habit_probe", "temporal", "Ask whether a way the person acts recurs, citing two moments.", min_evidence=2,
+    multi_point=True, offline_evidence="clonemem.offline.world.qa:select_pattern", dimensions=("experience",),
+    offline_questions={"en": ("{first}, does that {topic} thing keep coming back, from {month1} to {month2}?",)},
+    offline_answer={"en": "It keeps coming back. {s1} And later: {s2}"})
+
+
+@pytest.mark.prefect
+def test_a_toy_type_declared_in_a_test_goes_through_qa_and_the_gate(tmp_path) -> None:
+    """The recipe of docs/architecture.md, "add a question type": one declaration. Segments, the QA
+    pipeline, the offline writer, the gate, the metrics and the export take it from there."""
+    import json
+    import tomllib
+
+    from clonemem.flows.pipeline import pipeline_flow
+    from clonemem.warehouse import Warehouse
+    from tests.pipeline_kit import TINY
+
+    wh = tmp_path / "wh.duckdb"
+    with question_types.declared(HABIT):
+        cfg = RunConfig.model_validate({**tomllib.loads(TINY.replace("{personas}", "1")), "name": "toy",
+                                        "qa": {"types_per_segment": 9, "distractor_rounds": 2}})
+        got = pipeline_flow(str(wh), cfg, systems=["bm25", "oracle"], ks=[3])
+        assert got.gate_status == "passed"
+        assert got.qa.by_type.get("habit_probe", 0) > 0
+        with Warehouse.open_reader(wh) as r:
+            dims = {d for (d,) in r.rows("SELECT DISTINCT dimension FROM questions WHERE question_type = 'habit_probe'")}
+            cited = r.rows("SELECT min(n) FROM (SELECT count(*) AS n FROM question_evidence JOIN questions USING "
+                           "(question_id) WHERE question_type = 'habit_probe' GROUP BY question_id)")[0][0]
+            files = release.export_release(r, "toy", tmp_path / "out")
+        assert dims == {"experience"} and cited >= 2  # its dimensions and its evidence minimum hold
+        assert {e.question_type for e in got.evaluation.by_question_type} >= {"habit_probe"}
+        exported = json.loads(files[0].read_text("utf-8"))["questions"]
+        assert any(q["question_type"] == "habit_probe" for q in exported)
+    assert "habit_probe" not in question_types.names()

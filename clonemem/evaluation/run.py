@@ -90,7 +90,7 @@ class Retrieval:
 
 
 def build_and_retrieve(system: str, persona: PersonaData, k_max: int, llm: Callable, seed: int,
-                       usage: Callable[[], tuple[int, int]]) -> Retrieval:
+                       usage: Callable[[], tuple[int, int]], full_context_tokens: int = 8000) -> Retrieval:
     memory = SYSTEMS.get(system)()
     declared = {s.name for s in memory.llm_stages}
 
@@ -100,7 +100,7 @@ def build_and_retrieve(system: str, persona: PersonaData, k_max: int, llm: Calla
                                "declare in llm_stages")
         return llm(stage_name, inp)
 
-    ctx = BuildContext(llm=step, language=persona.language, seed=seed)
+    ctx = BuildContext(llm=step, language=persona.language, seed=seed, full_context_tokens=full_context_tokens)
     started = time.perf_counter()
     memory.build(persona.traces, ctx)
     build = time.perf_counter() - started

@@ -51,7 +51,12 @@ class PersonaDag:
     noise_plans: dict[tuple[int, int], list[g.TracePlan]] = field(default_factory=dict)
     contents: dict[tuple, str] = field(default_factory=dict)  # (e, k, i, t) or (e, k, "noise", t)
     failures: list[Failure] = field(default_factory=list)
-    calls: list[CallRecord] = field(default_factory=list)  # what the persona's steps spent (landed with it)
+    step_calls: list[tuple[CallRecord, ...]] = field(default_factory=list)  # per finished step: what it spent
+
+    @property
+    def calls(self) -> list[CallRecord]:
+        """What the persona's steps spent (landed with it)."""
+        return [c for calls in self.step_calls for c in calls]
     _submit: Submit | None = None
     _pending: int = 0
     _on_finished: Callable[[PersonaDag], None] | None = None

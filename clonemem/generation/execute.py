@@ -19,7 +19,7 @@ from pydantic import BaseModel
 from clonemem.generation.dag import CHAIN_STAGES, PersonaDag
 from clonemem.generation.stages import Stage
 from clonemem.ids import stable_int
-from clonemem.llm.types import Paid
+from clonemem.llm.types import BudgetExceeded, Paid
 from clonemem.runtime import Runtime
 from clonemem.schemas.config import ConfigError, RunConfig
 from clonemem.schemas.generation import BigFive, PersonaSpec, SeedConcept
@@ -45,11 +45,13 @@ def drive(dags: list[PersonaDag], start_call: StartCall, on_persona_done: Callab
         try:
             result = fut.result()
         except Exception as exc:  # recorded on the persona as a failed item; the rest continues
-            dag.calls.extend(getattr(exc, "calls", ()))  # spent all the same
+            dag.step_calls.append(tuple(getattr(exc, "calls", ())))  # spent all the same
+            if isinstance(exc, BudgetExceeded):
+                raise  # the run stops here: finished personas are landed, finished steps cached
             dag.failed(stage, item, exc, on_done)
             continue
         if isinstance(result, Paid):  # a step's output with the calls that produced it
-            dag.calls.extend(result.calls)
+            dag.step_calls.append(result.calls)
             result = result.value
         dag.completed(on_done, result)
 

@@ -22,6 +22,8 @@ class GenerationTally:
     evidence: int = 0
     detailed_events: int = 0
     llm_calls: int = 0
+    steps: int = 0
+    cached_steps: int = 0
     failures: list[StageFailure] = field(default_factory=list)
     dropped: list[str] = field(default_factory=list)
 
@@ -29,6 +31,8 @@ class GenerationTally:
         """A finished persona: ``landed`` None when nothing coherent was generated (stage I failed)."""
         self.failures += [StageFailure(persona=dag.key, stage=f.stage, item=f.item, error=f.error) for f in dag.failures]
         self.llm_calls += sum(1 for c in dag.calls if c.run_id == self.run_id)  # not those a cached result carries
+        self.steps += len(dag.step_calls)
+        self.cached_steps += sum(1 for calls in dag.step_calls if calls and all(c.run_id != self.run_id for c in calls))
         if assembly is None or landed is None:
             return
         self.dropped += [f"{dag.key}: {d}" for d in assembly.dropped]
@@ -49,4 +53,4 @@ class GenerationTally:
             benchmark_id=self.benchmark_id, name=self.name, personas=self.personas, landed=self.landed,
             unchanged=self.unchanged, traces=self.traces, evidence=self.evidence, detailed_events=self.detailed_events,
             llm_calls=self.llm_calls, failures=tuple(self.failures), dropped=tuple(self.dropped),
-            seconds=round(seconds, 2), run_id=self.run_id)
+            seconds=round(seconds, 2), run_id=self.run_id, steps=self.steps, cached_steps=self.cached_steps)

@@ -30,11 +30,13 @@ from clonemem.llm.types import (
     GenerateResult,
     InvalidOutputError,
     LLMError,
+    BudgetExceeded,
     Message,
     OfflineAnswer,
     PermanentError,
     TransientError,
     Usage,
+    estimate_tokens,
     loads_lenient,
 )
 from clonemem.schemas.config import ModelPrice, Role, RunConfig
@@ -75,6 +77,37 @@ class RetryPolicy:
         return random.uniform(cap / 2, cap) if cap > 0 else 0.0
 
 
+class Budget:
+    """A run's spending limit, shared by every model of the run. A call goes out only if the spend so far,
+    plus what calls in flight may still cost, plus this call at most (its prompt, and ``max_tokens`` of
+    output, at the model's price) stays within the limit; the actual cost, priced from the tokens the
+    provider reports, is then added. Unpriced models cannot be bounded and are refused."""
+
+    def __init__(self, limit_usd: float) -> None:
+        self.limit_usd = limit_usd
+        self.spent_usd = 0.0
+        self._reserved = 0.0
+        self._lock = threading.Lock()
+
+    def reserve(self, ref: str, price: ModelPrice | None, prompt_tokens: int, max_tokens: int) -> float:
+        if price is None:
+            raise BudgetExceeded(f"{ref} has no known price, so a cost budget cannot bound it: add it under "
+                                 "[pricing] in the config")
+        worst = cost_usd(price, prompt_tokens, max_tokens) or 0.0
+        with self._lock:
+            if self.spent_usd + self._reserved + worst > self.limit_usd:
+                raise BudgetExceeded(
+                    f"stopped before exceeding the cost budget: spent ${self.spent_usd:.4f} of "
+                    f"${self.limit_usd:.4f}, and the next {ref} call could cost up to ${worst:.4f}")
+            self._reserved += worst
+        return worst
+
+    def settle(self, reserved: float, actual: float | None) -> None:
+        with self._lock:
+            self._reserved -= reserved
+            self.spent_usd += actual or 0.0
+
+
 _LIMITERS: dict[str, threading.BoundedSemaphore] = {}
 _LIMITERS_LOCK = threading.Lock()
 
@@ -98,6 +131,7 @@ class Model:
         sink: CallSink | None = None,
         run_id: str | None = None,
         sleep: Callable[[float], None] = time.sleep,
+        budget: Budget | None = None,
     ) -> None:
         self.api = api
         self.role = role
@@ -108,6 +142,7 @@ class Model:
         self.usage = Usage()
         self._limiter = limiter
         self._sleep = sleep
+        self.budget = budget
         self._usage_lock = threading.Lock()
 
     @property
@@ -117,7 +152,8 @@ class Model:
     def recording_to(self, sink: CallSink) -> Model:
         """This model with its calls recorded to ``sink`` (same provider, limits and retry policy; its own
         usage totals): a task records the calls it makes, to return them with its result."""
-        return Model(self.api, self.role, self.policy, self._limiter, self.price, sink, self.run_id, self._sleep)
+        return Model(self.api, self.role, self.policy, self._limiter, self.price, sink, self.run_id, self._sleep,
+                     self.budget)
 
     @property
     def is_offline(self) -> bool:
@@ -179,19 +215,35 @@ class Model:
     def _complete(self, request: GenerateRequest, rec: CallRecord) -> GenerateResult:
         retries = 0
         while True:
+            reserved = self._reserve(request)
             rec.attempts += 1
             try:
                 with self._limiter:
                     result = self.api.generate(replace(request, attempt=rec.attempts))
             except TransientError as exc:
+                self._settle(reserved, None)
                 if retries >= self.policy.max_retries:
                     raise CallFailed(f"gave up after {rec.attempts} attempts: {exc}") from exc
                 retries += 1
                 self._sleep(self.policy.delay(retries, exc.retry_after))
                 continue
+            except BaseException:
+                self._settle(reserved, None)
+                raise
             rec.input_tokens += result.input_tokens
             rec.output_tokens += result.output_tokens
+            self._settle(reserved, cost_usd(self.price, result.input_tokens, result.output_tokens))
             return result
+
+    def _reserve(self, request: GenerateRequest) -> float:
+        if self.budget is None:
+            return 0.0
+        prompt = request.system + "".join(m.content for m in request.messages)
+        return self.budget.reserve(self.ref, self.price, estimate_tokens(prompt), request.max_tokens)
+
+    def _settle(self, reserved: float, actual: float | None) -> None:
+        if self.budget is not None:
+            self.budget.settle(reserved, actual)
 
     def _record(self, request: GenerateRequest) -> CallRecord:
         return CallRecord(
@@ -211,6 +263,8 @@ class Model:
         rec.cost_usd = cost_usd(self.price, rec.input_tokens, rec.output_tokens)
         if rec.error:
             rec.error = self.api.redact(rec.error)
+        if rec.attempts == 0:
+            return  # never sent (refused by the budget before the first attempt): not a call
         with self._usage_lock:
             self.usage.add(rec)
         if self.sink is not None:
@@ -228,7 +282,7 @@ def _describe(exc: ValueError) -> str:
 
 
 def get_model(config: RunConfig, role: Role, sink: CallSink | None = None, run_id: str | None = None,
-              sleep: Callable[[float], None] = time.sleep) -> Model:
+              sleep: Callable[[float], None] = time.sleep, budget: Budget | None = None) -> Model:
     """The model bound to ``role`` by the config, wrapped. Raises for a disabled live provider."""
     ref = config.models.ref(role)
     api_cls = PROVIDERS.get(ref.provider)
@@ -241,7 +295,7 @@ def get_model(config: RunConfig, role: Role, sink: CallSink | None = None, run_i
         backoff_max_s=settings.backoff_max_s,
     )
     return Model(api, role, policy, _limiter(ref.provider, settings.max_concurrency),
-                 price_for(str(ref), config), sink, run_id, sleep)
+                 price_for(str(ref), config), sink, run_id, sleep, budget)
 
 
 __all__ = ["CallFailed", "CallSink", "MemorySink", "Model", "RetryPolicy", "get_model", "TransientError"]

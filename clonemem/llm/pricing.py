@@ -19,9 +19,13 @@ DEFAULT_PRICES: dict[str, ModelPrice] = {
 
 
 def price_for(ref: str, config: RunConfig) -> ModelPrice | None:
+    """The config's price, else the list price; the offline provider is free unless the config prices it
+    (which rehearses a cost budget without any network)."""
+    if ref in config.pricing:
+        return config.pricing[ref]
     if ref.startswith("offline/"):
         return ModelPrice(input_per_mtok=0.0, output_per_mtok=0.0)
-    return config.pricing.get(ref) or DEFAULT_PRICES.get(ref)
+    return DEFAULT_PRICES.get(ref)
 
 
 def cost_usd(price: ModelPrice | None, input_tokens: int, output_tokens: int) -> float | None:

@@ -105,6 +105,10 @@ class Paid(Generic[T]):
     value: T
     calls: tuple[CallRecord, ...] = ()
 
+    def from_cache(self, run_id: str | None) -> bool:
+        """Made by an earlier run (Prefect served the result from its cache): none of its calls are this run's."""
+        return bool(self.calls) and all(c.run_id != run_id for c in self.calls)
+
 
 @dataclass
 class Usage:
@@ -150,6 +154,10 @@ class PermanentError(LLMError):
     def __init__(self, message: str, status: int | None = None):
         super().__init__(message)
         self.status = status
+
+
+class BudgetExceeded(PermanentError):
+    """The next call could take the run's spend over its budget (``--max-cost``); nothing was sent."""
 
 
 class LiveProviderDisabled(LLMError):

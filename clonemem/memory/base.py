@@ -61,6 +61,7 @@ class BuildContext:
     language: str = "en"
     seed: int = 0
     stats: dict = field(default_factory=dict)
+    full_context_tokens: int = 8000  # the run's `evaluation.full_context_tokens` (the full-context baseline's budget)
 
 
 class MemorySystem(ABC):

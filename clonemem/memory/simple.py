@@ -7,11 +7,7 @@ from collections.abc import Sequence
 
 from clonemem.ids import stable_int
 from clonemem.memory.base import BuildContext, MemorySystem, MemoryTrace, QuestionView, Retrieved
-from clonemem.schemas.config import RunConfig
 from clonemem.text import words
-
-FULL_CONTEXT_TOKENS = RunConfig().evaluation.full_context_tokens
-
 
 class _Traces(MemorySystem):
     def build(self, traces: Sequence[MemoryTrace], ctx: BuildContext) -> None:
@@ -46,7 +42,10 @@ class FullContext(_Traces):
     """Every visible trace, newest first, cut to a token budget (k does not apply)."""
 
     name = "full_context"
-    budget = FULL_CONTEXT_TOKENS
+
+    def build(self, traces: Sequence[MemoryTrace], ctx: BuildContext) -> None:
+        super().build(traces, ctx)
+        self.budget = ctx.full_context_tokens  # the run's configured budget
 
     def retrieve(self, question: QuestionView, k: int) -> list[Retrieved]:
         out, used = [], 0

@@ -8,8 +8,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from clonemem.qa.pipeline import ItemResult
+from clonemem.schemas import question_types
 from clonemem.schemas.qa import Segment
-from clonemem.schemas.results import CueStats, FailedItem, QAResult
+from clonemem.schemas.results import CueStats, FailedItem, FunnelRow, QAResult
 
 
 def candidates(segments: list[Segment], types: Sequence[str], types_per_segment: int,
@@ -19,7 +20,7 @@ def candidates(segments: list[Segment], types: Sequence[str], types_per_segment:
     for j, seg in enumerate(segments):
         for t in range(types_per_segment):
             qtype = types[(j * types_per_segment + t) % len(types)]
-            if quotas.get(qtype, 1) > 0:
+            if quotas.get(qtype, 1) > 0 and seg.arc.dimension in question_types.spec(qtype).dimensions:
                 out.append((seg, qtype))
     return out
 
@@ -47,13 +48,18 @@ class QATally:
     failed_items: list[FailedItem] = field(default_factory=list)
     landed: int = 0
     llm_calls: int = 0
+    cached_items: int = 0
+    funnel: Counter = field(default_factory=Counter)  # (type, dimension, outcome) -> items
 
     def failed(self, segment: Segment, qtype: str, error: BaseException) -> None:
         self.failed_items.append(FailedItem(segment=segment.segment_id, type=qtype, error=str(error)))
+        self.funnel[(qtype, segment.arc.dimension, "failed")] += 1
 
     def add(self, segments: list[Segment], results: list[ItemResult]) -> None:
         dimension = {s.segment_id: s.arc.dimension for s in segments}
         for r in results:
+            outcome = f"rejected_{r.rejected_stage}" if r.status == "rejected" else r.status
+            self.funnel[(r.question_type, dimension[r.segment_id], outcome)] += 1
             self.status[r.status] += 1
             if r.status == "rejected":
                 self.rejected_by[r.rejected_stage] += 1
@@ -61,8 +67,23 @@ class QATally:
                 self.by_type[r.question_type] += 1
                 self.by_dimension[dimension[r.segment_id]] += 1
 
-    def count_calls(self, calls: Sequence) -> None:
-        self.llm_calls += sum(1 for c in calls if c.run_id == self.run_id)  # not those a cached result carries
+    def count_calls(self, calls: Sequence, cached: bool = False) -> None:
+        """Calls of one item; ``cached``: the item came from Prefect's cache (its calls are an earlier run's)."""
+        self.llm_calls += sum(1 for c in calls if c.run_id == self.run_id)
+        self.cached_items += cached
+
+    def funnel_rows(self) -> tuple[FunnelRow, ...]:
+        rows = []
+        for qtype, dim in sorted({(t, d) for t, d, _ in self.funnel}):
+            n = {o: c for (t, d, o), c in self.funnel.items() if (t, d) == (qtype, dim)}
+            rejected = {k.removeprefix("rejected_"): v for k, v in n.items() if k.startswith("rejected_")}
+            accepted = n.get("accepted", 0)
+            rows.append(FunnelRow(
+                question_type=qtype, dimension=dim, candidates=sum(n.values()), infeasible=n.get("infeasible", 0),
+                failed=n.get("failed", 0), written=accepted + sum(rejected.values()),
+                rejected_format=rejected.get("format", 0), rejected_sufficiency=rejected.get("sufficiency", 0),
+                rejected_distractors=rejected.get("distractors", 0), accepted=accepted))
+        return tuple(rows)
 
     def snapshot(self) -> dict:
         """The running tallies (kept beside each persona's landing)."""
@@ -76,4 +97,5 @@ class QATally:
                         by_type=dict(self.by_type), by_dimension=dict(self.by_dimension),
                         failed_items=tuple(self.failed_items), landed=self.landed,
                         rejection_rate=round(self.status["rejected"] / written, 4) if written else None,
-                        cues=cues, llm_calls=self.llm_calls, seconds=round(seconds, 2))
+                        cues=cues, llm_calls=self.llm_calls, funnel=self.funnel_rows(), cached_items=self.cached_items,
+                        seconds=round(seconds, 2))

@@ -174,9 +174,10 @@ def write(call: OfflineCall) -> QADraft:
                   "month2": _month(chosen[-1].date, qa), "hint": _hint(chosen[0].statement, first_name(seg.persona, lex), seg.language,
                                 [r.name for r in seg.relations]),
                   "first": first_name(seg.persona, lex)}
-    question = fill(pick(rng, qa["questions"][inp.question_type]), fill_slots)
+    questions, answer_template = _wording(qa, inp.question_type, seg.language)
+    question = fill(pick(rng, list(questions)), fill_slots)
     sentences = {f"s{i + 1}": first_person(e.statement, seg.persona, lex) for i, e in enumerate(chosen)}
-    answer = fill(qa["answers"][inp.question_type], {**fill_slots, **sentences})
+    answer = fill(answer_template, {**fill_slots, **sentences})
     if not question_types.spec(inp.question_type).abstains and rng.random() < 0.12:
         # the writer sometimes adds what the evidence never said; the sufficiency check must catch it
         answer = answer + ("" if seg.language == "zh" else " ") + pick(rng, qa["embellishments"])
@@ -186,9 +187,19 @@ def write(call: OfflineCall) -> QADraft:
 # -- sufficiency --------------------------------------------------------------------------------
 
 
-def _template_words(qa: dict) -> set[str]:
+def _wording(qa: dict, qtype: str, language: str) -> tuple[tuple[str, ...], str]:
+    """A type's question templates and answer template: its own declaration's, else the QA lexicon's."""
+    spec = question_types.spec(qtype)
+    if language in spec.offline_questions and language in spec.offline_answer:
+        return spec.offline_questions[language], spec.offline_answer[language]
+    return tuple(qa["questions"][qtype]), qa["answers"][qtype]
+
+
+def _template_words(qa: dict, language: str = "en") -> set[str]:
     words: set[str] = set(w.lower() for w in qa["months"])
-    for template in qa["answers"].values():
+    templates = [*qa["answers"].values(), *(question_types.spec(n).offline_answer.get(language, "")
+                                             for n in question_types.names())]
+    for template in templates:
         words |= set(textutil.content_words(template.replace("{", " ").replace("}", " ")))
     return words
 
@@ -200,13 +211,13 @@ def sufficiency(call: OfflineCall) -> SufficiencyVerdict:
     name_words = {w.lower() for w in inp.persona_name.split()} | {"i", "me", "my"}
     evidence_words = set(textutil.content_words(" ".join(inp.evidence)))
     if question_types.spec(inp.question_type).abstains:
-        asked = set(textutil.content_words(inp.question)) - name_words - _template_words(qa)
+        asked = set(textutil.content_words(inp.question)) - name_words - _template_words(qa, inp.language)
         settled = len(asked & evidence_words) / max(1, len(asked))
         ok = settled < 0.5
         return SufficiencyVerdict(verdict="sufficient" if ok else "insufficient", score=round(1 - settled, 3),
                                   reason=qa["unanswerable_ok" if ok else "unanswerable_bad"])
     # sentence by sentence: one unsupported sentence is enough to make the answer insufficient
-    skip = name_words | _template_words(qa)
+    skip = name_words | _template_words(qa, inp.language)
     coverages = []
     for sentence in textutil.sentences(inp.answer):
         claimed = [w for w in textutil.content_words(sentence) if w not in skip]

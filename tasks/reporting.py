@@ -1,0 +1,119 @@
+"""What a run leaves in Prefect: one summary line per stage in the flow log, and artifacts (the gate's
+expectations, the quality-control funnel, the leaderboard with 95% intervals, links to the dashboard).
+
+Called from flows; outside a flow run (a plain function call) the artifacts are skipped, the lines go
+to the module logger.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from typing import Any
+
+from clonemem.evaluation.report import leaderboard_markdown
+from clonemem.expectations.gate import GateResult
+from clonemem.schemas.results import EvaluationResult, PipelineResult, QAResult
+
+DASHBOARD_URL_ENV = "CLONEMEM_DASHBOARD_URL"  # where `clonemem dashboard` serves (the artifact links there)
+DEFAULT_DASHBOARD_URL = "http://127.0.0.1:8501"
+
+
+def _in_flow_run() -> bool:
+    from prefect.context import FlowRunContext
+
+    return FlowRunContext.get() is not None
+
+
+def log(line: str) -> None:
+    """One summary line in the flow run's log (Prefect's run logger), or the module logger outside a run."""
+    if _in_flow_run():
+        from prefect import get_run_logger
+
+        get_run_logger().info(line)
+    else:
+        logging.getLogger("clonemem").info(line)
+
+
+def _key(text: str) -> str:
+    """Artifact keys: lowercase letters, digits and dashes."""
+    return "".join(ch if ch.isalnum() else "-" for ch in text.lower()).strip("-")[:100] or "clonemem"
+
+
+def dashboard_url(page: str, **query: str) -> str:
+    base = os.environ.get(DASHBOARD_URL_ENV, DEFAULT_DASHBOARD_URL).rstrip("/")
+    args = "&".join(f"{k}={v}" for k, v in query.items())
+    return f"{base}/{page}" + (f"?{args}" if args else "")
+
+
+def publish_gate(result: GateResult) -> None:
+    log(f"gate {result.status} for {result.name!r}: {len(result.outcomes) - len(result.failed)}/{len(result.outcomes)} "
+        f"expectations met" + (f"; unmet: {'; '.join(result.describe_failures())}" if result.failed else ""))
+    if not _in_flow_run():
+        return
+    from prefect.artifacts import create_table_artifact
+
+    create_table_artifact(
+        key=_key(f"gate-{result.name}"),
+        table=[{"suite": o.suite, "expectation": o.expectation, "success": o.success,
+                "unexpected": o.unexpected_count, "failing sample": str(o.failing_sample[:3])[:500]}
+               for o in result.outcomes],
+        description=f"Great Expectations gate of benchmark {result.name!r}: **{result.status}**")
+
+
+def publish_qa(result: QAResult, name: str) -> None:
+    log(result.summary())
+    if not _in_flow_run():
+        return
+    from prefect.artifacts import create_table_artifact
+
+    create_table_artifact(
+        key=_key(f"qc-funnel-{name}"), table=[r.model_dump() for r in result.funnel],
+        description=f"Quality-control funnel of benchmark {name!r} per question type and dimension: candidates → "
+                    f"written → rejected (format, evidence sufficiency, distractor loop) → accepted. Superficial cues: "
+                    f"longest option {result.cues.longest_option_accuracy}, question-word overlap "
+                    f"{result.cues.overlap_option_accuracy} (chance 0.25).")
+
+
+def publish_leaderboard(result: EvaluationResult) -> None:
+    log(result.summary())
+    for r in result.results:
+        log(f"  {r.system} k={r.k}: recall_flat {_fmt(r.recall_flat)}, choice {_fmt(r.choice_accuracy)}, "
+            f"qa_consistency {_fmt(r.qa_consistency)}")
+    if not _in_flow_run():
+        return
+    from prefect.artifacts import create_markdown_artifact
+
+    create_markdown_artifact(
+        key=_key(f"leaderboard-{result.benchmark}"),
+        markdown=f"# Leaderboard: {result.benchmark}\n\n"
+                 f"{'Offline answerer/judge' if result.offline else 'Live models'}; 95% bootstrap intervals.\n\n"
+                 f"{leaderboard_markdown(result)}\n\n"
+                 f"[Open in the dashboard]({dashboard_url('Leaderboard', benchmark=result.benchmark_id)})\n",
+        description=f"Leaderboard of {result.benchmark!r} (evaluation run {result.eval_run_id})")
+
+
+def publish_pipeline(result: PipelineResult, flow_run_id: str | None) -> None:
+    log(f"pipeline {result.name!r} done in {result.seconds:.1f} s: gate {result.gate_status}"
+        + (f", {len(result.evaluation.results)} leaderboard rows" if result.evaluation else ""))
+    if not _in_flow_run():
+        return
+    from prefect.artifacts import create_markdown_artifact
+
+    links = [f"- [Benchmark]({dashboard_url('Benchmarks', benchmark=result.benchmark_id)})",
+             f"- [QA quality]({dashboard_url('QA_quality', benchmark=result.benchmark_id)})",
+             f"- [Leaderboard]({dashboard_url('Leaderboard', benchmark=result.benchmark_id)})"]
+    if flow_run_id:
+        links.append(f"- [This run]({dashboard_url('Runs', run=flow_run_id)})")
+    create_markdown_artifact(
+        key=_key(f"pipeline-{result.name}"),
+        markdown=f"# Pipeline run: {result.name}\n\n"
+                 f"- {result.generation.summary()}\n- {result.qa.summary()}\n- gate: **{result.gate_status}**\n"
+                 + (f"- {result.evaluation.summary()}\n" if result.evaluation else "")
+                 + (f"- exported to `{result.export.folder}`\n" if result.export else "")
+                 + "\nDashboard (`clonemem dashboard`):\n\n" + "\n".join(links) + "\n",
+        description=f"Pipeline summary of {result.name!r}")
+
+
+def _fmt(value: Any) -> str:
+    return "-" if value is None else f"{value:.3f}"

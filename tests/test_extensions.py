@@ -1,0 +1,111 @@
+"""The recipes of docs/architecture.md, followed: a memory system is one module plus one registry line,
+an expectation is one entry in the checks; each is then run by the pipeline's own flows."""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from clonemem import release
+from clonemem.memory import SYSTEMS
+from clonemem.schemas.config import RunConfig
+from clonemem.warehouse import Warehouse
+
+pytestmark = pytest.mark.prefect
+
+NEWEST = '''
+from clonemem.memory.base import MemorySystem, Retrieved
+from clonemem.memory.memsys_stages import SUMMARIZE_TRACE
+
+
+class Newest(MemorySystem):
+    """The k newest visible traces, each with its extracted summary (one declared LLM stage)."""
+
+    name = "newest"
+    llm_stages = (SUMMARIZE_TRACE,)
+
+    def build(self, traces, ctx):
+        from clonemem.schemas.memory import TraceText
+
+        self.items = []
+        for t in sorted(traces, key=lambda t: (t.event_date, t.trace_id)):
+            out = ctx.llm(SUMMARIZE_TRACE.name, TraceText(trace_id=t.trace_id, medium=t.medium,
+                                                          event_date=t.event_date.isoformat(), content=t.content))
+            self.items.append((t, out.summary))
+        ctx.stats["items"] = len(self.items)
+
+    def retrieve(self, question, k):
+        seen = [(t, s) for t, s in self.items if t.event_date <= question.question_time]
+        return [Retrieved(s, (t.trace_id,), kind="summary") for t, s in reversed(seen[-k:])]
+
+
+class Sneaky(Newest):
+    """Calls a stage it does not declare."""
+
+    name = "sneaky"
+    llm_stages = ()
+'''
+
+
+@pytest.fixture
+def imported(tmp_path: Path, demo_file: Path) -> Path:
+    path = tmp_path / "wh.duckdb"
+    with Warehouse.open_writer(path) as wh:
+        release.import_release_files(wh, [demo_file], "imported")
+    return path
+
+
+@pytest.fixture
+def toy_module(tmp_path: Path):
+    (tmp_path / "toy_newest.py").write_text(textwrap.dedent(NEWEST), "utf-8")
+    sys.path.insert(0, str(tmp_path))
+    try:
+        yield "toy_newest"
+    finally:
+        sys.path.remove(str(tmp_path))
+        sys.modules.pop("toy_newest", None)
+        for name in ("newest", "sneaky"):
+            SYSTEMS._items.pop(name, None)  # noqa: SLF001
+            SYSTEMS._lazy.pop(name, None)  # noqa: SLF001
+
+
+def test_add_a_memory_system_recipe(imported: Path, toy_module: str) -> None:
+    from clonemem.flows.evaluation import evaluate_flow
+
+    SYSTEMS.add_lazy("newest", f"{toy_module}:Newest")  # the one registry line
+    assert "newest" in SYSTEMS.names()
+    got = evaluate_flow(str(imported), "imported", ["newest", "random"], [3], force=True, config=RunConfig())
+    newest = got.scores("newest", 3)
+    assert newest.n_questions == 6 and newest.recall_flat is not None
+    assert newest.llm_calls == 16  # its declared stage ran once per trace, through the extractor's model
+    with Warehouse.open_reader(imported) as wh:
+        stages = wh.rows("SELECT DISTINCT stage FROM llm_calls WHERE stage LIKE 'memory.%'")
+    assert stages == [("memory.summarize_trace",)]  # its calls are in the ledger
+
+
+def test_a_system_may_call_only_the_stages_it_declares(imported: Path, toy_module: str) -> None:
+    from clonemem.flows.evaluation import evaluate_flow
+
+    SYSTEMS.add_lazy("sneaky", f"{toy_module}:Sneaky")
+    with pytest.raises(RuntimeError, match="does not declare in llm_stages"):
+        evaluate_flow(str(imported), "imported", ["sneaky"], [3], force=True, config=RunConfig())
+
+
+def test_add_an_expectation_recipe(imported: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from clonemem.expectations import checks, gate
+
+    def at_most_ten_questions(params: dict):
+        import great_expectations as gx
+
+        return gx.expectations.ExpectTableRowCountToBeBetween(min_value=1, max_value=10)
+
+    toy = checks.Check("toy_suite", "at most ten questions per benchmark", checks.QUESTIONS, at_most_ten_questions)
+    monkeypatch.setattr(gate, "CHECKS", (*checks.CHECKS, toy))  # the one entry
+    result = gate.run_gate(imported, "imported", docs_dir=imported.parent / "docs")
+    assert result.status == "passed"
+    with Warehouse.open_reader(imported) as wh:
+        stored = wh.rows("SELECT success, observed FROM gate_results WHERE suite = 'toy_suite'")
+    assert stored and stored[0][0] is True and "6" in stored[0][1]  # six questions observed
