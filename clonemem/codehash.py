@@ -14,6 +14,7 @@ from __future__ import annotations
 import ast
 import importlib
 import importlib.util
+import threading
 from functools import lru_cache
 from importlib import resources
 
@@ -86,11 +87,18 @@ def _data(module: str) -> list[str]:
     return out
 
 
-@lru_cache(maxsize=None)
+_lock = threading.Lock()  # cache keys are computed from many task threads at once; parse each module once
+
+
 def code_hash(name: str, roots: tuple[str, ...] | None = None) -> str:
     """Hash of a module's closure (sources and declared data). ``roots`` defaults to the project and
     the module's own top-level package (a plugin's code counts for a plugin)."""
-    roots = roots or tuple(sorted({"clonemem", name.split(".")[0]}))
+    with _lock:
+        return _code_hash(name, roots or tuple(sorted({"clonemem", name.split(".")[0]})))
+
+
+@lru_cache(maxsize=None)
+def _code_hash(name: str, roots: tuple[str, ...]) -> str:
     parts = []
     for mod in closure(name, roots):
         parts += [mod, _source(mod) or "", *_data(mod)]

@@ -42,6 +42,7 @@ def template_source(name: str) -> str:
     return (resources.files("clonemem.prompts") / "templates" / f"{name}.j2").read_text("utf-8")
 
 
+@lru_cache(maxsize=None)
 def template_hash(name: str) -> str:
     """Hash of a template's source (templates are self-contained: no includes or inheritance)."""
     return stable_hash(template_source(name))

@@ -59,7 +59,9 @@ def retrieve_task(system: str, persona: PersonaData, k_max: int, full_context_to
 def answer_task(system: str, k: int, persona: PersonaData, retrieval: Retrieval) -> Paid[list[Outcome]]:
     """The clone answers every question from the top-k memories; the judge scores the answers (the calls
     run in bounded concurrent batches through the provider layer, which keeps limits and retries)."""
-    workers = runtime.current().config.evaluation.concurrency
+    rt = runtime.current()
+    waits = rt.model("answerer").api.waits or rt.model("judge").api.waits
+    workers = rt.config.evaluation.concurrency if waits else 1  # computing calls gain nothing from threads
     return runtime.paid(lambda rec: answer_and_judge(system, k, persona, retrieval, rec.run, workers=workers))
 
 

@@ -150,6 +150,8 @@ def answer_and_judge(system: str, k: int, persona: PersonaData, retrieval: Retri
             reason = str(exc)[:500]
         return Outcome(q.question_id, sum(estimate_tokens(m) for m in memories), free.answer, choice, verdict, reason)
 
+    if workers <= 1:
+        return [one(q) for q in persona.questions]
     with ThreadPoolExecutor(workers) as pool:
         return list(pool.map(one, persona.questions))
 

@@ -15,6 +15,7 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from functools import lru_cache
 from typing import Protocol, TypeVar
 
 from pydantic import BaseModel, ValidationError
@@ -166,7 +167,7 @@ class Model:
         """Build a request from a rendered prompt; structured requests carry the JSON schema instruction."""
         user = prompt.user
         if schema is not None:
-            user += "\n\n" + prompts.render("json_output", schema=json.dumps(schema.model_json_schema())).user
+            user += "\n\n" + _json_instruction(schema)
         return GenerateRequest(
             stage=stage, role=self.role, system=prompt.system, messages=(Message("user", user),),
             inputs_key=inputs_key, offline=offline, output_schema=schema, max_tokens=max_tokens,
@@ -269,6 +270,12 @@ class Model:
             self.usage.add(rec)
         if self.sink is not None:
             self.sink.record(rec)
+
+
+@lru_cache(maxsize=None)
+def _json_instruction(schema: type[BaseModel]) -> str:
+    """The instruction to reply with JSON of ``schema`` (rendered once per schema: it is on every call)."""
+    return prompts.render("json_output", schema=json.dumps(schema.model_json_schema())).user
 
 
 def _describe(exc: ValueError) -> str:

@@ -25,6 +25,12 @@ class ModelAPI(ABC):
     provider: ClassVar[str]
     is_live: ClassVar[bool] = True
 
+    @property
+    def waits(self) -> bool:
+        """Whether a call spends its time waiting (network, simulated latency) rather than computing:
+        only then do concurrent calls help (computing ones would just take turns on the GIL)."""
+        return True
+
     def __init__(self, model: str) -> None:
         self.model = model
 

@@ -28,6 +28,10 @@ class OfflineAPI(ModelAPI):
         self.settings = settings
         self.seed = seed
 
+    @property
+    def waits(self) -> bool:
+        return self.settings.latency_ms > 0
+
     @classmethod
     def from_config(cls, model: str, config: RunConfig) -> OfflineAPI:
         return cls(model, config.providers.offline, config.seed)

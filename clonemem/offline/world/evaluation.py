@@ -4,6 +4,8 @@ the gold memory the answer and the retrieved text cover."""
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from clonemem import text as textutil
 from clonemem.offline import OfflineCall
 from clonemem.schemas.evaluation import AnswerInput, ChoiceAnswer, FreeAnswer, JudgeInput, JudgeVerdict
@@ -16,8 +18,14 @@ ABSTAIN = ("don't know", "do not know", "can't say", "cannot say", "never wrote"
            "不知道", "说不准", "没有记录", "没记下")
 
 
+@lru_cache(maxsize=65536)
+def _content(text: str) -> frozenset[str]:
+    """A text's content words (memories recur across questions and k: tokenised once)."""
+    return frozenset(w for w in textutil.content_words(text) if w not in PRONOUNS)
+
+
 def _words(text: str, drop: set[str] | frozenset[str] = frozenset()) -> set[str]:
-    return {w for w in textutil.content_words(text) if w not in PRONOUNS and w not in drop}
+    return set(_content(text) - drop) if drop else set(_content(text))
 
 
 def answer_free(call: OfflineCall) -> FreeAnswer:
