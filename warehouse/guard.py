@@ -22,7 +22,7 @@ API::
     with open_guarded(path, max_rows=10_000, timeout_s=30) as con:
         for result in con.query("SELECT * FROM v_benchmarks"):   # one QueryResult per statement
             result.columns, result.rows, result.truncated
-        frame = con.frame("SELECT ...")                           # one statement -> polars DataFrame
+        frame = con.frame("SELECT ... WHERE x = ?", [value])      # one statement -> polars DataFrame
 
 Refusals and failures raise :class:`SqlRefused` (a ``ValueError``) with one clear line.
 """
@@ -32,6 +32,7 @@ from __future__ import annotations
 import re
 import shutil
 import threading
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -133,15 +134,16 @@ class GuardedConnection:
         """Run every statement of ``sql`` (queries only) and return their results, each cut at ``max_rows``."""
         return [self._run(stmt) for stmt in check_statements(sql)]
 
-    def frame(self, sql: str) -> pl.DataFrame:
-        """One query as a polars DataFrame (cut at ``max_rows``)."""
-        results = self.query(sql)
-        if len(results) != 1:
+    def frame(self, sql: str, params: Sequence[object] | Mapping[str, object] | None = None) -> pl.DataFrame:
+        """One query as a polars DataFrame (cut at ``max_rows``); ``params`` bind its ``?`` or ``$name``
+        placeholders, so callers never format values into SQL."""
+        statements = check_statements(sql)
+        if len(statements) != 1:
             raise SqlRefused("expected exactly one statement")
-        r = results[0]
+        r = self._run(statements[0], params)
         return pl.DataFrame(r.rows, schema=r.columns, orient="row", infer_schema_length=None)
 
-    def _run(self, stmt: str) -> QueryResult:
+    def _run(self, stmt: str, params: Sequence[object] | Mapping[str, object] | None = None) -> QueryResult:
         with self._lock:
             timer = threading.Timer(self.limits.timeout_s, self._con.interrupt)
             timed_out = threading.Event()
@@ -149,7 +151,7 @@ class GuardedConnection:
             timer.daemon = True
             timer.start()
             try:
-                cur = self._con.execute(stmt)
+                cur = self._con.execute(stmt, params) if params else self._con.execute(stmt)
                 columns = [d[0] for d in cur.description] if cur.description else []
                 rows = cur.fetchmany(self.limits.max_rows + 1) if columns else []
             except duckdb.InterruptException:
