@@ -9,6 +9,17 @@ import polars as pl
 DIMENSION_COLORS = alt.Scale(domain=["experience", "emotion", "opinion"], range=["#4c78a8", "#e45756", "#54a24b"])
 
 
+def spend(frame: pl.DataFrame) -> alt.Chart:
+    """Tokens per role, split by provider/model, with calls and estimated cost in the tooltip."""
+    data = frame.with_columns(tokens=pl.col("input_tokens") + pl.col("output_tokens"),
+                              model_ref=pl.format("{}/{}", pl.col("provider"), pl.col("model")))
+    return alt.Chart(data).mark_bar().encode(
+        x=alt.X("sum(tokens):Q", title="tokens (input + output)"), y=alt.Y("role:N", sort="-x", title=None),
+        color=alt.Color("model_ref:N", title="provider/model"),
+        tooltip=["role:N", "model_ref:N", "calls:Q", "input_tokens:Q", "output_tokens:Q",
+                 alt.Tooltip("cost_usd:Q", format=".4f")]).properties(height=alt.Step(30))
+
+
 def timeline(arcs: pl.DataFrame, phases: pl.DataFrame, events: pl.DataFrame) -> alt.LayerChart:
     """One persona's plan on a time axis: each arc's anchor states between major events, the phases
     (coloured by the stress of the snapshot they end on) and the major events as rules."""
@@ -129,6 +140,18 @@ def compare_runs(frame: pl.DataFrame, metric: str) -> alt.LayerChart:
             x="value:Q", tooltip=["system:N", "run:N", alt.Tooltip("value:Q", format=".3f"),
                                   alt.Tooltip("ci_low:Q", format=".3f"), alt.Tooltip("ci_high:Q", format=".3f")]),
     ).properties(height=max(160, 30 * frame["system"].n_unique()))
+
+
+def retrieved(frame: pl.DataFrame) -> alt.LayerChart:
+    """What each system retrieved at k: one cell per (system, rank), gold traces marked."""
+    base = alt.Chart(frame).encode(x=alt.X("rank:O", title="rank"), y=alt.Y("system:N", title=None))
+    return alt.layer(
+        base.mark_rect(stroke="white").encode(
+            color=alt.Color("gold:N", scale=alt.Scale(domain=[True, False], range=["#2ca02c", "#d9d9d9"]),
+                            title="gold trace"),
+            tooltip=["system:N", "rank:O", "gold:N", "external_id:N", "medium:N", "excerpt:N"]),
+        base.mark_text(fontSize=10).encode(text="medium:N"),
+    ).properties(height=alt.Step(28), width=alt.Step(110))
 
 
 def run_durations(frame: pl.DataFrame) -> alt.Chart:

@@ -148,6 +148,13 @@ def run_page(title: str, render: Callable[[Session], None], *, needs_benchmark: 
         st.error(f"Cannot read this page from {session.path.name}: {exc}")
 
 
+def run_label(started_at: Any, run_id: str, detail: str) -> str:
+    """A run's label in a picker: when, a short id (two runs in one minute with the same systems must
+    still differ: a select box tells its options apart by their labels), and what it was."""
+    when = f"{started_at:%Y-%m-%d %H:%M:%S}" if started_at else "?"
+    return f"{when} · {run_id[:8]} · {detail}"
+
+
 def generation_note(session: Session, what: str) -> bool:
     """True when the chosen benchmark was generated; otherwise say plainly that ``what`` needs generation
     internals an imported benchmark does not have."""

@@ -6,6 +6,7 @@ import json
 
 import streamlit as st
 
+from clonemem.dashboard import charts
 from clonemem.dashboard import queries as Q
 from clonemem.dashboard.context import Session, run_page
 
@@ -55,6 +56,7 @@ def _selected(session: Session) -> None:
         totals[1].metric("input tokens", int(spend["input_tokens"].sum()))
         totals[2].metric("output tokens", int(spend["output_tokens"].sum()))
         totals[3].metric("estimated cost (USD)", f"{spend['cost_usd'].sum():.4f}")
+        st.altair_chart(charts.spend(spend), width="stretch")
         st.dataframe(spend, hide_index=True, column_config={"cost_usd": st.column_config.NumberColumn(format="%.4f")})
     loose = Q.unattributed_spend(db)
     if loose.height:

@@ -7,8 +7,9 @@ import polars as pl
 import streamlit as st
 
 from clonemem.dashboard import analysis as A
+from clonemem.dashboard import charts
 from clonemem.dashboard import queries as Q
-from clonemem.dashboard.context import Session, run_page
+from clonemem.dashboard.context import Session, run_label, run_page
 
 TITLE = "Question inspector"
 
@@ -66,8 +67,8 @@ def _pick(session: Session) -> str | None:
                 st.warning(f"no question {requested!r} among these; showing the first instead")
     if st.session_state.get("qi_question") not in ids:
         st.session_state["qi_question"] = ids[0]
-    labels = {r["question_id"]: f"{r['external_id'][:12]} · {r['question_type']} · {r['question'][:90]}"
-              for r in index.iter_rows(named=True)}
+    labels = {r["question_id"]: f"{i + 1}. {r['external_id'][:12]} · {r['question_type']} · {r['question'][:90]}"
+              for i, r in enumerate(index.iter_rows(named=True))}
     return st.selectbox(f"Question ({len(ids)})", ids, format_func=labels.__getitem__, key="qi_question")
 
 
@@ -95,7 +96,8 @@ def _systems(session: Session, bid: str, question_id: str) -> None:
         st.info(f"Benchmark {session.benchmark['name']!r} has not been evaluated: "
                 f"`clonemem evaluate {session.benchmark['name']} --systems bm25,random --k 5,10`.")
         return
-    labels = {r["eval_run_id"]: f"{r['started_at']:%Y-%m-%d %H:%M} · {r['systems']}" for r in runs.iter_rows(named=True)}
+    labels = {r["eval_run_id"]: run_label(r["started_at"], r["eval_run_id"], r["systems"])
+              for r in runs.iter_rows(named=True)}
     left, right = st.columns([3, 1])
     eval_run_id = left.selectbox("Evaluation", list(labels), format_func=labels.__getitem__, key="qi_eval")
     ks = _ks(runs.filter(pl.col("eval_run_id") == eval_run_id)["ks"][0])
@@ -120,6 +122,7 @@ def _systems(session: Session, bid: str, question_id: str) -> None:
         labels_of = Q.trace_labels(db, table["trace_id"].unique().to_list())
         ranked = table.join(labels_of, on="trace_id", how="left").sort("system", "rank")
         st.markdown("**Retrieved at k** (gold marked)")
+        st.altair_chart(charts.retrieved(ranked))
         st.dataframe(ranked.select("system", "rank", "gold", "external_id", "medium", "event_date", "excerpt"),
                      hide_index=True, height=320)
     with st.expander("Answers in full"):

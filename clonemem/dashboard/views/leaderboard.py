@@ -8,7 +8,7 @@ import streamlit as st
 
 from clonemem.dashboard import charts
 from clonemem.dashboard import queries as Q
-from clonemem.dashboard.context import Session, run_page
+from clonemem.dashboard.context import Session, run_label, run_page
 
 TITLE = "Leaderboard"
 PREFERRED_METRICS = ("recall_flat", "choice_accuracy", "recall_any_any", "qa_consistency")
@@ -22,7 +22,8 @@ def render(session: Session) -> None:
                 f"`clonemem evaluate {bench['name']} --systems bm25,random --k 5,10`"
                 + (" (add `--force` while its gate has not passed)." if bench["gate_status"] != "passed" else "."))
         return
-    labels = {r["eval_run_id"]: f"{r['started_at']:%Y-%m-%d %H:%M} · {r['systems']}" for r in runs.iter_rows(named=True)}
+    labels = {r["eval_run_id"]: run_label(r["started_at"], r["eval_run_id"], r["systems"])
+              for r in runs.iter_rows(named=True)}
     eval_run_id = st.selectbox("Evaluation", list(labels), format_func=labels.__getitem__, key="lb_eval")
     overall = Q.metrics(db, eval_run_id, "all")
     if overall.height == 0:
@@ -81,7 +82,7 @@ def _compare(session: Session, runs: pl.DataFrame, eval_run_id: str, metric: str
     other = st.selectbox("Compare with", others, format_func=labels.__getitem__, key="lb_other")
     both = pl.concat([
         Q.metrics(session.db, run_id, "all").filter(pl.col("metric") == metric).with_columns(run=pl.lit(name))
-        for run_id, name in ((eval_run_id, "A: " + labels[eval_run_id][:16]), (other, "B: " + labels[other][:16]))])
+        for run_id, name in ((eval_run_id, "A: " + labels[eval_run_id][:30]), (other, "B: " + labels[other][:30]))])
     if both.height == 0:
         st.info(f"Neither evaluation has {metric}.")
         return

@@ -11,7 +11,7 @@ import streamlit as st
 from clonemem.dashboard import analysis as A
 from clonemem.dashboard import charts
 from clonemem.dashboard import queries as Q
-from clonemem.dashboard.context import Session, run_page
+from clonemem.dashboard.context import Session, run_label, run_page
 
 TITLE = "QA quality"
 
@@ -106,7 +106,8 @@ def _gate(session: Session) -> None:
         st.info(f"Benchmark {bench['name']!r} has never been gated (gate status {bench['gate_status']}); "
                 f"run `clonemem gate {bench['name']}`.")
         return
-    labels = {r["gate_run_id"]: f"{r['started_at']:%Y-%m-%d %H:%M:%S} · {r['status']}" for r in runs.iter_rows(named=True)}
+    labels = {r["gate_run_id"]: run_label(r["started_at"], r["gate_run_id"], r["status"])
+              for r in runs.iter_rows(named=True)}
     gate_run_id = st.selectbox("Gate run", list(labels), format_func=labels.__getitem__, key="qa_gate_run")
     run = runs.filter(pl.col("gate_run_id") == gate_run_id).row(0, named=True)
     results = Q.gate_results(db, gate_run_id)
