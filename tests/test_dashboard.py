@@ -481,6 +481,26 @@ def test_guarded_frame_binds_parameters_and_still_refuses_writes(imported: Path)
             db.frame("SELECT * FROM read_text(?)", ["/etc/hostname"])
 
 
+def test_two_sessions_read_one_warehouse_at_once(imported: Path) -> None:
+    """Two page renders in one server process (two browser tabs): the second guarded connection shares
+    the first one's database instance, already locked, and both stay locked down."""
+    first = open_guarded(imported)
+    second = open_guarded(imported)
+    try:
+        for db in (first, second):
+            assert db.frame("SELECT count(*) AS n FROM benchmarks")["n"][0] == 2
+            assert db.frame("SELECT current_setting('lock_configuration') AS l")["l"][0] is True
+            with pytest.raises(SqlRefused):
+                db.frame("SELECT * FROM read_text('/etc/hostname')")
+        first.close()
+        assert second.frame("SELECT count(*) AS n FROM traces")["n"][0] > 0
+    finally:
+        first.close()
+        second.close()
+    with open_guarded(imported) as third:  # a fresh instance once all are closed
+        assert third.frame("SELECT current_setting('enable_external_access') AS e")["e"][0] is False
+
+
 def test_wilson_interval_and_rank_cut() -> None:
     lo, hi = analysis.wilson(25, 100)
     assert (round(lo, 4), round(hi, 4)) == (0.1755, 0.3430)  # Wilson 95% of 25/100

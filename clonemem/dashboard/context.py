@@ -45,9 +45,13 @@ class Session:
     path: Path
     db: GuardedConnection | None = None
     problem: str | None = None          # why the warehouse cannot be read at all
+    schema: dict[str, list[str]] = field(default_factory=dict)  # table -> columns, read once per render
     catalog: pl.DataFrame = field(default_factory=pl.DataFrame)
     benchmark: dict[str, Any] | None = None  # the chosen row of ``Q.benchmarks``
     benchmark_problem: str | None = None     # e.g. an unknown ?benchmark= name
+
+    def columns(self, table: str) -> list[str]:
+        return self.schema.get(table, [])
 
     @property
     def snapshot(self) -> bool:
@@ -72,12 +76,13 @@ def open_session(path: Path) -> Iterator[Session]:
             session.problem = f"cannot open warehouse {path}: {exc}"
         if session.db is not None:
             try:
-                missing = [t for t in Q.CORE_TABLES if t not in Q.tables(session.db)]
+                session.schema = Q.schema(session.db)
+                missing = [t for t in Q.CORE_TABLES if t not in session.schema]
                 if missing:
                     session.problem = (f"{path} is not a clonemem warehouse yet (no {', '.join(missing)} table); "
                                        "fill it with `clonemem demo`, `clonemem import-release` or `clonemem import-locomo`")
                 else:
-                    session.catalog = Q.benchmarks(session.db)
+                    session.catalog = Q.benchmarks(session.db, session.schema["benchmarks"])
             except SqlRefused as exc:
                 session.problem = f"cannot read warehouse {path}: {exc}"
         yield session

@@ -32,28 +32,22 @@ def _q(name: str) -> str:
 # -- catalog --------------------------------------------------------------------------------------------
 
 
-def tables(db: Db) -> set[str]:
-    """Names of the tables and views in the warehouse's main schema."""
-    got = db.frame("SELECT table_name FROM information_schema.tables WHERE table_schema = 'main'")
-    return set(got["table_name"].to_list()) if got.height else set()
+def schema(db: Db) -> dict[str, list[str]]:
+    """Every table and view of the main schema with its columns in order (one catalog query per render)."""
+    got = db.frame("SELECT table_name, list(column_name ORDER BY ordinal_position) AS columns "
+                   "FROM information_schema.columns WHERE table_schema = 'main' GROUP BY ALL")
+    return {r["table_name"]: list(r["columns"]) for r in got.iter_rows(named=True)} if got.height else {}
 
 
-def columns(db: Db, table: str) -> list[str]:
-    """Columns of ``table`` in order (empty when the table does not exist)."""
-    got = db.frame("SELECT column_name FROM information_schema.columns WHERE table_schema = 'main' "
-                   "AND table_name = ? ORDER BY ordinal_position", [table])
-    return got["column_name"].to_list() if got.height else []
-
-
-def benchmarks(db: Db) -> pl.DataFrame:
+def benchmarks(db: Db, benchmark_columns: list[str]) -> pl.DataFrame:
     """One row per benchmark: source, gate and landing status, counts, when it was created and its config hash.
 
     ``created`` is the benchmark's own ``created_at`` where the schema has one, else the earliest run
     recorded for it (generation, gate or evaluation); ``config_hash`` is the first 12 hex digits of the
-    SHA-256 of its stored config (generation config, or import options)."""
-    cols = set(columns(db, "benchmarks"))
-    status = "coalesce(b.status, 'complete')" if "status" in cols else "'complete'"
-    own_created = "b.created_at" if "created_at" in cols else "NULL::TIMESTAMP"
+    SHA-256 of its stored config (generation config, or import options). ``benchmark_columns``: the
+    table's columns in this warehouse (``schema``)."""
+    status = "coalesce(b.status, 'complete')" if "status" in benchmark_columns else "'complete'"
+    own_created = "b.created_at" if "created_at" in benchmark_columns else "NULL::TIMESTAMP"
     return db.frame(f"""
         WITH p AS (SELECT benchmark_id, count(*) AS personas FROM personas GROUP BY ALL),
              t AS (SELECT p.benchmark_id, count(*) AS traces FROM traces JOIN personas p USING (persona_id) GROUP BY ALL),
@@ -435,13 +429,14 @@ def efficiency(db: Db, eval_run_id: str) -> pl.DataFrame:
 # -- runs ------------------------------------------------------------------------------------------------
 
 
-def run_rows(db: Db, table: str) -> pl.DataFrame:
+def run_rows(db: Db, table: str, table_columns: list[str]) -> pl.DataFrame:
     """Every column of ``runs`` or ``eval_runs`` that the schema has (Prefect flow-run and deployment ids
     included where present) but the JSON payloads and the benchmark id (its name comes first instead),
-    with the duration in seconds; what a run is and when come first, ids last."""
+    with the duration in seconds; what a run is and when come first, ids last. ``table_columns``: the
+    table's columns in this warehouse (``schema``)."""
     if table not in ("runs", "eval_runs"):
         raise ValueError(f"not a run table: {table}")
-    have = [c for c in columns(db, table) if not c.endswith("_json") and c != "benchmark_id"]
+    have = [c for c in table_columns if not c.endswith("_json") and c != "benchmark_id"]
     if not have:
         return pl.DataFrame()
     first = [c for c in ("kind", "status", "forced", "started_at", "finished_at") if c in have]
@@ -455,9 +450,9 @@ def run_rows(db: Db, table: str) -> pl.DataFrame:
         FROM {table} r LEFT JOIN benchmarks b USING (benchmark_id) ORDER BY r.started_at DESC""")
 
 
-def run_summaries(db: Db) -> pl.DataFrame:
+def run_summaries(db: Db, runs_columns: list[str]) -> pl.DataFrame:
     """Pipeline runs' JSON summaries (their fields vary by kind and version)."""
-    if "summary_json" not in columns(db, "runs"):
+    if "summary_json" not in runs_columns:
         return pl.DataFrame()
     return db.frame("SELECT run_id, summary_json::VARCHAR AS summary FROM runs ORDER BY started_at DESC")
 

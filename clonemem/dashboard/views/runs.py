@@ -22,9 +22,9 @@ def render(session: Session) -> None:
     only = session.benchmark is not None and st.toggle(
         f"Only benchmark {session.benchmark['name']!r}", value=False, key="runs_only")
     name = session.benchmark["name"] if only else None
-    pipeline = _only(Q.run_rows(db, "runs"), name)
-    evaluations = _only(Q.run_rows(db, "eval_runs"), name)
-    summaries = _summaries(Q.run_summaries(db))
+    pipeline = _only(Q.run_rows(db, "runs", session.columns("runs")), name)
+    evaluations = _only(Q.run_rows(db, "eval_runs", session.columns("eval_runs")), name)
+    summaries = _summaries(Q.run_summaries(db, session.columns("runs")))
     calls = Q.calls_by_run_stage(db)
     extra = [c for c in pipeline.columns if "deployment" in c or "flow_run" in c]
     cols = st.columns(3)
