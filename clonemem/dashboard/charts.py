@@ -74,7 +74,7 @@ def outcomes_by_type(funnel_frame: pl.DataFrame) -> alt.Chart:
 
 def with_interval(frame: pl.DataFrame, *, value: str, category: str, title: str, chance: float | None = None) -> alt.LayerChart:
     """A point per category with its 95% interval as an error bar, and an optional chance line."""
-    base = alt.Chart(frame).encode(y=alt.Y(f"{category}:N", title=None))
+    base = alt.Chart(frame).encode(y=alt.Y(f"{category}:N", title=None, axis=alt.Axis(labelLimit=220)))
     layers: list[alt.Chart] = [
         base.mark_errorbar(ticks=True).encode(x=alt.X("ci_low:Q", title=title, scale=alt.Scale(domain=[0, 1])),
                                               x2="ci_high:Q"),

@@ -125,7 +125,8 @@ def choose_benchmark(session: Session) -> None:
 
 def _label(catalog: pl.DataFrame, name: str) -> str:
     row = catalog.filter(pl.col("name") == name).row(0, named=True)
-    return f"{name} ({row['source']}, gate {row['gate_status']})"
+    offline = ", offline" if row["is_offline"] else ""  # SPEC §7: offline content is labelled wherever it appears
+    return f"{name} ({row['source']}, gate {row['gate_status']}{offline})"
 
 
 def run_page(title: str, render: Callable[[Session], None], *, needs_benchmark: bool = True,
