@@ -28,6 +28,7 @@ bench: $(STAMP)
 	$(PY) benchmarks/validity.py
 	$(PY) benchmarks/generation.py
 	$(PY) benchmarks/retrieval_scale.py
+	$(PY) benchmarks/dashboard_pages.py
 
 clean:
 	rm -rf $(VENV) clonemem.duckdb clonemem.duckdb.wal clonemem-demo

@@ -545,6 +545,26 @@ def demo(
         run_demo(State.warehouse, out, echo=typer.echo)
 
 
+@app.command("dashboard")
+@handles_errors
+def dashboard(
+    warehouse: Annotated[Path | None, typer.Option("--warehouse", help="DuckDB warehouse file (overrides the global option)")] = None,
+    port: Annotated[int, typer.Option("--port", min=1, max=65535, help="port on 127.0.0.1")] = 8501,
+) -> None:
+    """Start the read-only run-quality dashboard (Streamlit on 127.0.0.1; Ctrl-C stops it)."""
+    import os
+
+    from clonemem.dashboard import command
+
+    path = (warehouse or State.warehouse).expanduser().resolve()
+    if not path.is_file():
+        typer.echo(f"note: no warehouse at {path} yet; the dashboard says so until one is created", err=True)
+    typer.echo(f"dashboard: http://127.0.0.1:{port} (read-only over {path})", err=True)
+    argv = command(path, port, sys.executable)
+    sys.stderr.flush()
+    os.execv(argv[0], argv)  # the server takes this process's place: its pid, its signals, its exit code
+
+
 def main() -> None:
     try:
         app()

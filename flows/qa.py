@@ -17,6 +17,8 @@ from clonemem.schemas.config import RunConfig, resolve_config
 from clonemem.schemas.results import QAResult
 from clonemem.tasks.context import flow_run_ids, new_run_id
 from clonemem.tasks.reporting import publish_qa
+from clonemem.tasks.generation import record_run_task
+from clonemem.warehouse.runs import RunRecord, utcnow
 from clonemem.tasks.qa import cue_stats_task, land_qa_task, qa_item, segments_task
 
 
@@ -25,8 +27,9 @@ def qa_flow(warehouse_path: str, config: RunConfig | str | None = None) -> QARes
     """Questions for every persona of the config's benchmark, landed persona by persona."""
     cfg = resolve_config(config)
     bid = benchmark_id(cfg.name)
-    started = time.perf_counter()
-    run_id = flow_run_ids()[0] or new_run_id()
+    started, started_at = time.perf_counter(), utcnow()
+    flow_run_id, deployment_id = flow_run_ids()
+    run_id = flow_run_id or new_run_id()
     tally = QATally(bid, run_id)
     with runtime.use(runtime.Runtime(cfg, run_id=run_id)):
         personas = segments_task(warehouse_path, bid, cfg.qa)
@@ -54,5 +57,9 @@ def qa_flow(warehouse_path: str, config: RunConfig | str | None = None) -> QARes
             rows = qa_rows(persona.persona_id, bid, persona.segments, results, persona.arc_ids)
             tally.landed += land_qa_task(warehouse_path, persona.persona_id, bid, rows, tally.snapshot(), calls)
     result = tally.result(cue_stats_task(warehouse_path, bid), time.perf_counter() - started)
+    if result.landed or result.llm_calls or result.failed_items:
+        # a run that changed nothing writes nothing (the warehouse stays byte-for-byte the same)
+        record_run_task(warehouse_path, RunRecord(run_id, "qa", bid, started_at, flow_run_id=flow_run_id,
+                                                  deployment_id=deployment_id, summary_json=result.model_dump_json()))
     publish_qa(result, cfg.name)
     return result

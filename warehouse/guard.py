@@ -22,7 +22,7 @@ API::
     with open_guarded(path, max_rows=10_000, timeout_s=30) as con:
         for result in con.query("SELECT * FROM v_benchmarks"):   # one QueryResult per statement
             result.columns, result.rows, result.truncated
-        frame = con.frame("SELECT ...")                           # one statement -> polars DataFrame
+        frame = con.frame("SELECT ... WHERE x = ?", [value])      # one statement -> polars DataFrame
 
 Refusals and failures raise :class:`SqlRefused` (a ``ValueError``) with one clear line.
 """
@@ -32,6 +32,7 @@ from __future__ import annotations
 import re
 import shutil
 import threading
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -78,22 +79,28 @@ class Limits:
     timeout_s: float = DEFAULT_TIMEOUT_S
 
 
-def check_statements(query: str) -> list[str]:
-    """Split ``query`` into statements and refuse any that is not a plain query; returns their SQL."""
-    parser = duckdb.connect(":memory:", config={"enable_external_access": False})
+def check_statements(query: str, parser: duckdb.DuckDBPyConnection | None = None) -> list[str]:
+    """Split ``query`` into statements and refuse any that is not a plain query; returns their SQL.
+
+    ``parser`` is a connection to parse with (parsing executes nothing); without one a throw-away
+    in-memory connection is opened, which costs about 10 ms."""
+    own = parser is None
+    if parser is None:
+        parser = duckdb.connect(":memory:", config={"enable_external_access": False})
     try:
         statements = parser.extract_statements(query)
     except duckdb.Error as exc:
         raise SqlRefused(f"cannot parse the query: {_first_line(exc)}") from None
     finally:
-        parser.close()
+        if own:
+            parser.close()
     if not statements:
         raise SqlRefused("empty query")
     out = []
     for stmt in statements:
         kind = stmt.type.name
         if kind == "EXPLAIN":
-            _check_explain(stmt.query)
+            _check_explain(stmt.query, None if own else parser)
         elif kind not in _READ_TYPES:
             _refuse(f"{kind} statements are")
         out.append(stmt.query)
@@ -105,12 +112,12 @@ def _refuse(what: str) -> None:
                      "EXPLAIN) run, and the warehouse changes only through the pipeline's commands")
 
 
-def _check_explain(sql: str) -> None:
+def _check_explain(sql: str, parser: duckdb.DuckDBPyConnection | None = None) -> None:
     """Plain EXPLAIN of a query only: EXPLAIN ANALYZE executes the statement it wraps."""
     m = _EXPLAIN.match(sql)
     if m is None or m["analyze"] or re.search(r"ANALY[SZ]E", m["options"] or "", re.IGNORECASE):
         _refuse("EXPLAIN ANALYZE (it executes its statement) is")
-    inner = check_statements(m["inner"]) if m["inner"].strip() else []
+    inner = check_statements(m["inner"], parser) if m["inner"].strip() else []
     if len(inner) != 1:
         _refuse("EXPLAIN of anything but one query is")
 
@@ -131,17 +138,22 @@ class GuardedConnection:
 
     def query(self, sql: str) -> list[QueryResult]:
         """Run every statement of ``sql`` (queries only) and return their results, each cut at ``max_rows``."""
-        return [self._run(stmt) for stmt in check_statements(sql)]
+        return [self._run(stmt) for stmt in self._check(sql)]
 
-    def frame(self, sql: str) -> pl.DataFrame:
-        """One query as a polars DataFrame (cut at ``max_rows``)."""
-        results = self.query(sql)
-        if len(results) != 1:
+    def frame(self, sql: str, params: Sequence[object] | Mapping[str, object] | None = None) -> pl.DataFrame:
+        """One query as a polars DataFrame (cut at ``max_rows``); ``params`` bind its ``?`` or ``$name``
+        placeholders, so callers never format values into SQL."""
+        statements = self._check(sql)
+        if len(statements) != 1:
             raise SqlRefused("expected exactly one statement")
-        r = results[0]
+        r = self._run(statements[0], params)
         return pl.DataFrame(r.rows, schema=r.columns, orient="row", infer_schema_length=None)
 
-    def _run(self, stmt: str) -> QueryResult:
+    def _check(self, sql: str) -> list[str]:
+        with self._lock:  # parsed by this connection: no throw-away parser per query
+            return check_statements(sql, self._con)
+
+    def _run(self, stmt: str, params: Sequence[object] | Mapping[str, object] | None = None) -> QueryResult:
         with self._lock:
             timer = threading.Timer(self.limits.timeout_s, self._con.interrupt)
             timed_out = threading.Event()
@@ -149,7 +161,7 @@ class GuardedConnection:
             timer.daemon = True
             timer.start()
             try:
-                cur = self._con.execute(stmt)
+                cur = self._con.execute(stmt, params) if params else self._con.execute(stmt)
                 columns = [d[0] for d in cur.description] if cur.description else []
                 rows = cur.fetchmany(self.limits.max_rows + 1) if columns else []
             except duckdb.InterruptException:
@@ -193,13 +205,25 @@ def open_guarded(path: str | Path, *, max_rows: int = DEFAULT_MAX_ROWS,
         raise ValueError("max_rows must be >= 1 and timeout_s > 0")
     con, snapshot_dir = connect_reader(Path(path).expanduser().resolve(), _CONFIG)
     try:
-        con.execute("SET lock_configuration = true")
+        _lock_configuration(con)
     except duckdb.Error as exc:
         con.close()
         if snapshot_dir is not None:
             shutil.rmtree(snapshot_dir, ignore_errors=True)
         raise WarehouseError(f"cannot open warehouse {path}: {_first_line(exc)}") from None
     return GuardedConnection(con, Limits(max_rows, timeout_s), snapshot_dir)
+
+
+def _lock_configuration(con: duckdb.DuckDBPyConnection) -> None:
+    """Lock the configuration. Connections of one process to one file share a database instance, and so
+    its settings: while another guarded connection to the file is open (a second dashboard session,
+    say) the instance is already locked, which is the state wanted, and SET itself is refused."""
+    try:
+        con.execute("SET lock_configuration = true")
+    except duckdb.InvalidInputException as exc:
+        locked = con.execute("SELECT current_setting('lock_configuration')").fetchone()
+        if "configuration has been locked" not in str(exc) or not locked or locked[0] is not True:
+            raise
 
 
 def _first_line(exc: BaseException) -> str:

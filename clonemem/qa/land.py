@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
+from clonemem.qa.cues import CUE_ITEMS_SQL, cue_credits
 from clonemem.qa.pipeline import ItemResult
 from clonemem.schemas.config import DIMENSIONS, QUESTION_TYPES
 from clonemem.schemas.qa import Segment
@@ -72,34 +73,21 @@ def arc_ids(wh: Warehouse, persona_id: str) -> dict[str, str]:
     return dict(wh.rows("SELECT 'A' || (seq + 1), arc_id FROM life_arcs WHERE persona_id = ?", [persona_id]))
 
 
-def _credit(scores: dict[str, float], correct: str) -> float:
-    best = max(scores.values())
-    tied = [k for k, v in scores.items() if v == best]
-    return 1.0 / len(tied) if correct in tied else 0.0
-
-
 def cue_stats(wh: Warehouse, benchmark_id: str) -> CueStats:
     """Superficial cues over accepted multiple-choice items: could length, word overlap with the
     question, or position predict the correct option? Chance is 25% among A–D."""
-    items = wh.rows(
-        "SELECT q.question_id, q.question, q.correct_choice_id, list({'id': c.choice_id, 'text': c.text} ORDER BY c.seq) "
-        "FROM questions q JOIN question_choices c USING (question_id) WHERE q.benchmark_id = ? GROUP BY ALL",
-        [benchmark_id])
-    from clonemem import text as textutil
-
+    items = wh.rows(CUE_ITEMS_SQL, [benchmark_id])
     longest = overlap = 0.0
     n = 0
     letters: dict[str, int] = {}
     for _qid, question, correct, choices in items:
         letters[correct] = letters.get(correct, 0) + 1
-        options = [c for c in choices if c["id"] != "E"]
-        if correct == "E" or not options:
+        credits = cue_credits(question, correct, choices)
+        if credits is None:
             continue
         n += 1
-        q = set(textutil.content_words(question))
-        # a heuristic that meets a tie guesses among the tied options: credit 1/ties, not a letter order
-        longest += _credit({c["id"]: len(c["text"]) for c in options}, correct)
-        overlap += _credit({c["id"]: len(q & set(textutil.content_words(c["text"]))) for c in options}, correct)
+        longest += credits[0]
+        overlap += credits[1]
     return CueStats(items=len(items), items_correct_in_a_to_d=n,
                     longest_option_accuracy=round(longest / n, 4) if n else None,
                     overlap_option_accuracy=round(overlap / n, 4) if n else None,

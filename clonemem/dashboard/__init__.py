@@ -1,0 +1,32 @@
+"""The read-only run-quality dashboard (`clonemem dashboard`): a Streamlit app over the warehouse.
+
+``app.py`` is the entry script (sidebar, benchmark picker, navigation); ``views/`` holds one module per
+page, each a script Streamlit runs and an importable module; ``queries.py`` holds every SQL read (named
+functions returning polars frames), ``analysis.py`` the pure computations, ``charts.py`` the Altair
+charts and ``context.py`` the per-render warehouse connection through the guarded read-only path.
+"""
+
+from pathlib import Path
+
+APP = Path(__file__).with_name("app.py")
+
+# (title, script under views/, url path): the navigation order. The first page is the default, served at
+# the root URL (Streamlit gives the default page no path of its own).
+PAGES: tuple[tuple[str, str, str], ...] = (
+    ("Benchmarks", "views/benchmarks.py", ""),
+    ("Generation", "views/generation.py", "generation"),
+    ("QA quality", "views/qa_quality.py", "qa-quality"),
+    ("Question inspector", "views/inspector.py", "inspector"),
+    ("Leaderboard", "views/leaderboard.py", "leaderboard"),
+    ("Runs", "views/runs.py", "runs"),
+)
+
+
+def command(warehouse: Path, port: int, python: str) -> list[str]:
+    """The ``streamlit run`` command line of ``clonemem dashboard``: bound to 127.0.0.1, headless (no
+    browser opened), no usage statistics, no file watching; the warehouse passed to the app."""
+    return [python, "-m", "streamlit", "run", str(APP),
+            "--server.address", "127.0.0.1", "--server.port", str(port), "--server.headless", "true",
+            "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none",
+            "--server.runOnSave", "false", "--global.developmentMode", "false", "--client.toolbarMode", "viewer",
+            "--", "--warehouse", str(warehouse)]

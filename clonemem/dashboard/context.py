@@ -1,0 +1,172 @@
+"""What every page shares: the warehouse (one guarded read-only connection per page render, a snapshot
+copy beside a running writer), the benchmark chosen in the sidebar, and how a page reports a warehouse
+it cannot read instead of raising."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import streamlit as st
+
+from clonemem.dashboard import queries as Q
+from clonemem.warehouse.db import WarehouseError
+from clonemem.warehouse.guard import GuardedConnection, SqlRefused, open_guarded
+
+DEFAULT_WAREHOUSE = "clonemem.duckdb"
+WAREHOUSE_ENV = "CLONEMEM_WAREHOUSE"
+QUERY_TIMEOUT_S = 20.0
+MAX_ROWS = 200_000
+
+
+def warehouse_path(argv: list[str] | None = None) -> Path:
+    """The warehouse the app reads: ``--warehouse PATH`` after the script name (``streamlit run app.py --
+    --warehouse PATH``), else ``$CLONEMEM_WAREHOUSE``, else ``./clonemem.duckdb``."""
+    args = sys.argv[1:] if argv is None else argv
+    for i, arg in enumerate(args):
+        if arg == "--warehouse" and i + 1 < len(args):
+            return Path(args[i + 1]).expanduser()
+        if arg.startswith("--warehouse="):
+            return Path(arg.split("=", 1)[1]).expanduser()
+    return Path(os.environ.get(WAREHOUSE_ENV) or DEFAULT_WAREHOUSE).expanduser()
+
+
+@dataclass
+class Session:
+    """One render's view of the warehouse."""
+
+    path: Path
+    db: GuardedConnection | None = None
+    problem: str | None = None          # why the warehouse cannot be read at all
+    schema: dict[str, list[str]] = field(default_factory=dict)  # table -> columns, read once per render
+    catalog: pl.DataFrame = field(default_factory=pl.DataFrame)
+    benchmark: dict[str, Any] | None = None  # the chosen row of ``Q.benchmarks``
+    benchmark_problem: str | None = None     # e.g. an unknown ?benchmark= name
+
+    def columns(self, table: str) -> list[str]:
+        return self.schema.get(table, [])
+
+    @property
+    def snapshot(self) -> bool:
+        return self.db is not None and self.db.is_snapshot
+
+
+_current: ContextVar[Session | None] = ContextVar("clonemem_dashboard_session", default=None)
+
+
+@contextmanager
+def open_session(path: Path) -> Iterator[Session]:
+    """Open the warehouse read-only for one render and close it afterwards (a writer in another process
+    is never blocked for longer than a page takes). Problems become ``Session.problem``, never exceptions."""
+    session = Session(path=path)
+    token = _current.set(session)
+    try:
+        try:
+            session.db = open_guarded(path, max_rows=MAX_ROWS, timeout_s=QUERY_TIMEOUT_S)
+        except WarehouseError as exc:
+            session.problem = str(exc)
+        except (OSError, ValueError) as exc:
+            session.problem = f"cannot open warehouse {path}: {exc}"
+        if session.db is not None:
+            try:
+                session.schema = Q.schema(session.db)
+                missing = [t for t in Q.CORE_TABLES if t not in session.schema]
+                if missing:
+                    session.problem = (f"{path} is not a clonemem warehouse yet (no {', '.join(missing)} table); "
+                                       "fill it with `clonemem demo`, `clonemem import-release` or `clonemem import-locomo`")
+                else:
+                    session.catalog = Q.benchmarks(session.db, session.schema["benchmarks"])
+            except SqlRefused as exc:
+                session.problem = f"cannot read warehouse {path}: {exc}"
+        yield session
+    finally:
+        _current.reset(token)
+        if session.db is not None:
+            session.db.close()
+
+
+def current() -> Session:
+    session = _current.get()
+    if session is None:  # a page script run on its own, not through app.py
+        raise RuntimeError("dashboard pages run inside clonemem/dashboard/app.py (`clonemem dashboard`)")
+    return session
+
+
+def choose_benchmark(session: Session) -> None:
+    """The sidebar's benchmark picker; ``?benchmark=NAME-or-ID`` in the URL chooses one too."""
+    if session.problem or session.catalog.height == 0:
+        return
+    names = session.catalog["name"].to_list()
+    ids = session.catalog["benchmark_id"].to_list()
+    requested = st.query_params.get("benchmark")
+    if requested and requested not in names and requested not in ids:
+        session.benchmark_problem = (f"no benchmark {requested!r} in {session.path.name} "
+                                     f"(known: {', '.join(names)}); pick one in the sidebar")
+    elif requested:
+        st.session_state["benchmark"] = names[ids.index(requested)] if requested in ids else requested
+    if st.session_state.get("benchmark") not in names:
+        st.session_state["benchmark"] = names[0]
+
+    def _sync() -> None:
+        st.query_params["benchmark"] = st.session_state["benchmark"]
+
+    st.sidebar.selectbox("Benchmark", names, key="benchmark", on_change=_sync,
+                         format_func=lambda n: _label(session.catalog, n))
+    if session.benchmark_problem is None:
+        session.benchmark = session.catalog.row(names.index(st.session_state["benchmark"]), named=True)
+
+
+def _label(catalog: pl.DataFrame, name: str) -> str:
+    row = catalog.filter(pl.col("name") == name).row(0, named=True)
+    offline = ", offline" if row["is_offline"] else ""  # SPEC §7: offline content is labelled wherever it appears
+    return f"{name} ({row['source']}, gate {row['gate_status']}{offline})"
+
+
+def run_page(title: str, render: Callable[[Session], None], *, needs_benchmark: bool = True,
+             about: str | None = None) -> None:
+    """Render one page: its title, then ``render(session)``; a warehouse or benchmark that cannot be
+    read shows a clear message instead of a traceback."""
+    st.title(title)
+    if about:
+        st.caption(about)
+    session = current()
+    if session.problem:
+        st.warning(session.problem)
+        return
+    if needs_benchmark:
+        if session.benchmark_problem:
+            st.error(session.benchmark_problem)
+            return
+        if session.benchmark is None:
+            st.info(f"No benchmarks in {session.path} yet: create one with `clonemem demo`, "
+                    "`clonemem import-release FILE --name NAME` or `clonemem import-locomo PATH --name NAME`.")
+            return
+    try:
+        render(session)
+    except (SqlRefused, WarehouseError) as exc:
+        st.error(f"Cannot read this page from {session.path.name}: {exc}")
+
+
+def run_label(started_at: Any, run_id: str, detail: str) -> str:
+    """A run's label in a picker: when, a short id (two runs in one minute with the same systems must
+    still differ: a select box tells its options apart by their labels), and what it was."""
+    when = f"{started_at:%Y-%m-%d %H:%M:%S}" if started_at else "?"
+    return f"{when} · {run_id[:8]} · {detail}"
+
+
+def generation_note(session: Session, what: str) -> bool:
+    """True when the chosen benchmark was generated; otherwise say plainly that ``what`` needs generation
+    internals an imported benchmark does not have."""
+    bench = session.benchmark or {}
+    if bench.get("source") == "generated":
+        return True
+    st.info(f"Benchmark {bench.get('name')!r} was imported (a release or LoCoMo file): it has no {what}, "
+            "which only the generation pipeline records.")
+    return False

@@ -1,0 +1,143 @@
+"""Question inspector: one question with its options and evidence, and what each evaluated system
+retrieved at k (gold traces marked), answered, chose, and how the judge scored it."""
+
+from __future__ import annotations
+
+import polars as pl
+import streamlit as st
+
+from clonemem.dashboard import analysis as A
+from clonemem.dashboard import charts
+from clonemem.dashboard import queries as Q
+from clonemem.dashboard.context import Session, run_label, run_page
+
+TITLE = "Question inspector"
+
+
+def render(session: Session) -> None:
+    db, bench = session.db, session.benchmark
+    question_id = _pick(session)
+    if question_id is None:
+        return
+    q = Q.question(db, question_id).row(0, named=True)
+    st.markdown(f"**{q['person_name']}** · {q['question_type']}"
+                + (f" (source: {q['source_question_type']})" if q["source_question_type"] and
+                   q["source_question_type"] != q["question_type"] else "")
+                + f" · {q['dimension']} · asked {q['question_time']:%Y-%m-%d %H:%M}"
+                + (f" · life arc: {q['life_arc']}" if q["life_arc"] else ""))
+    st.markdown("**Question**")
+    st.text(q["question"])
+    st.markdown("**Reference answer**")
+    st.text(q["answer"])
+    if q["adversarial_answer"]:
+        st.caption(f"adversarial (trap) answer: {q['adversarial_answer']}")
+    choices = Q.question_choices(db, question_id)
+    if choices.height:
+        st.markdown(f"**Options** (correct: {q['correct_choice_id']})")
+        st.dataframe(choices, hide_index=True)
+    else:
+        st.caption("Free-text only: no options.")
+    _evidence(session, question_id)
+    _systems(session, bench["benchmark_id"], question_id)
+
+
+def _pick(session: Session) -> str | None:
+    db, bid = session.db, session.benchmark["benchmark_id"]
+    people = Q.personas(db, bid)
+    requested = st.query_params.get("question")
+    left, mid = st.columns(2)
+    persona_names = {r["persona_id"]: r["person_name"] for r in people.iter_rows(named=True)}
+    persona_id = left.selectbox("Persona", [None, *persona_names], key="qi_persona",
+                                format_func=lambda p: "all" if p is None else persona_names[p])
+    types = sorted(Q.composition(db, bid)["question_type"].unique().to_list())
+    qtype = mid.selectbox("Question type", [None, *types], key="qi_type", format_func=lambda t: "all" if t is None else t)
+    index = Q.question_index(db, bid, persona_id, qtype)
+    if index.height == 0:
+        st.info("No questions match.")
+        return None
+    ids = index["question_id"].to_list()
+    if requested:
+        if requested in ids:
+            st.session_state["qi_question"] = requested
+        else:
+            external = index.filter(pl.col("external_id") == requested)
+            if external.height:
+                st.session_state["qi_question"] = external["question_id"][0]
+            else:
+                st.warning(f"no question {requested!r} among these; showing the first instead")
+    if st.session_state.get("qi_question") not in ids:
+        st.session_state["qi_question"] = ids[0]
+    labels = {r["question_id"]: f"{i + 1}. {r['external_id'][:12]} · {r['question_type']} · {r['question'][:90]}"
+              for i, r in enumerate(index.iter_rows(named=True))}
+    return st.selectbox(f"Question ({len(ids)})", ids, format_func=labels.__getitem__, key="qi_question")
+
+
+def _evidence(session: Session, question_id: str) -> None:
+    evidence = Q.question_evidence(session.db, question_id)
+    st.markdown(f"**Evidence** ({evidence['evidence'].n_unique() if evidence.height else 0} statements)")
+    if evidence.height == 0:
+        st.caption("This question names no evidence.")
+        return
+    for (seq, statement), part in evidence.group_by(["evidence", "statement"], maintain_order=True):
+        traces = part.filter(pl.col("trace_id").is_not_null())
+        with st.expander(f"{seq + 1}. {statement}  ({traces.height} trace(s))"):
+            if traces.height == 0:
+                st.caption("This evidence item names no trace (recall metrics skip it).")
+            for r in traces.iter_rows(named=True):
+                st.caption(f"{r['medium']} · {r['event_date']:%Y-%m-%d %H:%M} · {r['external_id']}")
+                st.text(r["content"])
+
+
+def _systems(session: Session, bid: str, question_id: str) -> None:
+    db = session.db
+    st.subheader("Evaluated systems")
+    runs = Q.eval_runs(db, bid)
+    if runs.height == 0:
+        st.info(f"Benchmark {session.benchmark['name']!r} has not been evaluated: "
+                f"`clonemem evaluate {session.benchmark['name']} --systems bm25,random --k 5,10`.")
+        return
+    labels = {r["eval_run_id"]: run_label(r["started_at"], r["eval_run_id"], r["systems"])
+              for r in runs.iter_rows(named=True)}
+    left, right = st.columns([3, 1])
+    eval_run_id = left.selectbox("Evaluation", list(labels), format_func=labels.__getitem__, key="qi_eval")
+    ks = _ks(runs.filter(pl.col("eval_run_id") == eval_run_id)["ks"][0])
+    if not ks:
+        st.info("This evaluation recorded no metrics.")
+        return
+    k = right.selectbox("k", ks, key=f"qi_k_{eval_run_id}")
+    gold = set(Q.question_gold_traces(db, question_id)["trace_id"].to_list())
+    retrievals = Q.question_retrievals(db, eval_run_id, question_id)
+    table = A.retrieval_table(retrievals, gold, k)
+    summary = A.retrieval_summary(table, retrievals["system"].to_list(), gold)
+    answers = Q.question_answers(db, eval_run_id, question_id).filter(pl.col("k") == k)
+    judged = Q.question_judgments(db, eval_run_id, question_id).filter(pl.col("k") == k)
+    scores = (judged.pivot(on="metric", index="system", values="score") if judged.height
+              else pl.DataFrame({"system": []}, schema={"system": pl.Utf8}))
+    overview = (summary.join(answers.select("system", "predicted_choice_id", "correct", "context_tokens"),
+                             on="system", how="left").join(scores, on="system", how="left"))
+    st.markdown(f"**At k = {k}**: gold traces found, the choice made, and the judge's scores "
+                f"({len(gold)} gold trace(s))")
+    st.dataframe(overview, hide_index=True)
+    if table.height:
+        labels_of = Q.trace_labels(db, table["trace_id"].unique().to_list())
+        ranked = table.join(labels_of, on="trace_id", how="left").sort("system", "rank")
+        st.markdown("**Retrieved at k** (gold marked)")
+        st.altair_chart(charts.retrieved(ranked))
+        st.dataframe(ranked.select("system", "rank", "gold", "external_id", "medium", "event_date", "excerpt"),
+                     hide_index=True, height=320)
+    with st.expander("Answers in full"):
+        st.dataframe(answers, hide_index=True)
+    unscored = judged.filter(~pl.col("scored"))
+    with st.expander(f"Judge verdicts ({unscored.height} unscored)"):
+        st.dataframe(judged, hide_index=True)
+
+
+def _ks(value: object) -> list[int]:
+    if value is None:
+        return []
+    return [int(k) for k in (value.to_list() if isinstance(value, pl.Series) else value)]
+
+
+if __name__ == "__main__":
+    run_page(TITLE, render, about="One question end to end: evidence, traces, and every system's retrieval, "
+                                  "answer, choice and judge scores.")

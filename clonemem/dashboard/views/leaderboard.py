@@ -1,0 +1,104 @@
+"""Leaderboard: systems × metrics per k with 95% bootstrap intervals, by question type and dimension,
+efficiency, and two evaluations of the benchmark side by side."""
+
+from __future__ import annotations
+
+import polars as pl
+import streamlit as st
+
+from clonemem.dashboard import charts
+from clonemem.dashboard import queries as Q
+from clonemem.dashboard.context import Session, run_label, run_page
+
+TITLE = "Leaderboard"
+PREFERRED_METRICS = ("recall_flat", "choice_accuracy", "recall_any_any", "qa_consistency")
+
+
+def render(session: Session) -> None:
+    db, bench = session.db, session.benchmark
+    runs = Q.eval_runs(db, bench["benchmark_id"])
+    if runs.height == 0:
+        st.info(f"Benchmark {bench['name']!r} has not been evaluated yet: "
+                f"`clonemem evaluate {bench['name']} --systems bm25,random --k 5,10`"
+                + (" (add `--force` while its gate has not passed)." if bench["gate_status"] != "passed" else "."))
+        return
+    labels = {r["eval_run_id"]: run_label(r["started_at"], r["eval_run_id"], r["systems"])
+              for r in runs.iter_rows(named=True)}
+    eval_run_id = st.selectbox("Evaluation", list(labels), format_func=labels.__getitem__, key="lb_eval")
+    overall = Q.metrics(db, eval_run_id, "all")
+    if overall.height == 0:
+        st.info("This evaluation recorded no metrics.")
+        return
+    names = overall["metric"].unique().sort().to_list()
+    default = next((m for m in PREFERRED_METRICS if m in names), names[0])
+    metric = st.selectbox("Metric", names, index=names.index(default), key="lb_metric")
+    chosen = overall.filter(pl.col("metric") == metric).drop("group_value", "metric")
+    st.subheader(f"{metric} per system and k")
+    if chosen["value"].is_null().all():
+        st.info(f"{metric} was not computed in this evaluation (e.g. choice accuracy of free-text-only items).")
+    else:
+        st.altair_chart(charts.leaderboard(chosen.drop_nulls("value"), metric))
+    st.dataframe(chosen.sort("k", "value", descending=[False, True], nulls_last=True), hide_index=True)
+    ks = sorted(overall["k"].unique().to_list())
+    k = st.selectbox("k for the tables below", ks, key=f"lb_k_{eval_run_id}")
+    st.markdown(f"**Every metric at k = {k}** (point estimates; intervals in the table above per metric)")
+    wide = overall.filter(pl.col("k") == k).pivot(on="metric", index="system", values="value")
+    st.dataframe(wide.sort("system"), hide_index=True)
+    _groups(session, eval_run_id, metric, k)
+    _efficiency(session, eval_run_id)
+    _compare(session, runs, eval_run_id, metric, labels)
+
+
+def _groups(session: Session, eval_run_id: str, metric: str, k: int) -> None:
+    st.subheader(f"{metric} at k = {k} by group")
+    group = st.radio("Group by", ["question_type", "dimension", "persona"], horizontal=True, key="lb_group")
+    frame = Q.metrics(session.db, eval_run_id, group).filter((pl.col("metric") == metric) & (pl.col("k") == k))
+    if group == "persona":
+        names = {r["persona_id"]: r["person_name"] for r in Q.personas(session.db, session.benchmark["benchmark_id"])
+                 .iter_rows(named=True)}
+        frame = frame.with_columns(pl.col("group_value").replace(names))
+    if frame.height == 0 or frame["value"].is_null().all():
+        st.info(f"No {metric} values by {group} at k = {k}.")
+        return
+    st.altair_chart(charts.by_group(frame.drop_nulls("value"), metric, group), width="stretch")
+    st.dataframe(frame.drop("metric", "k"), hide_index=True)
+
+
+def _efficiency(session: Session, eval_run_id: str) -> None:
+    st.subheader("Efficiency")
+    frame = Q.efficiency(session.db, eval_run_id)
+    st.caption("Mean context tokens handed to the answerer (per k), index build time, retrieval latency "
+               "percentiles, and the LLM calls and tokens the memory system spent itself.")
+    st.dataframe(frame, hide_index=True)
+
+
+def _compare(session: Session, runs: pl.DataFrame, eval_run_id: str, metric: str, labels: dict[str, str]) -> None:
+    st.subheader("Two evaluations side by side")
+    others = [r for r in runs["eval_run_id"].to_list() if r != eval_run_id]
+    if not others:
+        st.info(f"Only one evaluation of {session.benchmark['name']!r}; evaluate it again (`--force`) "
+                "to compare two runs here.")
+        return
+    other = st.selectbox("Compare with", others, format_func=labels.__getitem__, key="lb_other")
+    both = pl.concat([
+        Q.metrics(session.db, run_id, "all").filter(pl.col("metric") == metric).with_columns(run=pl.lit(name))
+        for run_id, name in ((eval_run_id, "A: " + labels[eval_run_id][:30]), (other, "B: " + labels[other][:30]))])
+    if both.height == 0:
+        st.info(f"Neither evaluation has {metric}.")
+        return
+    ks = sorted(both["k"].unique().to_list())
+    k = st.selectbox("k", ks, key="lb_compare_k")
+    at_k = both.filter(pl.col("k") == k)
+    if at_k.drop_nulls("value").height:
+        st.altair_chart(charts.compare_runs(at_k.drop_nulls("value"), metric), width="stretch")
+    a, b = (at_k.filter(pl.col("run").str.starts_with(p)).select("system", "value", "ci_low", "ci_high")
+            for p in ("A:", "B:"))
+    table = a.join(b, on="system", how="full", suffix="_b", coalesce=True).with_columns(
+        difference=pl.col("value_b") - pl.col("value"),
+        intervals_overlap=(pl.col("ci_low") <= pl.col("ci_high_b")) & (pl.col("ci_low_b") <= pl.col("ci_high")))
+    st.dataframe(table.rename({"value": "value_a", "ci_low": "ci_low_a", "ci_high": "ci_high_a"}).sort("system"),
+                 hide_index=True)
+
+
+if __name__ == "__main__":
+    run_page(TITLE, render, about="How the memory systems score on this benchmark, with 95% bootstrap intervals.")

@@ -1,0 +1,118 @@
+"""Runs: the warehouse's pipeline and evaluation runs with their Prefect flow-run (and deployment) ids
+where the schema has them, durations, what their summaries say (cache hits, LLM calls) and the LLM
+calls per run and stage."""
+
+from __future__ import annotations
+
+import polars as pl
+import streamlit as st
+
+from clonemem.dashboard import analysis as A
+from clonemem.dashboard import charts
+from clonemem.dashboard import queries as Q
+from clonemem.dashboard.context import Session, run_page
+
+TITLE = "Runs"
+# Summary fields worth a column of their own where a run's summary has them.
+SUMMARY_FIELDS = ("cache_hits", "llm_calls", "landed", "unchanged", "personas", "traces", "seconds")
+
+
+def render(session: Session) -> None:
+    db = session.db
+    only = session.benchmark is not None and st.toggle(
+        f"Only benchmark {session.benchmark['name']!r}", value=False, key="runs_only")
+    name = session.benchmark["name"] if only else None
+    pipeline = _only(Q.run_rows(db, "runs", session.columns("runs")), name)
+    evaluations = _only(Q.run_rows(db, "eval_runs", session.columns("eval_runs")), name)
+    summaries = _summaries(Q.run_summaries(db, session.columns("runs")))
+    calls = Q.calls_by_run_stage(db)
+    extra = [c for c in pipeline.columns if "deployment" in c or "flow_run" in c]
+    cols = st.columns(3)
+    cols[0].metric("pipeline runs", pipeline.height)
+    cols[1].metric("evaluations", evaluations.height)
+    cols[2].metric("LLM calls", int(calls["calls"].sum()) if calls.height else 0)
+    st.caption("Prefect ids shown: " + (", ".join(extra) if extra else "none recorded in this schema"))
+
+    st.subheader("Pipeline runs")
+    if pipeline.height:
+        table = pipeline.join(summaries, on="run_id", how="left") if summaries.height else pipeline
+        st.dataframe(_with_calls(table, calls, "run_id"), hide_index=True)
+    else:
+        st.info("No pipeline runs recorded" + (" for this benchmark" if name else "")
+                + " (imports and the gate record none of their own).")
+    st.subheader("Evaluations")
+    if evaluations.height:
+        st.dataframe(_with_calls(evaluations, calls, "eval_run_id"), hide_index=True)
+    else:
+        st.info("No evaluations recorded" + (" for this benchmark." if name else "."))
+    durations = _durations(pipeline, evaluations)
+    if durations.height:
+        st.altair_chart(charts.run_durations(durations), width="stretch")
+
+    st.subheader("LLM calls per run and stage")
+    if calls.height == 0:
+        st.info("No LLM calls recorded.")
+        return
+    labels = _labels(pipeline, evaluations)
+    shown = calls.with_columns(run=pl.Series([labels.get(r, r or "(no run id)") for r in calls["run_id"].to_list()],
+                                             dtype=pl.Utf8))
+    if name:
+        shown = shown.filter(pl.col("run_id").is_in(list(labels)))
+    st.altair_chart(charts.calls_per_stage(shown), width="stretch")
+    st.dataframe(shown.select("run", *[c for c in calls.columns if c != "run_id"]), hide_index=True)
+
+
+def _only(frame: pl.DataFrame, name: str | None) -> pl.DataFrame:
+    if name is None or frame.height == 0:
+        return frame
+    return frame.filter(pl.col("benchmark") == name)
+
+
+def _summaries(frame: pl.DataFrame) -> pl.DataFrame:
+    """Selected fields of each run's JSON summary as columns (absent fields stay null)."""
+    if frame.height == 0:
+        return pl.DataFrame()
+    rows = []
+    for r in frame.iter_rows(named=True):
+        fields = A.flatten_summary(r["summary"])
+        rows.append({"run_id": r["run_id"], **{f"summary.{k}": fields.get(k) for k in SUMMARY_FIELDS}})
+    out = pl.DataFrame(rows, infer_schema_length=None)
+    return out.select([c for c in out.columns if c == "run_id" or out[c].null_count() < out.height])
+
+
+def _with_calls(frame: pl.DataFrame, calls: pl.DataFrame, key: str) -> pl.DataFrame:
+    """Add the LLM calls, failed calls and tokens the warehouse recorded under each run."""
+    if calls.height == 0:
+        return frame
+    per_run = calls.group_by("run_id").agg(llm_calls=pl.col("calls").sum(), failed_calls=pl.col("failed_calls").sum(),
+                                           llm_tokens=pl.col("tokens").sum())
+    return frame.join(per_run, left_on=key, right_on="run_id", how="left")
+
+
+def _durations(pipeline: pl.DataFrame, evaluations: pl.DataFrame) -> pl.DataFrame:
+    parts = []
+    if pipeline.height:
+        parts.append(pipeline.select(label=_label_expr("kind"), kind=pl.col("kind"), seconds=pl.col("seconds")))
+    if evaluations.height:
+        parts.append(evaluations.select(label=_label_expr(None), kind=pl.lit("evaluate"), seconds=pl.col("seconds")))
+    return pl.concat(parts).drop_nulls("seconds") if parts else pl.DataFrame()
+
+
+def _label_expr(kind: str | None) -> pl.Expr:
+    what = pl.col(kind) if kind else pl.lit("evaluate")
+    return pl.format("{} {} {}", what, pl.col("benchmark").fill_null("?"), pl.col("started_at").dt.strftime("%m-%d %H:%M:%S"))
+
+
+def _labels(pipeline: pl.DataFrame, evaluations: pl.DataFrame) -> dict[str, str]:
+    labels: dict[str, str] = {}
+    if pipeline.height:
+        labels.update(zip(pipeline["run_id"].to_list(), pipeline.select(_label_expr("kind")).to_series().to_list()))
+    if evaluations.height:
+        ids = evaluations["eval_run_id"].to_list()
+        labels.update(zip(ids, evaluations.select(_label_expr(None)).to_series().to_list()))
+    return labels
+
+
+if __name__ == "__main__":
+    run_page(TITLE, render, needs_benchmark=False,
+             about="What ran against this warehouse, how long it took, and which LLM calls each stage made.")
