@@ -41,9 +41,13 @@ def _key(text: str) -> str:
 
 
 def dashboard_url(page: str, **query: str) -> str:
+    """The dashboard's page ``page`` (its title in clonemem.dashboard.PAGES) with query parameters."""
+    from clonemem.dashboard import PAGES
+
     base = os.environ.get(DASHBOARD_URL_ENV, DEFAULT_DASHBOARD_URL).rstrip("/")
+    path = next(url for title, _, url in PAGES if title == page)
     args = "&".join(f"{k}={v}" for k, v in query.items())
-    return f"{base}/{page}" + (f"?{args}" if args else "")
+    return f"{base}/{path}" + (f"?{args}" if args else "")
 
 
 def publish_gate(result: GateResult) -> None:
@@ -101,10 +105,10 @@ def publish_pipeline(result: PipelineResult, flow_run_id: str | None) -> None:
     from prefect.artifacts import create_markdown_artifact
 
     links = [f"- [Benchmark]({dashboard_url('Benchmarks', benchmark=result.benchmark_id)})",
-             f"- [QA quality]({dashboard_url('QA_quality', benchmark=result.benchmark_id)})",
+             f"- [QA quality]({dashboard_url('QA quality', benchmark=result.benchmark_id)})",
              f"- [Leaderboard]({dashboard_url('Leaderboard', benchmark=result.benchmark_id)})"]
     if flow_run_id:
-        links.append(f"- [This run]({dashboard_url('Runs', run=flow_run_id)})")
+        links.append(f"- [Runs]({dashboard_url('Runs', benchmark=result.benchmark_id)}) (this run: `{flow_run_id}`)")
     create_markdown_artifact(
         key=_key(f"pipeline-{result.name}"),
         markdown=f"# Pipeline run: {result.name}\n\n"

@@ -45,3 +45,56 @@ def test_import_flow_rejects_a_broken_file(tmp_path: Path) -> None:
     with pytest.raises(ReleaseError, match=r"bad.json: \$.person_id: required field is missing"):
         import_release_flow([str(bad)], "bench", str(tmp_path / "wh.duckdb"))
     assert not (tmp_path / "wh.duckdb").exists()
+
+
+def test_a_pipeline_run_leaves_artifacts_summary_lines_and_its_ids(tmp_path: Path) -> None:
+    """What a run leaves in Prefect: the gate's table, the QC funnel, the leaderboard with intervals, the
+    pipeline's links; one summary line per stage (not one per task); warehouse rows with its flow-run id."""
+    import logging
+    import tomllib
+
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import FlowRunFilter, LogFilter, LogFilterFlowRunId
+    from prefect.states import State
+
+    from clonemem.flows.pipeline import pipeline_flow
+    from clonemem.schemas.config import RunConfig
+    from clonemem.warehouse import Warehouse
+    from tests.pipeline_kit import TINY
+
+    cfg = RunConfig.model_validate({**tomllib.loads(TINY.replace("{personas}", "1")), "name": "seen"})
+    wh = str(tmp_path / "wh.duckdb")
+    runs_logger = logging.getLogger("prefect.flow_runs")
+    saved = runs_logger.level
+    runs_logger.setLevel(logging.INFO)  # a deployment's worker logs at INFO; the test process at WARNING
+    try:
+        state: State = pipeline_flow(wh, cfg, systems=["bm25", "random"], ks=[3], return_state=True)
+    finally:
+        runs_logger.setLevel(saved)
+    assert state.is_completed()
+    result = state.result()
+    flow_run_id = str(state.state_details.flow_run_id)
+    with get_client(sync_client=True) as client:
+        subflows = client.read_flow_runs(flow_run_filter=FlowRunFilter(
+            parent_flow_run_id={"any_": [state.state_details.flow_run_id]}))  # type: ignore[arg-type]
+        run_ids = [state.state_details.flow_run_id, *(r.id for r in subflows)]
+        artifacts = client.read_artifacts(flow_run_filter=FlowRunFilter(id={"any_": run_ids}))  # type: ignore[arg-type]
+        logs = client.read_logs(log_filter=LogFilter(flow_run_id=LogFilterFlowRunId(any_=run_ids)))
+    keys = {a.key for a in artifacts}
+    assert {"gate-seen", "qc-funnel-seen", "leaderboard-seen", "pipeline-seen"} <= keys, keys
+    board = next(a for a in artifacts if a.key == "leaderboard-seen")
+    assert "| bm25 | 3 |" in board.data and "[" in board.data  # rows with 95% intervals
+    funnel = next(a for a in artifacts if a.key == "qc-funnel-seen")
+    assert "rejected_sufficiency" in str(funnel.data)
+    messages = [log.message for log in logs]
+    assert any(m.startswith("generation: 1/1 personas") for m in messages), messages
+    assert any(m.startswith("stage IV:") for m in messages) and any(m.startswith("gate passed") for m in messages)
+    # one line per flow, none per task run (a tiny pipeline runs hundreds of tasks)
+    assert not [log.message for log in logs if log.task_run_id is not None and log.level < logging.WARNING]
+    assert len(messages) < 60, len(messages)
+    with Warehouse.open_reader(wh) as r:
+        kinds = dict(r.rows("SELECT kind, count(*) FROM runs GROUP BY kind"))
+        ids = {x for (x,) in r.rows("SELECT flow_run_id FROM runs")}
+        eval_run = r.scalar("SELECT run_id FROM eval_runs")
+    assert {"generate", "qa", "pipeline"} <= set(kinds) and flow_run_id in ids
+    assert eval_run in {str(x) for x in run_ids} and result.evaluation.eval_run_id == eval_run
