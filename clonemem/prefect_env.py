@@ -30,6 +30,13 @@ def configure(*, debug: bool | None = None) -> None:
         os.environ.setdefault("PREFECT_LOGGING_LEVEL", "INFO" if debug else "CRITICAL")
         if debug:
             os.environ.setdefault("PREFECT_LOGGING_SERVER_LEVEL", "WARNING")
+        else:
+            # SQLAlchemy's pool logs a traceback when a connection it lent (GX's, Prefect's) is collected
+            # at exit without a clean reset ("Exception during reset or similar"): noise after the
+            # command's own message; --debug keeps it
+            import logging
+
+            logging.getLogger("sqlalchemy.pool").setLevel(logging.CRITICAL)
     for key, value in DEFAULTS.items():
         os.environ.setdefault(key, value)
 

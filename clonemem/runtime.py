@@ -26,6 +26,7 @@ class Runtime:
     sink: CallSink | None = None
     run_id: str | None = None
     budget: Budget | None = None  # the config's max_cost_usd, shared by every model of the run
+    warehouse: str | None = None  # where the run's results land (its calls are that warehouse's spend)
     _models: dict[str, Model] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -98,9 +99,16 @@ class Recorder:
 
 def paid(body: Callable[[Recorder], T]) -> Paid[T]:
     """Run ``body`` with a recorder of the current run; a failure carries the calls it spent (``exc.calls``)."""
-    rec = Recorder(current())
+    rt = current()
+    rec = Recorder(rt)
     try:
-        return Paid(body(rec), rec.calls)
+        return Paid(body(rec), _stamped(rec.calls, rt.warehouse))
     except Exception as exc:
-        exc.calls = rec.calls  # type: ignore[attr-defined]
+        exc.calls = _stamped(rec.calls, rt.warehouse)  # type: ignore[attr-defined]
         raise
+
+
+def _stamped(calls: tuple, warehouse: str | None) -> tuple:
+    for call in calls:
+        call.warehouse = warehouse
+    return calls

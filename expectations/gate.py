@@ -165,7 +165,7 @@ def _validate(path: Path, bid: str, checks: list[Check], params: dict[str, Any],
             for r in vr.results:
                 res = r.result or {}
                 error = _error(r)
-                sample = _sample(engine, check, query) if not r.success and not error else []
+                sample = _sample(engine, check, query, params) if not r.success and not error else []
                 outcomes.append(ExpectationOutcome(
                     suite=check.suite, expectation=check.name, success=bool(r.success),
                     observed={"error": error} if error else res.get("observed_value", res.get("partial_unexpected_list")),
@@ -200,11 +200,11 @@ def _error(result: Any) -> str | None:
     return None
 
 
-def _sample(engine: Any, check: Check, batch_query: str) -> list[dict]:
+def _sample(engine: Any, check: Check, batch_query: str, params: dict[str, Any]) -> list[dict]:
     """The first failing rows, for the stored result (GX's custom-SQL expectation reports only a count)."""
     import sqlalchemy as sa
 
-    expectation = check.expectation({"max_rejection_rate": 0, "heuristic_margin": 0, "media_mix_tolerance": 0})
+    expectation = check.expectation(params)
     sql = getattr(expectation, "unexpected_rows_query", None)
     if sql:
         sql = sql.replace("{batch}", f"({batch_query}) AS subselect")  # as GX substitutes it

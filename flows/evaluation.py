@@ -34,7 +34,7 @@ def evaluate_flow(warehouse_path: str, benchmark: str, systems: list[str] | None
     flow_run_id, _ = flow_run_ids()
     run = EvaluationRun(flow_run_id or new_run_id(), bid, name, tuple(systems), tuple(ks), force, cfg,
                         dt.datetime.now(dt.UTC).replace(tzinfo=None), flow_run_id)
-    with runtime.use(runtime.Runtime(cfg, run_id=run.eval_run_id)):
+    with runtime.use(runtime.Runtime(cfg, run_id=run.eval_run_id, warehouse=warehouse_path)):
         budget = cfg.evaluation.full_context_tokens
         retrieving = {(s, p.persona_id): retrieve_task.submit(s, p, max(ks), budget) for s in systems for p in personas}
         retrievals = _collect(retrieving, "evaluation: build and retrieve (system × persona)")

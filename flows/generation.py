@@ -52,7 +52,7 @@ def generate_flow(warehouse_path: str, config: RunConfig | str | None = None) ->
         tally.add(dag, assembly, landed)
         progress.advance("generation: personas", tally.landed + tally.unchanged + (landed is None), tally.personas)
 
-    with runtime.use(runtime.Runtime(cfg, run_id=run_id)):
+    with runtime.use(runtime.Runtime(cfg, run_id=run_id, warehouse=warehouse_path)):
         drive(new_dags(cfg), _start, on_persona_done)
     result = tally.result(time.perf_counter() - started)
     if changed or result.landed or result.llm_calls or result.failures:

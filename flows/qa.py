@@ -31,7 +31,7 @@ def qa_flow(warehouse_path: str, config: RunConfig | str | None = None) -> QARes
     flow_run_id, deployment_id = flow_run_ids()
     run_id = flow_run_id or new_run_id()
     tally = QATally(bid, run_id)
-    with runtime.use(runtime.Runtime(cfg, run_id=run_id)):
+    with runtime.use(runtime.Runtime(cfg, run_id=run_id, warehouse=warehouse_path)):
         personas = segments_task(warehouse_path, bid, cfg.qa)
         for n, persona in enumerate(personas):
             cands = candidates(persona.segments, question_types.names(), cfg.qa.types_per_segment,

@@ -11,6 +11,7 @@ incomplete until its gate runs again (a reader never sees new content under an o
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
@@ -66,7 +67,10 @@ def unchanged(wh: Warehouse, scope: Scope, persona_id: str, digest: str | None) 
 
 
 def new_calls(wh: Warehouse, calls: Sequence[CallRecord]) -> list[CallRecord]:
-    """The calls not yet in the ledger (a cached task result carries the calls of the run that made it)."""
+    """This warehouse's calls not yet in its ledger. A result served from Prefect's cache carries the
+    calls of the run that made it: they land here only if that run was for this warehouse (a killed run,
+    resumed), not when another warehouse's run filled the cache (that warehouse paid for them)."""
+    calls = [c for c in calls if c.warehouse is None or Path(c.warehouse).expanduser().resolve() == wh.path]
     if not calls:
         return []
     known = {r[0] for r in wh.rows("SELECT call_id FROM llm_calls WHERE call_id IN (SELECT unnest(?::VARCHAR[]))",

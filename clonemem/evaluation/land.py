@@ -16,6 +16,7 @@ from clonemem.faults import checkpoint
 from clonemem.llm.types import CallRecord
 from clonemem.schemas.config import RunConfig
 from clonemem.warehouse import Warehouse
+from clonemem.warehouse.landing import new_calls
 
 Retrievals = Mapping[tuple[str, str], Retrieval]  # (system, persona id) -> retrieval
 Answers = Mapping[tuple[str, int, str], Sequence[Outcome]]  # (system, k, persona id) -> outcomes
@@ -110,5 +111,5 @@ def land_evaluation(wh: Warehouse, run: EvaluationRun, rows: EvaluationRows, sta
                 value = pl.concat_str([pl.col(c).cast(pl.Utf8) for c in group_cols]) if group_cols else pl.lit("all")
                 wh.upsert("eval_metrics", agg.with_columns(pl.lit(eid).alias("eval_run_id"), pl.lit(group).alias("group_by"),
                                                            value.alias("group_value")).drop(group_cols))
-        wh.upsert("llm_calls", [c.row() for c in calls])
+        wh.upsert("llm_calls", [c.row() for c in new_calls(wh, calls)])
         checkpoint("evaluation.landing")  # fault hook: a kill here leaves nothing of this evaluation

@@ -90,9 +90,12 @@ class CallRecord:
     attempts: int = 0
     outcome: Outcome = "ok"
     error: str | None = None
+    # the warehouse of the run that made the call (not a column): a result served from Prefect's cache
+    # carries its calls, and they are spend only of the warehouse they were made for
+    warehouse: str | None = field(default=None, compare=False)
 
     def row(self) -> dict:
-        return dict(self.__dict__)
+        return {k: v for k, v in self.__dict__.items() if k != "warehouse"}
 
 
 T = TypeVar("T")
