@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import random
 from collections.abc import Sequence
 
@@ -22,6 +23,12 @@ class _Traces(MemorySystem):
 
     def visible(self, q: QuestionView) -> list[MemoryTrace]:
         return [t for t in self.traces if t.event_date <= q.question_time]
+
+    def stored(self, as_of: dt.datetime | None = None) -> list[Retrieved]:
+        """The traces held, in time order (each system here keeps every trace; the oracles pick gold
+        ones per question, but what they index is all of them)."""
+        held = self.traces if as_of is None else [t for t in self.traces if t.event_date <= as_of]
+        return [Retrieved(t.content, (t.trace_id,), 0.0) for t in held]
 
 
 class Oracle(_Traces):
