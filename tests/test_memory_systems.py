@@ -335,8 +335,11 @@ def test_conversation_turns_keep_each_speakers_statements_attributed():
     assert extract("Melanie: Yeah, I painted that lake sunrise last year! Thanks, Caroline!", "conversation_turn") == [
         "Melanie: Yeah, I painted that lake sunrise last year!"]
     assert extract("Melanie: You'd be a great counselor! Good luck!", "conversation_turn") == []
-    # in a person's own chat, other people's lines are still not the person's facts
-    assert extract("Caroline: I painted that lake sunrise last year!", "chat_private") == []
+    # in a person's own chat, other people's lines are still not the person's facts ...
+    assert extract("Caroline: I painted that lake sunrise last year!\nMe: Wow, lovely!", "chat_private") == []
+    # ... but a chat in which the writer never speaks is a recorded conversation (LoCoMo exported as chat)
+    assert extract("Caroline: I painted that lake sunrise last year!", "chat_private") == [
+        "Caroline: I painted that lake sunrise last year!"]
 
 
 def update(fact: str, memories: list[MemoryEntry], *more: str):

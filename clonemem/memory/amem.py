@@ -32,7 +32,7 @@ import numpy as np
 
 from clonemem.memory import memsys_stages as stages
 from clonemem.memory.base import BuildContext, MemorySystem, MemoryTrace, QuestionView, Retrieved
-from clonemem.memory.mem0 import GROUP_SIZE, NEVER, TextVectors, as_of_time, groups, in_order, unique, view, when
+from clonemem.memory.mem0 import GROUP_SIZE, NEVER, TextVectors, as_of_time, dot, groups, in_order, unique, view, when
 from clonemem.schemas.memsys import (
     AMemEvolution,
     AMemEvolveIn,
@@ -100,10 +100,14 @@ class AMem(MemorySystem):
                 self._new_version(i, self.notes[i].context, self.notes[i].tags, when(traces[i].event_date))
             self._link_and_evolve(part, created, ctx)
 
-        # Each version is embedded from its own content, keywords and tags (a context-only change
-        # keeps the vector); evolved versions are embedded in one batch at the end.
-        self.vectors = vectors.matrix([embed_text(traces[n].content, self.notes[n].keywords, tags)
-                                       for n, tags in zip(self.v_note, self.v_tags)])
+        # Each version is embedded from its own content, keywords and tags; evolved versions are
+        # embedded in one batch at the end. Versions with the same text (a context-only change) share
+        # a row, so a query scores each distinct vector once.
+        texts = [embed_text(traces[n].content, self.notes[n].keywords, tags) for n, tags in zip(self.v_note, self.v_tags)]
+        distinct = list(dict.fromkeys(texts))
+        row = {t: r for r, t in enumerate(distinct)}
+        self.vectors = vectors.matrix(distinct)
+        self.row_of = np.array([row[t] for t in texts], dtype=np.int64)  # version -> row of ``vectors``
         self._freeze()
         ctx.stats.update(llm_calls=self.calls, items=len(traces), versions=len(self.v_note), groups=len(parts),
                          embedded=vectors.encoded, **self.counts)
@@ -129,7 +133,7 @@ class AMem(MemorySystem):
         first = max(part.start, 1)  # the very first note has no neighbours
         if first >= part.stop:
             return
-        sims = created[: part.stop] @ created[first: part.stop].T
+        sims = dot(created[: part.stop], created[first: part.stop])
         neighbours = {i: nearest(sims[:i, i - first], self.top_n) for i in range(first, part.stop)}
         views = {j: self._view(j) for i in neighbours for j in (i, *neighbours[i])}
         out = ctx.llm(stages.AMEM_LINKS.name, AMemLinksIn(language=ctx.language, items=[
@@ -226,7 +230,7 @@ class AMem(MemorySystem):
         if not self.v_note or k <= 0:
             return []
         as_of = when(question.question_time)
-        scores = self.vectors @ self._queries[question.question]
+        scores = dot(self.vectors, self._queries[question.question])[self.row_of]
         visible = (self.start <= as_of) & (self.end > as_of)
         hits = top_k(scores, visible, k)
         primary = hits[: max(1, math.ceil(k / 2))]

@@ -97,6 +97,15 @@ def clip(text: str, n: int) -> str:
     return text if len(text) <= n else text[: n - 3].rstrip() + "..."
 
 
+def dot(matrix: np.ndarray, vectors: np.ndarray) -> np.ndarray:
+    """``matrix @ vectors.T`` (one score per row, or a column per vector) on one thread. numpy's
+    OpenBLAS splits these products across threads, and on two busy cores the hand-off costs far more
+    than it saves (measured: 6-14 ms for 2k-12k rows against 0.3-2.8 ms with einsum)."""
+    if vectors.ndim == 1:
+        return np.einsum("ij,j->i", matrix, vectors)
+    return np.einsum("ij,kj->ik", matrix, vectors)
+
+
 class TextVectors:
     """Embeddings by text, computed in batches and cached (a text is embedded once per build)."""
 
@@ -189,7 +198,7 @@ class Versions:
         n = len(self.texts)
         if not self.current or not len(queries):
             return [[] for _ in range(len(queries))]
-        sims = self._vecs[:n] @ queries.T
+        sims = dot(self._vecs[:n], queries)
         sims[~self._alive[:n]] = -np.inf
         s = min(s, len(self.current))
         out = []
@@ -326,7 +335,7 @@ class Mem0(MemorySystem):
         table = self.table
         if not len(table) or k <= 0:
             return []
-        scores = table.vectors @ self._queries[question.question]
+        scores = dot(table.vectors, self._queries[question.question])
         hits = top_k(scores, table.visible(when(question.question_time)), k)
         return [Retrieved(table.texts[i], table.sources[i], float(scores[i]), "fact") for i in hits]
 

@@ -37,6 +37,7 @@ from clonemem.memory.mem0 import (
     TextVectors,
     Versions,
     as_of_time,
+    dot,
     groups,
     in_order,
     unique,
@@ -211,7 +212,7 @@ class OMem(MemorySystem):
         this group added before item ``n``."""
         best = (old[1], self.cluster[self.attributes.memory[old[0]]]) if old else None
         if added:
-            sims = vecs[[row for row, _ in added]] @ vecs[n]
+            sims = dot(vecs[[row for row, _ in added]], vecs[n])
             j = int(np.argmax(sims))
             if best is None or sims[j] > best[0]:
                 best = (float(sims[j]), added[j][1])
@@ -254,7 +255,7 @@ class OMem(MemorySystem):
         found, ranks = [np.zeros(0, dtype=np.int64)], [np.zeros(0, dtype=np.int64)]
         if not self.topic_names:
             return found[0], ranks[0]
-        for rank, topic in enumerate(top_k(self.topic_vectors @ qvec, self.topic_first <= as_of, self.topics_per_query)):
+        for rank, topic in enumerate(top_k(dot(self.topic_vectors, qvec), self.topic_first <= as_of, self.topics_per_query)):
             m = self.topic_members[topic]
             m = m[: int(np.searchsorted(self.when[m], as_of, side="right"))]
             found.append(m)
@@ -278,14 +279,14 @@ class OMem(MemorySystem):
 
         rankings = []
         if len(self.facts):
-            scores = self.facts.vectors @ qvec
+            scores = dot(self.facts.vectors, qvec)
             hits = top_k(scores, self.facts.visible(as_of), depth)
             rankings.append([("fact", v) for v in hits])
             for v in hits:
                 texts[("fact", v)] = Retrieved(self.facts.texts[v], self.facts.sources[v], float(scores[v]), "fact")
         if len(self.attributes):
             table = self.attributes
-            scores = table.vectors @ qvec
+            scores = dot(table.vectors, qvec)
             mask = table.visible(as_of)
             visible = np.flatnonzero(mask)
             if visible.size:

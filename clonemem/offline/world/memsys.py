@@ -7,7 +7,8 @@ works through it in order, as a model reading the group top to bottom would:
 * statements are the sentences of a trace that the writer says about themselves (first person, the
   writer's own lines of a chat, their calendar entries and searches), lightly normalised: hashtags,
   bullets and discourse lead-ins ("Also,", "Small update:") removed. A turn of a recorded
-  conversation (``conversation_turn``, e.g. LoCoMo) has no single writer: each speaker's informative
+  conversation (``conversation_turn``, e.g. LoCoMo, or a chat in which the writer never speaks) has no
+  single writer: each speaker's informative
   statements are kept, attributed ("Melanie: I painted a lake sunrise."), including elliptical ones
   ("Researching adoption agencies.") and shared photos; questions and pleasantries are not facts;
 * update decisions compare a new statement with the candidate memories *about the same subject* by
@@ -75,6 +76,7 @@ _FIRST_PERSON_EN = re.compile(r"\b(i|i'm|i've|i'd|i'll|me|my|mine|myself|we|we'r
 _SECOND_PERSON_EN = re.compile(r"\b(you|you're|you've|you'd|you'll|your|yours|yourself|ya)\b", re.I)
 _SPEAKER = re.compile(r"^\s*([^:：\n]{1,30}?)(?::\s+|：\s*)(.*)$")
 _WRITER = {"me", "i", "myself", "我", "我自己"}
+_WRITER_LINE = re.compile(r"^\s*(?:me|i|myself|我|我自己)\s*[:：]", re.I | re.M)
 _LEADIN_EN = re.compile(
     r"^(also|and|but|so|then|later|afterwards|after that|on top of that|meanwhile|honestly|anyway|mostly|"
     r"frankly|to be honest|small update|quick update|update|btw|ps|p\.s\.|well|okay|ok|oh|today)\b[,:;!]?\s+",
@@ -165,7 +167,9 @@ def statements(content: str, medium: str, language: str = "en") -> list[str]:
     order, each once."""
     zh = _lang(language) == "zh"
     chat = medium.startswith("chat")
-    dialog = medium in DIALOG_MEDIA
+    # A recorded conversation: a conversation turn, or a chat in which the writer never speaks (a
+    # conversation between others exported as chat, e.g. LoCoMo in the release format).
+    dialog = medium in DIALOG_MEDIA or (chat and not _WRITER_LINE.search(content))
     out: list[str] = []
     seen: set[str] = set()
 
