@@ -206,6 +206,40 @@ def test_mem0_build_is_deterministic(rt):
     assert a.retrieve(q, 5) == b.retrieve(q, 5)
 
 
+SAME_DAY = [
+    trace("d1", "2023-06-01T09:00:00", "I adopted a grey cat called Pixel."),
+    trace("d2", "2023-06-01T12:00:00", "I think remote work makes me more productive."),
+    trace("d3", "2023-06-01T18:00:00", "I no longer think remote work makes me more productive."),
+]
+
+
+def test_one_call_per_group_yet_each_change_dated_by_its_trace(rt):
+    """A day's traces go to each step in one call; a question between them still sees the memory as it
+    was after the traces before it, never a change a later trace of the same group caused."""
+    mem0 = Mem0()
+    stats = build(mem0, SAME_DAY, rt).stats
+    assert stats["groups"] == 1 and stats["llm_calls"] == 2
+    ids = lambda at: {t for item in mem0.stored(day(at)) for t in item.trace_ids}  # noqa: E731
+    assert ids("2023-06-01T10:00") == {"d1"} and ids("2023-06-01T13:00") == {"d1", "d2"}
+    assert ids("2023-06-01T19:00") == {"d1"}  # d3 deleted the opinion d2 stated
+    assert ask(mem0, "remote work", day("2023-06-01T13:00"))[0].trace_ids == ("d2",)
+
+    omem = OMem()
+    assert build(omem, SAME_DAY, rt).stats["llm_calls"] == 2
+    opinion = lambda at: [(i.text, i.trace_ids) for i in omem.stored(day(at)) if i.kind == "attribute"]  # noqa: E731
+    assert opinion("2023-06-01T13:00") == [("I think remote work makes me more productive.", ("d2",))]
+    assert opinion("2023-06-01T19:00") == [("I no longer think remote work makes me more productive.", ("d2", "d3"))]
+    assert opinion("2023-06-01T10:00") == []
+
+    amem = AMem()
+    stats = build(amem, SAME_DAY, rt).stats
+    assert stats["llm_calls"] <= 3 and stats["links"] >= 1, stats
+    noon, evening = when(day("2023-06-01T13:00")), when(day("2023-06-01T19:00"))
+    assert amem.linked_at(1, noon) == [] and 2 in amem.linked_at(1, evening)
+    assert amem.version_at(1, noon) != amem.version_at(1, evening)
+    assert amem.version_at(2, noon) is None
+
+
 # -- A-Mem: links and evolution ---------------------------------------------------------------------
 
 SKETCH = [
