@@ -113,6 +113,18 @@ def hashing_encode(texts: list[str], batch_size: int = 0) -> np.ndarray:
     return out / np.maximum(norms, 1e-9)
 
 
+def peak_rss_mb() -> float:
+    """This process's peak resident memory. Linux keeps ``ru_maxrss`` across exec (a worker would report
+    its parent's peak), so the kernel's high-water mark of the current image is read when available."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return round(int(line.split()[1]) / 1024, 1)
+    except OSError:
+        pass
+    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+
+
 def run_one(system: str, personas: list, k: int, encoder: str) -> dict:
     from clonemem.evaluation.metrics import recall_at_k
     from clonemem.memory import SYSTEMS, embed
@@ -150,7 +162,10 @@ def run_one(system: str, personas: list, k: int, encoder: str) -> dict:
         build_s += time.perf_counter() - t0
         build_encode_s += encode_s[0]
         calls += model.usage.calls - before
-        coverage.append(write_coverage(memory, persona.traces) * len(persona.traces))
+        try:
+            coverage.append(write_coverage(memory, persona.traces) * len(persona.traces))
+        except (NotImplementedError, AttributeError):  # a system that cannot list its memory
+            coverage.append(float("nan"))
         traces += len(persona.traces)
         for q in persona.questions:
             encode_s[0] = 0.0
@@ -172,9 +187,9 @@ def run_one(system: str, personas: list, k: int, encoder: str) -> dict:
         "retrieval_p95_ms": round(float(np.percentile(latencies, 95)), 3) if n_q else None,
         "retrieval_own_p50_ms": round(float(np.percentile(own, 50)), 3) if n_q else None,
         "retrieval_own_p95_ms": round(float(np.percentile(own, 95)), 3) if n_q else None,
-        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+        "peak_rss_mb": peak_rss_mb(),
         "extractor_calls": calls, "calls_per_trace": round(calls / traces, 3) if traces else None,
-        "write_coverage": round(sum(coverage) / traces, 4) if traces else None,
+        "write_coverage": round(sum(coverage) / traces, 4) if traces and not np.isnan(sum(coverage)) else None,
         f"recall_flat@{k}": round(float(np.mean(recalls)), 4) if n_q else None,
         "distinct_lists_share": round(len(lists) / n_q, 4) if n_q else None,
         f"mean_ids@{k}": round(float(np.mean(ids_at_k)), 2) if n_q else None,
