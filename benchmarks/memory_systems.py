@@ -104,11 +104,11 @@ def hashing_encode(texts: list[str], batch_size: int = 0) -> np.ndarray:
     from clonemem.ids import stable_int
     from clonemem.text import words
 
-    out = np.zeros((len(texts), 256), dtype=np.float32)
+    out = np.zeros((len(texts), 384), dtype=np.float32)  # the width of all-MiniLM-L6-v2 (older code assumes it)
     for r, text in enumerate(texts):
         toks = words(text)
         for tok in toks + [tok[i:i + 3] for tok in toks for i in range(max(1, len(tok) - 2))]:
-            out[r, stable_int(tok) % 256] += 1.0
+            out[r, stable_int(tok) % 384] += 1.0
     norms = np.linalg.norm(out, axis=1, keepdims=True)
     return out / np.maximum(norms, 1e-9)
 
