@@ -191,7 +191,7 @@ def test_mem0_updates_keep_versions_for_earlier_questions(rt):
     assert before_update[0].trace_ids == ("r1",)  # NONE: the repeat changed nothing
     after_update = ask(system, q, day("2023-04-01"))
     assert after_update[0].text == "I think remote work makes me more productive and calmer."
-    assert after_update[0].trace_ids == ("r1", "r3")  # an UPDATE keeps the old sources
+    assert after_update[0].trace_ids == ("r3", "r1")  # an UPDATE keeps the old sources, after the new one
     assert {r.text for r in after_update} == {after_update[0].text, "I adopted a grey cat called Pixel."}
     after_delete = ask(system, q, day("2023-06-01"))
     assert [r.trace_ids for r in after_delete] == [("c1",)]
@@ -228,7 +228,7 @@ def test_one_call_per_group_yet_each_change_dated_by_its_trace(rt):
     assert build(omem, SAME_DAY, rt).stats["llm_calls"] == 2
     opinion = lambda at: [(i.text, i.trace_ids) for i in omem.stored(day(at)) if i.kind == "attribute"]  # noqa: E731
     assert opinion("2023-06-01T13:00") == [("I think remote work makes me more productive.", ("d2",))]
-    assert opinion("2023-06-01T19:00") == [("I no longer think remote work makes me more productive.", ("d2", "d3"))]
+    assert opinion("2023-06-01T19:00") == [("I no longer think remote work makes me more productive.", ("d3", "d2"))]
     assert opinion("2023-06-01T10:00") == []
 
     amem = AMem()

@@ -10,8 +10,9 @@ the facts it comes from.
 
 Consolidation is kept as versions so questions can be answered "as of" their time without a rebuild:
 every memory version records when it became valid (the date of the latest trace among its facts),
-when it was superseded or deleted, and the traces it came from (an UPDATE keeps the old sources and
-adds the new ones). A group never spans two days, so what one call sees ahead of a trace is at most
+when it was superseded or deleted, and the traces it came from, newest first (an UPDATE keeps the old
+sources after the new ones: a memory updated many times lists first the traces its current text
+comes from, so a retrieved item's first trace ids are the ones it states). A group never spans two days, so what one call sees ahead of a trace is at most
 that day's later traces, and no version becomes valid before the trace it comes from. Retrieval
 scores the versions valid at the question's time by cosine similarity.
 
@@ -309,7 +310,8 @@ class Mem0(MemorySystem):
                 self.operations["invalid_facts"] += 1
                 continue
             at = max(when(t.event_date) for t in sources)
-            trace_ids = tuple(dict.fromkeys(t.trace_id for t in sources))
+            trace_ids = tuple(dict.fromkeys(t.trace_id for t in sorted(sources, key=lambda t: when(t.event_date),
+                                                                         reverse=True)))
             target = ids.get(op.id or "")
             if event in ("UPDATE", "DELETE") and (target is None or target not in table.current):
                 # An id that was not shown (or is gone): an UPDATE still carries the new fact.
@@ -325,7 +327,7 @@ class Mem0(MemorySystem):
             elif event == "UPDATE":
                 at = max(at, table.started(target))
                 old = table.close(target, at)
-                table.add(target, text, tuple(dict.fromkeys([*table.sources[old], *trace_ids])), at, vectors[text])
+                table.add(target, text, tuple(dict.fromkeys([*trace_ids, *table.sources[old]])), at, vectors[text])
             elif event == "DELETE":
                 table.close(target, max(at, table.started(target)))
 

@@ -202,7 +202,7 @@ class OMem(MemorySystem):
                 at = max(at, table.started(memory))
                 old = table.close(memory, at)
                 text = (route.text or "").strip()
-                table.add(memory, text, tuple(dict.fromkeys([*table.sources[old], trace_id])), at, vectors[text])
+                table.add(memory, text, tuple(dict.fromkeys([trace_id, *table.sources[old]])), at, vectors[text])
         self.routed["unrouted"] += len(items) - len(done)
 
     def _cluster_for(self, vecs: np.ndarray, n: int, old: tuple[int, float] | None,
