@@ -240,6 +240,17 @@ def test_one_call_per_group_yet_each_change_dated_by_its_trace(rt):
     assert amem.version_at(2, noon) is None
 
 
+@pytest.mark.parametrize("name", NAMES)
+def test_same_inputs_same_memory_and_rankings(rt, name):
+    traces = [*REMOTE, *SKETCH, *SAME_DAY]
+    a, b = SYSTEMS.get(name)(), SYSTEMS.get(name)()
+    assert build(a, traces, rt).stats == build(b, list(reversed(traces)), rt).stats  # input order does not matter
+    assert a.stored() == b.stored()
+    for at in ("2023-02-20", "2023-06-01T13:00", "2023-07-01"):
+        q = QuestionView("q", "remote work and the sketch club", day(at))
+        assert a.retrieve(q, 5) == b.retrieve(q, 5)
+
+
 # -- A-Mem: links and evolution ---------------------------------------------------------------------
 
 SKETCH = [
