@@ -295,8 +295,8 @@ class OMem(MemorySystem):
                 ranking = []
                 for c in top_k(best, np.isfinite(best), depth):
                     m = self.cluster_members[c]
-                    m = m[mask[m]]
-                    shown = sorted(m.tolist(), key=lambda v: (-scores[v], v))[:CLUSTER_SHOWN]
+                    m = m[mask[m]]  # versions in creation order, so a stable sort breaks ties by age
+                    shown = m[np.argsort(-scores[m], kind="stable")[:CLUSTER_SHOWN]].tolist()
                     sources = tuple(dict.fromkeys(s for v in shown for s in table.sources[v]))
                     texts[("attribute", c)] = Retrieved("; ".join(table.texts[v] for v in shown), sources,
                                                         float(scores[shown[0]]), "attribute")
