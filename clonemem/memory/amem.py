@@ -203,6 +203,7 @@ class AMem(MemorySystem):
         self._starts = [[self.v_start[v].astype(np.int64) for v in vs] for vs in self.versions]
         self._link_since = [np.array([s for s, _ in ls], dtype="datetime64[us]") for ls in self.links]
         self._link_other = [np.array([o for _, o in ls], dtype=np.int64) for ls in self.links]
+        self._rendered = [self._render(v) for v in range(len(self.v_note))]  # stored() lists thousands per call
 
     # -- as of a time -----------------------------------------------------------------------------
 
@@ -219,6 +220,10 @@ class AMem(MemorySystem):
         return self._link_other[note][:n].tolist()
 
     def render(self, v: int) -> str:
+        """A note version as the answerer reads it: content, context, keywords, tags."""
+        return self._rendered[v]
+
+    def _render(self, v: int) -> str:
         note = self.v_note[v]
         kw = ", ".join(self.notes[note].keywords)
         return (f"{self.traces[note].content}\nContext: {self.v_context[v]}\nKeywords: {kw}\n"
