@@ -30,14 +30,19 @@ from clonemem.runtime import Runtime, use
 from clonemem.schemas.config import RunConfig
 from clonemem.schemas.memsys import (
     AMemEvolveIn,
+    AMemEvolveItem,
     AMemLinksIn,
+    AMemNeighbourhood,
     AMemNoteIn,
     AMemNoteView,
     Mem0ExtractIn,
     Mem0UpdateIn,
     MemoryEntry,
+    NewFact,
     OMemExtractIn,
+    OMemItem,
     OMemRouteIn,
+    TraceView,
 )
 from clonemem.stages import STAGES
 
@@ -186,7 +191,7 @@ def test_mem0_updates_keep_versions_for_earlier_questions(rt):
     assert before_update[0].trace_ids == ("r1",)  # NONE: the repeat changed nothing
     after_update = ask(system, q, day("2023-04-01"))
     assert after_update[0].text == "I think remote work makes me more productive and calmer."
-    assert after_update[0].trace_ids == ("r1", "r3")  # an UPDATE keeps the old sources
+    assert after_update[0].trace_ids == ("r3", "r1")  # an UPDATE keeps the old sources, after the new one
     assert {r.text for r in after_update} == {after_update[0].text, "I adopted a grey cat called Pixel."}
     after_delete = ask(system, q, day("2023-06-01"))
     assert [r.trace_ids for r in after_delete] == [("c1",)]
@@ -199,6 +204,51 @@ def test_mem0_build_is_deterministic(rt):
     assert sa == sb
     q = QuestionView("q", "remote work", day("2023-04-01"))
     assert a.retrieve(q, 5) == b.retrieve(q, 5)
+
+
+SAME_DAY = [
+    trace("d1", "2023-06-01T09:00:00", "I adopted a grey cat called Pixel."),
+    trace("d2", "2023-06-01T12:00:00", "I think remote work makes me more productive."),
+    trace("d3", "2023-06-01T18:00:00", "I no longer think remote work makes me more productive."),
+]
+
+
+def test_one_call_per_group_yet_each_change_dated_by_its_trace(rt):
+    """A day's traces go to each step in one call; a question between them still sees the memory as it
+    was after the traces before it, never a change a later trace of the same group caused."""
+    mem0 = Mem0()
+    stats = build(mem0, SAME_DAY, rt).stats
+    assert stats["groups"] == 1 and stats["llm_calls"] == 2
+    ids = lambda at: {t for item in mem0.stored(day(at)) for t in item.trace_ids}  # noqa: E731
+    assert ids("2023-06-01T10:00") == {"d1"} and ids("2023-06-01T13:00") == {"d1", "d2"}
+    assert ids("2023-06-01T19:00") == {"d1"}  # d3 deleted the opinion d2 stated
+    assert ask(mem0, "remote work", day("2023-06-01T13:00"))[0].trace_ids == ("d2",)
+
+    omem = OMem()
+    assert build(omem, SAME_DAY, rt).stats["llm_calls"] == 2
+    opinion = lambda at: [(i.text, i.trace_ids) for i in omem.stored(day(at)) if i.kind == "attribute"]  # noqa: E731
+    assert opinion("2023-06-01T13:00") == [("I think remote work makes me more productive.", ("d2",))]
+    assert opinion("2023-06-01T19:00") == [("I no longer think remote work makes me more productive.", ("d3", "d2"))]
+    assert opinion("2023-06-01T10:00") == []
+
+    amem = AMem()
+    stats = build(amem, SAME_DAY, rt).stats
+    assert stats["llm_calls"] <= 3 and stats["links"] >= 1, stats
+    noon, evening = when(day("2023-06-01T13:00")), when(day("2023-06-01T19:00"))
+    assert amem.linked_at(1, noon) == [] and 2 in amem.linked_at(1, evening)
+    assert amem.version_at(1, noon) != amem.version_at(1, evening)
+    assert amem.version_at(2, noon) is None
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_same_inputs_same_memory_and_rankings(rt, name):
+    traces = [*REMOTE, *SKETCH, *SAME_DAY]
+    a, b = SYSTEMS.get(name)(), SYSTEMS.get(name)()
+    assert build(a, traces, rt).stats == build(b, list(reversed(traces)), rt).stats  # input order does not matter
+    assert a.stored() == b.stored()
+    for at in ("2023-02-20", "2023-06-01T13:00", "2023-07-01"):
+        q = QuestionView("q", "remote work and the sketch club", day(at))
+        assert a.retrieve(q, 5) == b.retrieve(q, 5)
 
 
 # -- A-Mem: links and evolution ---------------------------------------------------------------------
@@ -267,22 +317,27 @@ def call(stage: str, inputs) -> object:
     return STAGES.get(stage).offline_handler()(OfflineCall(stage=stage, inputs=inputs, rng=random.Random(0), model="offline"))
 
 
+def tv(content: str, medium: str = "diary", date: str = "2023-01-01", id_: str = "t0") -> TraceView:
+    return TraceView(id=id_, medium=medium, event_date=date, content=content)
+
+
 def test_every_step_is_defined_with_a_handler_and_renders():
     assert {s.name for s in memsys_stages.ALL} == {
         "memory.mem0_extract", "memory.mem0_update", "memory.amem_note", "memory.amem_links",
         "memory.amem_evolve", "memory.omem_extract", "memory.omem_route"}
     view = AMemNoteView(id="1", timestamp="2023-01-01T00:00:00", content="我去跑步了。", keywords=["跑步"],
                         context="日记", tags=["健康"])
+    other = view.model_copy(update={"id": "0"})
     samples = {
-        "memory.mem0_extract": Mem0ExtractIn(trace_id="t", medium="diary", event_date="2023-01-01", content="我去跑步了。",
-                                             recent=["之前的记录"], language="zh"),
-        "memory.mem0_update": Mem0UpdateIn(fact="I run.", event_date="2023-01-01",
+        "memory.mem0_extract": Mem0ExtractIn(traces=[tv("我去跑步了。")], recent=["之前的记录"], language="zh"),
+        "memory.mem0_update": Mem0UpdateIn(facts=[NewFact(id="f0", text="I run.", event_date="2023-01-01")],
                                            memories=[MemoryEntry(id="0", text="I swim.")]),
-        "memory.amem_note": AMemNoteIn(trace_id="t", medium="diary", event_date="2023-01-01", content="I ran."),
-        "memory.amem_links": AMemLinksIn(note=view, neighbours=[view.model_copy(update={"id": "0"})], language="zh"),
-        "memory.amem_evolve": AMemEvolveIn(note=view, neighbours=[view.model_copy(update={"id": "0"})], linked=["0"]),
-        "memory.omem_extract": OMemExtractIn(trace_id="t", medium="memo", event_date="2023-01-01", content="I ran."),
-        "memory.omem_route": OMemRouteIn(kind="attribute", item="I like running.", event_date="2023-01-01"),
+        "memory.amem_note": AMemNoteIn(traces=[tv("I ran.")]),
+        "memory.amem_links": AMemLinksIn(items=[AMemNeighbourhood(note=view, neighbours=[other])], language="zh"),
+        "memory.amem_evolve": AMemEvolveIn(items=[AMemEvolveItem(note=view, neighbours=[other], linked=["0"])]),
+        "memory.omem_extract": OMemExtractIn(traces=[tv("I ran.", "memo")]),
+        "memory.omem_route": OMemRouteIn(items=[OMemItem(id="i0", kind="attribute", text="I like running.",
+                                                         event_date="2023-01-01")]),
     }
     for stage in memsys_stages.ALL:
         inp = samples[stage.name]
@@ -290,20 +345,51 @@ def test_every_step_is_defined_with_a_handler_and_renders():
         assert stage.role == "extractor" and prompt.system and prompt.user
         for field in stage.output.model_fields:
             assert f'"{field}"' in prompt.user, (stage.name, field)  # the prompt asks for every field
+        (list_field,) = stage.output.model_fields.values()  # one list of per-item objects
+        item_type = list_field.annotation.__args__[0]
+        for field in item_type.model_fields:
+            assert f'"{field}"' in prompt.user, (stage.name, field)  # ... and every field of an item
         assert isinstance(call(stage.name, inp), stage.output)
     assert "Chinese" in memsys_stages.MEM0_EXTRACT.render(samples["memory.mem0_extract"]).user
+
+
+def extract(content: str, medium: str = "diary", language: str = "en") -> list[str]:
+    out = call("memory.mem0_extract", Mem0ExtractIn(traces=[tv(content, medium)], language=language))
+    assert all(f.trace == "t0" for f in out.facts)
+    return [f.text for f in out.facts]
 
 
 def test_statements_are_the_writers_own():
     content = ("the sketch club group\nMe: I presented the science fair to the team.\n"
                "Mateo: I loved it, you should be proud!\nMe: Thanks, talk soon.\nMe: Also, I felt proud. #win")
-    facts = call("memory.mem0_extract", Mem0ExtractIn(trace_id="t", medium="chat_group", event_date="2023-01-01",
-                                                      content=content)).facts
-    assert facts == ["I presented the science fair to the team.", "I felt proud."]
+    assert extract(content, "chat_group") == ["I presented the science fair to the team.", "I felt proud."]
     email = "Subject: Quick update\nHi Ravi,\nSmall update: I started a pottery class.\nBest,\nTheo"
     assert offline.statements(email, "email") == ["I started a pottery class."]
     zh = "【社区合唱团】\n我: 我周日深夜还在回复鹏飞的邮件。\n鹏飞: 这周末要不要见面聊聊？\n我: 好的，一定。"
     assert offline.statements(zh, "chat_group", "zh") == ["我周日深夜还在回复鹏飞的邮件。"]
+
+
+def test_conversation_turns_keep_each_speakers_statements_attributed():
+    """A recorded conversation (LoCoMo) has no single writer: what a speaker states is a fact about them,
+    attributed, including elliptical statements and shared photos; questions and small talk are not."""
+    turn = ("Caroline: Wow, Melanie! Researching adoption agencies - it's been a dream to have a family. "
+            "What about you? [shares a photo: a photo of a brochure on a table]")
+    assert extract(turn, "conversation_turn") == [
+        "Caroline: Researching adoption agencies - it's been a dream to have a family.",
+        "Caroline: Shared a photo: a photo of a brochure on a table."]
+    assert extract("Melanie: Yeah, I painted that lake sunrise last year! Thanks, Caroline!", "conversation_turn") == [
+        "Melanie: Yeah, I painted that lake sunrise last year!"]
+    assert extract("Melanie: You'd be a great counselor! Good luck!", "conversation_turn") == []
+    # in a person's own chat, other people's lines are still not the person's facts ...
+    assert extract("Caroline: I painted that lake sunrise last year!\nMe: Wow, lovely!", "chat_private") == []
+    # ... but a chat in which the writer never speaks is a recorded conversation (LoCoMo exported as chat)
+    assert extract("Caroline: I painted that lake sunrise last year!", "chat_private") == [
+        "Caroline: I painted that lake sunrise last year!"]
+
+
+def update(fact: str, memories: list[MemoryEntry], *more: str):
+    facts = [NewFact(id=f"f{n}", text=f, event_date="2023-01-01") for n, f in enumerate((fact, *more))]
+    return call("memory.mem0_update", Mem0UpdateIn(facts=facts, memories=memories)).operations
 
 
 @pytest.mark.parametrize(("fact", "expected"), [
@@ -316,34 +402,54 @@ def test_statements_are_the_writers_own():
 def test_mem0_update_compares_with_the_memories(fact, expected):
     memories = [MemoryEntry(id="0", text="I like swimming."),
                 MemoryEntry(id="1", text="I think remote work makes me more productive.")]
-    op = call("memory.mem0_update", Mem0UpdateIn(fact=fact, event_date="2023-01-01", memories=memories))
-    assert op.event == expected
+    (op,) = update(fact, memories)
+    assert op.event == expected and op.facts == ["f0"]
     if expected in ("UPDATE", "DELETE"):
         assert op.id == "1"
-    if expected == "UPDATE":
+    if expected in ("UPDATE", "ADD"):
         assert op.text == fact
 
 
+def test_mem0_update_works_through_the_group_in_order():
+    """Later facts of a group see what the reply added or changed for earlier ones; statements about
+    different speakers never merge; pronouns alone make no similarity."""
+    ops = update("I adopted a grey cat called Pixel.", [],
+                 "I adopted a grey cat called Pixel and a dog.", "I no longer have a grey cat called Pixel and a dog.")
+    assert [(o.event, o.id) for o in ops] == [("ADD", "new0"), ("UPDATE", "new0"), ("DELETE", "new0")]
+    memories = [MemoryEntry(id="4", text="Caroline: I love painting sunsets.")]
+    assert update("Melanie: I love painting sunsets.", memories)[0].event == "ADD"
+    assert update("Caroline: I love painting sunsets.", memories)[0].event == "NONE"
+    assert update("I'm so excited about the trip!", [MemoryEntry(id="0", text="I'm so excited for you.")])[0].event \
+        == "ADD"
+
+
 def test_omem_route_and_extraction():
-    existing = [MemoryEntry(id="3", text="I believe early runs clear my head.")]
-    route = lambda item: call("memory.omem_route", OMemRouteIn(kind="attribute", item=item, event_date="2023-01-01",
-                                                               existing=existing))
+    existing = [MemoryEntry(id="a3", text="I believe early runs clear my head.")]
+
+    def route(item: str, kind: str = "attribute"):
+        (r,) = call("memory.omem_route", OMemRouteIn(items=[OMemItem(id="i0", kind=kind, text=item,
+                                                                     event_date="2023-01-01")],
+                                                     attributes=existing)).routes
+        assert r.item == "i0"
+        return r
+
     assert route("I believe early runs clear my head.").op == "IGNORE"
-    assert route("I no longer believe early runs clear my head.").op == "UPDATE"
+    assert route("I believe early runs clear my head.", "fact").op == "ADD"  # only entries of its kind
+    assert (route("I no longer believe early runs clear my head.").op, route("I no longer believe early runs "
+                                                                             "clear my head.").id) == ("UPDATE", "a3")
     assert route("I love cooking for friends.").op == "ADD"
-    ex = call("memory.omem_extract", OMemExtractIn(
-        trace_id="t", medium="diary", event_date="2023-01-01",
-        content="I presented the school science fair to the team. I came to believe the school science fair "
-                "matters. I feel tired."))
-    assert ex.facts == ["I presented the school science fair to the team."]
+    (ex,) = call("memory.omem_extract", OMemExtractIn(traces=[tv(
+        "I presented the school science fair to the team. I came to believe the school science fair "
+        "matters. I feel tired.")])).interactions
+    assert ex.id == "t0" and ex.facts == ["I presented the school science fair to the team."]
     assert ex.attributes == ["I came to believe the school science fair matters.", "I feel tired."]
     assert ex.topics[0] == "school science fair" and "science" in ex.keywords
 
 
 def test_amem_note_and_evolution_come_from_the_text():
-    note = call("memory.amem_note", AMemNoteIn(trace_id="t", medium="social_media", event_date="2023-02-10T16:00:00",
-                                               content="I drew the ferry terminal with the sketch club. #newchapter"))
-    assert {"ferry", "terminal", "sketch"} <= set(note.keywords)
+    (note,) = call("memory.amem_note", AMemNoteIn(traces=[tv(
+        "I drew the ferry terminal with the sketch club. #newchapter", "social_media", "2023-02-10T16:00:00")])).notes
+    assert note.id == "t0" and {"ferry", "terminal", "sketch"} <= set(note.keywords)
     assert "newchapter" in note.tags and "hobbies" in note.tags and "social_media" in note.tags
     assert "I drew the ferry terminal" in note.context
     new = AMemNoteView(id="2", timestamp="2023-02-10T16:00:00", content="...", keywords=note.keywords,
@@ -353,11 +459,21 @@ def test_amem_note_and_evolution_come_from_the_text():
                        context="Diary from 2023-01-10: I joined the sketch club.",
                        tags=["hobbies", "diary"])
     other = old.model_copy(update={"id": "1"})
-    evo = call("memory.amem_evolve", AMemEvolveIn(note=new, neighbours=[old, other], linked=["0"]))
-    assert [u.id for u in evo.updates] == ["0"]  # only the linked neighbour evolves
+    evo = call("memory.amem_evolve", AMemEvolveIn(items=[AMemEvolveItem(note=new, neighbours=[old, other],
+                                                                        linked=["0"])]))
+    assert [(u.note, u.id) for u in evo.updates] == [("2", "0")]  # only the linked neighbour evolves
     upd = evo.updates[0]
     assert upd.tags[:2] == ["hobbies", "diary"] and "newchapter" in upd.tags and "social_media" not in upd.tags
     assert upd.context.startswith(old.context) and note.context in upd.context
+    # a second new note in the same group builds on the first one's update of the neighbour
+    later = new.model_copy(update={"id": "3", "timestamp": "2023-02-10T18:00:00", "tags": ["travel"],
+                                   "context": "Memo from 2023-02-10: I booked the ferry."})
+    evo = call("memory.amem_evolve", AMemEvolveIn(items=[
+        AMemEvolveItem(note=new, neighbours=[old], linked=["0"]),
+        AMemEvolveItem(note=later, neighbours=[old], linked=["0"])]))
+    assert [(u.note, u.id) for u in evo.updates] == [("2", "0"), ("3", "0")]
+    assert {"newchapter", "travel"} <= set(evo.updates[1].tags)
+    assert evo.updates[1].context.endswith("I booked the ferry.")
 
 
 # -- Chinese ----------------------------------------------------------------------------------------

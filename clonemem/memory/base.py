@@ -80,6 +80,14 @@ class MemorySystem(ABC):
     def retrieve(self, question: QuestionView, k: int) -> list[Retrieved]:
         """Ranked items for the question, using only what was visible at ``question.question_time``."""
 
+    def stored(self, as_of: dt.datetime | None = None) -> list[Retrieved]:
+        """Everything in the system's memory that is valid at ``as_of`` (None: after the last trace),
+        each item with its text and the trace ids of its provenance, in a stable order: what write
+        coverage and the write-failure diagnosis read (SPEC §5). Raw retrievers list their indexed
+        units. Cheap (no LLM, no embedding) and exact. Every built-in system implements it; a plugin
+        that does not gets NotImplementedError, and its write coverage is unknown."""
+        raise NotImplementedError(f"{type(self).__name__} does not list its stored memory")
+
 
 # Built-ins are registered in ``clonemem.memory``; other packages add systems through the
 # ``clonemem.memory_systems`` entry-point group, or are named as ``package.module:Class``.

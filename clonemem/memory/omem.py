@@ -1,6 +1,7 @@
 """O-Mem (OPPO AI Agent Team, 2025): memory built by active user profiling.
 
-Per interaction (trace), in time order:
+Per interaction (trace), in time order, one LLM call per group of consecutive interactions
+(``mem0.groups``) for each step:
 
 * an LLM step extracts its topics t_i, the persona attributes a_i it reveals and the event facts e_i it
   records (eq. 1);
@@ -15,12 +16,14 @@ Retrieval (sec. 3.3) runs the three channels and merges them with reciprocal ran
 memory by dense similarity over facts and over attribute clusters (eq. 11); working memory through the
 topics most similar to the query (eq. 8); episodic memory through the query's rarest clue word, the one
 with the lowest document frequency in M_w (eqs. 9-10). Everything is timestamped, so each channel only
-sees what existed at the question's time (document frequencies included); nothing is rebuilt per question.
+sees what existed at the question's time (document frequencies included); nothing is rebuilt per
+question, and every channel is a few array operations (index lists are in time order, so "as of" is a
+binary search), never a scan over all items in Python.
 """
 
 from __future__ import annotations
 
-import bisect
+import datetime as dt
 from collections import defaultdict
 from collections.abc import Sequence
 
@@ -29,14 +32,35 @@ import numpy as np
 from clonemem import text as tx
 from clonemem.memory import memsys_stages as stages
 from clonemem.memory.base import BuildContext, MemorySystem, MemoryTrace, QuestionView, Retrieved
-from clonemem.memory.mem0 import TextVectors, Versions, in_order, unique, when
-from clonemem.schemas.memsys import MemoryEntry, OMemExtraction, OMemExtractIn, OMemRoute, OMemRouteIn
+from clonemem.memory.mem0 import (
+    GROUP_SIZE,
+    TextVectors,
+    Versions,
+    as_of_time,
+    dot,
+    groups,
+    in_order,
+    unique,
+    versions_at,
+    view,
+    when,
+)
+from clonemem.schemas.memsys import (
+    MemoryEntry,
+    OMemExtraction,
+    OMemExtractions,
+    OMemExtractIn,
+    OMemItem,
+    OMemRouteIn,
+    OMemRoutes,
+)
 
-TOP_S = 5  # existing entries shown to the routing step
+TOP_S = 5  # existing entries shown to the routing step, per new item
 CLUSTER_THRESHOLD = 0.75  # cosine above which a new attribute joins its nearest neighbour's cluster
 TOPICS_PER_QUERY = 3
 RRF_K = 60
 CLUSTER_SHOWN = 5  # attributes of a cluster shown in one retrieved item
+PREFIX = {"attribute": "a", "fact": "f"}  # ids of existing entries shown to the routing step
 
 
 class OMem(MemorySystem):
@@ -44,10 +68,11 @@ class OMem(MemorySystem):
     llm_stages = (stages.OMEM_EXTRACT, stages.OMEM_ROUTE)
 
     def __init__(self, top_s: int = TOP_S, cluster_threshold: float = CLUSTER_THRESHOLD,
-                 topics_per_query: int = TOPICS_PER_QUERY) -> None:
+                 topics_per_query: int = TOPICS_PER_QUERY, group_size: int = GROUP_SIZE) -> None:
         self.top_s = top_s
         self.cluster_threshold = cluster_threshold
         self.topics_per_query = topics_per_query
+        self.group_size = group_size
         self._queries = TextVectors()
 
     # -- build ----------------------------------------------------------------------------------
@@ -56,171 +81,247 @@ class OMem(MemorySystem):
         traces = in_order(traces)
         self.traces = traces
         self.language = ctx.language
-        calls = 0
-        # Extraction reads only the interaction, so it runs first and its output is embedded in one batch.
-        extracted: list[OMemExtraction] = []
-        for t in traces:
-            out = ctx.llm(stages.OMEM_EXTRACT.name, OMemExtractIn(
-                trace_id=t.trace_id, medium=t.medium, event_date=t.event_date.isoformat(), content=t.content,
-                language=ctx.language))
-            calls += 1
-            assert isinstance(out, OMemExtraction)
-            extracted.append(OMemExtraction(topics=unique(out.topics), keywords=unique(out.keywords),
-                                            attributes=unique(out.attributes), facts=unique(out.facts)))
+        parts = groups(traces, self.group_size)
+        self.calls = 0
+        self.routed: dict[str, int] = defaultdict(int)
+        # Extraction reads only the interactions, so it runs first and its output is embedded in one batch.
+        extracted = [e for part in parts for e in self._extract(part, ctx)]
         vectors = TextVectors()
         vectors.add([x for e in extracted for x in (*e.attributes, *e.facts, *(p.lower() for p in e.topics))])
 
         self.when = np.array([when(t.event_date) for t in traces], dtype="datetime64[us]")
-        self.trace_words: list[set[str]] = []
-        # Working memory M_t: topic -> [(since, interaction)]; episodic memory M_w: word -> interactions.
-        topic_ids: dict[str, int] = {}
-        self.topic_names: list[str] = []
-        self.topic_members: list[list[int]] = []
-        self.kw_when: dict[str, list[np.datetime64]] = defaultdict(list)
-        self.kw_items: dict[str, list[int]] = defaultdict(list)
+        self._index(extracted)
         # Persona memory P_f and P_a, versioned; attribute memory -> cluster.
         self.facts = Versions()
         self.attributes = Versions()
         self.cluster: dict[int, int] = {}
         self._clusters = 0
-        routed: dict[str, int] = defaultdict(int)
+        for part in parts:
+            self._route(part, extracted, vectors, ctx)
+        self.facts.freeze()
+        self.attributes.freeze()
+        self._freeze_clusters()
+        self.topic_vectors = vectors.matrix(self.topic_names)
+        ctx.stats.update(
+            llm_calls=self.calls, items=len(traces) + len(self.facts) + len(self.attributes),
+            interactions=len(traces), fact_versions=len(self.facts), attribute_versions=len(self.attributes),
+            clusters=self._clusters, topics=len(self.topic_names), clue_words=len(self.kw_items),
+            operations=dict(self.routed), embedded=vectors.encoded, groups=len(parts),
+        )
 
-        for i, (t, e) in enumerate(zip(traces, extracted)):
-            at = self.when[i]
+    def _extract(self, part: range, ctx: BuildContext) -> list[OMemExtraction]:
+        out = ctx.llm(stages.OMEM_EXTRACT.name, OMemExtractIn(
+            traces=[view(self.traces[i], f"t{j}") for j, i in enumerate(part)], language=ctx.language))
+        self.calls += 1
+        assert isinstance(out, OMemExtractions)
+        by_id = {e.id: e for e in out.interactions}
+        found = []
+        for j in range(len(part)):
+            e = by_id.get(f"t{j}")
+            if e is None:
+                self.routed["invalid_interaction"] += 1
+                e = OMemExtraction(id=f"t{j}")
+            found.append(OMemExtraction(id=e.id, topics=unique(e.topics), keywords=unique(e.keywords),
+                                        attributes=unique(e.attributes), facts=unique(e.facts)))
+        return found
+
+    def _index(self, extracted: list[OMemExtraction]) -> None:
+        """Working memory M_t (topic -> interactions) and episodic memory M_w (word -> interactions),
+        both lists in time order."""
+        topic_ids: dict[str, int] = {}
+        self.topic_names: list[str] = []
+        members: list[list[int]] = []
+        postings: dict[str, list[int]] = defaultdict(list)
+        for i, (t, e) in enumerate(zip(self.traces, extracted)):
             for topic in e.topics:
                 key = topic.lower()
                 if key not in topic_ids:
                     topic_ids[key] = len(self.topic_names)
                     self.topic_names.append(key)
-                    self.topic_members.append([])
-                self.topic_members[topic_ids[key]].append(i)
-            words = set(tx.content_words(t.content)) | {w for k in e.keywords for w in tx.content_words(k)}
-            self.trace_words.append(words)
-            for w in words:
-                self.kw_when[w].append(at)
-                self.kw_items[w].append(i)
-            for kind, items, table in (("attribute", e.attributes, self.attributes), ("fact", e.facts, self.facts)):
-                for item in items:
-                    vec = vectors[item]
-                    similar = table.similar(vec, self.top_s)
-                    shown = {str(table.memory[v]): table.memory[v] for v, _ in similar}
-                    route = ctx.llm(stages.OMEM_ROUTE.name, OMemRouteIn(
-                        kind=kind, item=item, event_date=t.event_date.isoformat(), language=ctx.language,
-                        existing=[MemoryEntry(id=str(table.memory[v]), text=table.texts[v]) for v, _ in similar]))
-                    calls += 1
-                    assert isinstance(route, OMemRoute)
-                    op = route.op
-                    if op == "UPDATE" and (route.id or "") not in shown:
-                        routed["invalid_id"] += 1
-                        op = "ADD"
-                    routed[f"{kind}_{op}"] += 1
-                    if op == "ADD":
-                        memory = table.new_memory()
-                        if kind == "attribute":
-                            self.cluster[memory] = self._cluster_for(vec, similar)
-                        table.add(memory, item, (t.trace_id,), at, vec)
-                    elif op == "UPDATE":
-                        target = shown[route.id or ""]
-                        old = table.close(target, at)
-                        text = (route.text or "").strip()
-                        sources = tuple(dict.fromkeys([*table.sources[old], t.trace_id]))
-                        table.add(target, text, sources, at, vectors[text])
+                    members.append([])
+                members[topic_ids[key]].append(i)
+            for w in set(tx.content_words(t.content)) | {w for k in e.keywords for w in tx.content_words(k)}:
+                postings[w].append(i)
+        self.topic_members = [np.array(m, dtype=np.int64) for m in members]
+        self.topic_first = np.array([self.when[m[0]] for m in members], dtype="datetime64[us]")
+        self.kw_items = {w: np.array(p, dtype=np.int64) for w, p in postings.items()}
+        self.kw_when = {w: self.when[p] for w, p in self.kw_items.items()}
 
-        self.facts.freeze()
-        self.attributes.freeze()
-        self.topic_first = np.array([self.when[m[0]] for m in self.topic_members], dtype="datetime64[us]")
-        self.topic_vectors = (np.stack([vectors[name] for name in self.topic_names]) if self.topic_names
-                              else np.zeros((0, 384), dtype=np.float32))
-        ctx.stats.update(
-            llm_calls=calls, items=len(traces) + len(self.facts) + len(self.attributes),
-            interactions=len(traces), fact_versions=len(self.facts), attribute_versions=len(self.attributes),
-            clusters=self._clusters, topics=len(self.topic_names), clue_words=len(self.kw_items),
-            operations=dict(routed), embedded=vectors.encoded,
-        )
+    def _route(self, part: range, extracted: list[OMemExtraction], vectors: TextVectors, ctx: BuildContext) -> None:
+        """Route one group's attributes and facts (one LLM call) and apply the routes in order."""
+        items = [(i, kind, x) for i in part
+                 for kind, xs in (("attribute", extracted[i].attributes), ("fact", extracted[i].facts)) for x in xs]
+        if not items:
+            return
+        tables = {"attribute": self.attributes, "fact": self.facts}
+        vecs = vectors.matrix([x for _, _, x in items])
+        shown: dict[str, list[int]] = {}
+        nearest: dict[int, tuple[int, float] | None] = {}  # attribute item -> nearest existing version
+        for kind, table in tables.items():
+            rows = [n for n, (_, k, _) in enumerate(items) if k == kind]
+            similar = table.similar(vecs[rows], self.top_s)
+            shown[kind] = list(dict.fromkeys(table.memory[v] for hits in similar for v, _ in hits))
+            if kind == "attribute":
+                nearest.update({n: (hits[0] if hits else None) for n, hits in zip(rows, similar)})
+        out = ctx.llm(stages.OMEM_ROUTE.name, OMemRouteIn(
+            items=[OMemItem(id=f"i{n}", kind=k, text=x, event_date=self.traces[i].event_date.isoformat())
+                   for n, (i, k, x) in enumerate(items)],
+            attributes=[MemoryEntry(id=f"a{m}", text=self.attributes.texts[self.attributes.current[m]])
+                        for m in shown["attribute"]],
+            facts=[MemoryEntry(id=f"f{m}", text=self.facts.texts[self.facts.current[m]]) for m in shown["fact"]],
+            language=ctx.language))
+        self.calls += 1
+        assert isinstance(out, OMemRoutes)
+        vectors.add(r.text.strip() for r in out.routes if r.op == "UPDATE")
+        ids = {f"{PREFIX[kind]}{m}": (kind, m) for kind in tables for m in shown[kind]}
+        added: list[tuple[int, int]] = []  # (row of ``vecs``, cluster) of the attributes this group ADDed
+        done: set[int] = set()
+        for route in out.routes:
+            n = int(route.item[1:]) if route.item[:1] == "i" and route.item[1:].isdigit() else -1
+            if not 0 <= n < len(items) or n in done:
+                self.routed["invalid_item"] += 1
+                continue
+            done.add(n)
+            i, kind, item = items[n]
+            table, at, trace_id = tables[kind], self.when[i], self.traces[i].trace_id
+            op = route.op
+            target = ids.get(route.id or "")
+            if op == "UPDATE" and (target is None or target[0] != kind or target[1] not in table.current):
+                self.routed["invalid_id"] += 1
+                op = "ADD"
+            self.routed[f"{kind}_{op}"] += 1
+            if op == "ADD":
+                memory = table.new_memory()
+                if kind == "attribute":
+                    self.cluster[memory] = self._cluster_for(vecs, n, nearest.get(n), added)
+                    added.append((n, self.cluster[memory]))
+                table.add(memory, item, (trace_id,), at, vecs[n])
+                ids[route.item] = (kind, memory)
+            elif op == "UPDATE":
+                memory = target[1]
+                at = max(at, table.started(memory))
+                old = table.close(memory, at)
+                text = (route.text or "").strip()
+                table.add(memory, text, tuple(dict.fromkeys([trace_id, *table.sources[old]])), at, vectors[text])
+        self.routed["unrouted"] += len(items) - len(done)
 
-    def _cluster_for(self, vec: np.ndarray, similar: list[tuple[int, float]]) -> int:
-        """Greedy nearest-neighbour clustering: join the nearest attribute's cluster if close enough."""
-        if similar and similar[0][1] >= self.cluster_threshold:
-            return self.cluster[self.attributes.memory[similar[0][0]]]
+    def _cluster_for(self, vecs: np.ndarray, n: int, old: tuple[int, float] | None,
+                     added: list[tuple[int, int]]) -> int:
+        """Greedy nearest-neighbour clustering: join the nearest attribute's cluster if close enough. The
+        candidates are the attributes before this group (the nearest was found for routing) and those
+        this group added before item ``n``."""
+        best = (old[1], self.cluster[self.attributes.memory[old[0]]]) if old else None
+        if added:
+            sims = dot(vecs[[row for row, _ in added]], vecs[n])
+            j = int(np.argmax(sims))
+            if best is None or sims[j] > best[0]:
+                best = (float(sims[j]), added[j][1])
+        if best is not None and best[0] >= self.cluster_threshold:
+            return best[1]
         self._clusters += 1
         return self._clusters - 1
 
+    def _freeze_clusters(self) -> None:
+        table = self.attributes
+        self.v_cluster = np.array([self.cluster[m] for m in table.memory], dtype=np.int64)
+        members: list[list[int]] = [[] for _ in range(self._clusters)]
+        for v, c in enumerate(self.v_cluster.tolist()):
+            members[c].append(v)
+        self.cluster_members = [np.array(m, dtype=np.int64) for m in members]
+
     # -- the three channels, as of a time ---------------------------------------------------------
 
-    def clue(self, query: str, as_of: np.datetime64) -> tuple[str | None, list[int]]:
+    def clue(self, query: str, as_of: np.datetime64) -> tuple[str | None, np.ndarray]:
         """Episodic memory: the query's rarest clue word (lowest document frequency in M_w among the
         interactions visible at ``as_of``; ties go to the word said first) and its interactions."""
         best: tuple[int, int, str] | None = None
         for pos, w in enumerate(unique(tx.content_words(query))):
             times = self.kw_when.get(w)
-            if not times:
+            if times is None:
                 continue
-            df = bisect.bisect_right(times, as_of)
+            df = int(np.searchsorted(times, as_of, side="right"))
             if df and (best is None or (df, pos) < best[:2]):
                 best = (df, pos, w)
         if best is None:
-            return None, []
+            return None, np.zeros(0, dtype=np.int64)
         df, _, w = best
         return w, self.kw_items[w][:df]
 
-    def topic_hits(self, qvec: np.ndarray, as_of: np.datetime64) -> list[tuple[int, int]]:
-        """Working memory: (topic rank, interaction) for the topics most similar to the query."""
+    def topic_hits(self, qvec: np.ndarray, as_of: np.datetime64) -> tuple[np.ndarray, np.ndarray]:
+        """Working memory: the interactions of the topics most similar to the query, and each one's
+        topic rank (an interaction in two topics keeps its better rank)."""
         from clonemem.memory.embed import top_k
 
+        found, ranks = [np.zeros(0, dtype=np.int64)], [np.zeros(0, dtype=np.int64)]
         if not self.topic_names:
-            return []
-        scores = self.topic_vectors @ qvec
-        out = []
-        for rank, topic in enumerate(top_k(scores, self.topic_first <= as_of, self.topics_per_query)):
-            out += [(rank, i) for i in self.topic_members[topic] if self.when[i] <= as_of]
-        return out
+            return found[0], ranks[0]
+        for rank, topic in enumerate(top_k(dot(self.topic_vectors, qvec), self.topic_first <= as_of, self.topics_per_query)):
+            m = self.topic_members[topic]
+            m = m[: int(np.searchsorted(self.when[m], as_of, side="right"))]
+            found.append(m)
+            ranks.append(np.full(m.size, rank, dtype=np.int64))
+        items, ranks = np.concatenate(found), np.concatenate(ranks)
+        first = np.unique(items, return_index=True)[1]  # topics come best first: keep each item's first
+        return items[first], ranks[first]
 
-    def retrieve(self, question: QuestionView, k: int) -> list[Retrieved]:
+    def _overlap(self, query: str, as_of: np.datetime64) -> np.ndarray:
+        """Per interaction, how many of the query's clue words it contains (among those visible)."""
+        hits = [self.kw_items[w][: int(np.searchsorted(self.kw_when[w], as_of, side="right"))]
+                for w in set(tx.content_words(query)) if w in self.kw_items]
+        if not hits:
+            return np.zeros(len(self.traces), dtype=np.int64)
+        return np.bincount(np.concatenate(hits), minlength=len(self.traces))
+
+    def _persona_rankings(self, qvec: np.ndarray, as_of: np.datetime64, depth: int,
+                          texts: dict[tuple[str, int], Retrieved]) -> list[list[tuple[str, int]]]:
+        """Persona memory: facts, and attribute clusters (a cluster ranks by its best visible member)."""
         from clonemem.memory.embed import top_k
 
-        if not self.traces or k <= 0:
-            return []
-        as_of = when(question.question_time)
-        qvec = self._queries[question.question]
-        qwords = set(tx.content_words(question.question))
-        depth = max(2 * k, 20)
-        texts: dict[tuple[str, int], Retrieved] = {}
-        rankings: list[list[tuple[str, int]]] = []
-
-        # Persona memory: facts, and attribute clusters (a cluster ranks by its best visible member).
+        rankings = []
         if len(self.facts):
-            scores = self.facts.vectors @ qvec
+            scores = dot(self.facts.vectors, qvec)
             hits = top_k(scores, self.facts.visible(as_of), depth)
             rankings.append([("fact", v) for v in hits])
             for v in hits:
                 texts[("fact", v)] = Retrieved(self.facts.texts[v], self.facts.sources[v], float(scores[v]), "fact")
         if len(self.attributes):
             table = self.attributes
-            scores = table.vectors @ qvec
-            visible = table.visible(as_of)
-            members: dict[int, list[int]] = {}
-            for v in top_k(scores, visible, int(visible.sum())):
-                members.setdefault(self.cluster[table.memory[v]], []).append(v)
-            ranking = []
-            for c, vs in list(members.items())[:depth]:
-                shown = vs[:CLUSTER_SHOWN]
-                sources = tuple(dict.fromkeys(s for v in shown for s in table.sources[v]))
-                texts[("attribute", c)] = Retrieved("; ".join(table.texts[v] for v in shown), sources,
-                                                    float(scores[shown[0]]), "attribute")
-                ranking.append(("attribute", c))
-            rankings.append(ranking)
+            scores = dot(table.vectors, qvec)
+            mask = table.visible(as_of)
+            visible = np.flatnonzero(mask)
+            if visible.size:
+                best = np.full(self._clusters, -np.inf)
+                np.maximum.at(best, self.v_cluster[visible], scores[visible])
+                ranking = []
+                for c in top_k(best, np.isfinite(best), depth):
+                    m = self.cluster_members[c]
+                    m = m[mask[m]]  # versions in creation order, so a stable sort breaks ties by age
+                    shown = m[np.argsort(-scores[m], kind="stable")[:CLUSTER_SHOWN]].tolist()
+                    sources = tuple(dict.fromkeys(s for v in shown for s in table.sources[v]))
+                    texts[("attribute", c)] = Retrieved("; ".join(table.texts[v] for v in shown), sources,
+                                                        float(scores[shown[0]]), "attribute")
+                    ranking.append(("attribute", c))
+                rankings.append(ranking)
+        return rankings
 
-        # Working memory (topics) and episodic memory (the rarest clue word) return interactions.
-        def overlap(i: int) -> int:
-            return len(qwords & self.trace_words[i])
+    def retrieve(self, question: QuestionView, k: int) -> list[Retrieved]:
+        if not self.traces or k <= 0:
+            return []
+        as_of = when(question.question_time)
+        qvec = self._queries[question.question]
+        depth = max(2 * k, 20)
+        texts: dict[tuple[str, int], Retrieved] = {}
+        rankings = self._persona_rankings(qvec, as_of, depth, texts)
 
-        best_rank: dict[int, int] = {}
-        for rank, i in self.topic_hits(qvec, as_of):
-            best_rank.setdefault(i, rank)
-        working = sorted(best_rank, key=lambda i: (best_rank[i], -overlap(i), -self.when[i].astype(np.int64), i))
+        # Working memory (topics) and episodic memory (the rarest clue word) return interactions, each
+        # ordered by how many query words an interaction shares, then newest first.
+        overlap = self._overlap(question.question, as_of)
+        newest = -self.when.astype(np.int64)
+        items, ranks = self.topic_hits(qvec, as_of)
+        working = items[np.lexsort((items, newest[items], -overlap[items], ranks))]
         _, episodes = self.clue(question.question, as_of)
-        episodic = sorted(episodes, key=lambda i: (-overlap(i), -self.when[i].astype(np.int64), i))
-        for ranking in (working[:depth], episodic[:depth]):
+        episodic = episodes[np.lexsort((episodes, newest[episodes], -overlap[episodes]))]
+        for ranking in (working[:depth].tolist(), episodic[:depth].tolist()):
             rankings.append([("trace", i) for i in ranking])
             for i in ranking:
                 t = self.traces[i]
@@ -232,3 +333,11 @@ class OMem(MemorySystem):
                 fused[key] += 1.0 / (RRF_K + r + 1)
         order = sorted(fused, key=lambda key: (-fused[key], key))[:k]
         return [Retrieved(texts[key].text, texts[key].trace_ids, fused[key], texts[key].kind) for key in order]
+
+    def stored(self, as_of: dt.datetime | None = None) -> list[Retrieved]:
+        """Persona memory (event facts, then attributes) valid at ``as_of``, then the interactions the
+        working and episodic memories index (O-Mem keeps the raw interactions there)."""
+        t = as_of_time(as_of)
+        held = self.traces[: int(np.searchsorted(self.when, t, side="right"))] if self.traces else []
+        return [*versions_at(self.facts, as_of, "fact"), *versions_at(self.attributes, as_of, "attribute"),
+                *(Retrieved(x.content, (x.trace_id,), 0.0, "trace") for x in held)]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import bisect
+import datetime as dt
 import random
 from collections.abc import Sequence
 
@@ -18,6 +20,13 @@ class _Traces(MemorySystem):
 
     def visible(self, q: QuestionView) -> list[MemoryTrace]:
         return [t for t in self.traces if t.event_date <= q.question_time]
+
+    def stored(self, as_of: dt.datetime | None = None) -> list[Retrieved]:
+        """The traces held, in time order (each system here keeps every trace; the oracles pick gold
+        ones per question, but what they index is all of them)."""
+        held = self.traces if as_of is None else \
+            self.traces[: bisect.bisect_right(self.traces, as_of, key=lambda t: t.event_date)]
+        return [Retrieved(t.content, (t.trace_id,), 0.0) for t in held]
 
 
 class Oracle(_Traces):

@@ -1,15 +1,21 @@
 """Offline handlers for the LLM steps of Mem0, A-Mem and O-Mem (``clonemem.memory.memsys_stages``).
 
 They do each step's job from the step's inputs alone, extractively and deterministically (``call.rng``
-only breaks exact ties):
+only breaks exact ties). Every step receives a group of consecutive traces (or their facts/notes) and
+works through it in order, as a model reading the group top to bottom would:
 
 * statements are the sentences of a trace that the writer says about themselves (first person, the
   writer's own lines of a chat, their calendar entries and searches), lightly normalised: hashtags,
-  bullets and discourse lead-ins ("Also,", "Small update:") removed;
-* update decisions compare the new statement with the candidate memories by word overlap (Jaccard over
-  content words): a near-duplicate changes nothing, the same subject with changed content updates the
-  memory, an explicit reversal ("no longer", "不再") of a memory deletes it (Mem0) or updates it
-  (O-Mem, which has no delete), anything else is added;
+  bullets and discourse lead-ins ("Also,", "Small update:") removed. A turn of a recorded
+  conversation (``conversation_turn``, e.g. LoCoMo, or a chat in which the writer never speaks) has no
+  single writer: each speaker's informative
+  statements are kept, attributed ("Melanie: I painted a lake sunrise."), including elliptical ones
+  ("Researching adoption agencies.") and shared photos; questions and pleasantries are not facts;
+* update decisions compare a new statement with the candidate memories *about the same subject* by
+  word overlap (Jaccard over content words, pronouns and contractions left out): a near-duplicate
+  changes nothing, the same subject with changed content updates the memory, an explicit reversal
+  ("no longer", "不再") of a memory deletes it (Mem0) or updates it (O-Mem, which has no delete),
+  anything else is added; memories added earlier in the same reply are candidates too;
 * notes take their keywords, context sentence and tags from the text (frequent content words, the lead
   statement, a small domain lexicon, hashtags and the medium); evolution merges the new note's thematic
   tags and context into the neighbours it was linked to;
@@ -21,42 +27,56 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Iterable
 
 from clonemem import text as tx
 from clonemem.offline import OfflineCall
 from clonemem.schemas.memsys import (
+    GROUP_ITEMS,
     AMemEvolution,
     AMemEvolveIn,
     AMemLinks,
+    AMemLinkSet,
     AMemLinksIn,
     AMemNeighbourUpdate,
     AMemNote,
     AMemNoteIn,
+    AMemNotes,
     AMemNoteView,
-    MemoryEntry,
     Mem0ExtractIn,
+    Mem0Fact,
     Mem0Facts,
     Mem0Operation,
+    Mem0Operations,
     Mem0UpdateIn,
+    MemoryEntry,
     OMemExtraction,
+    OMemExtractions,
     OMemExtractIn,
     OMemRoute,
     OMemRouteIn,
+    OMemRoutes,
+    TraceView,
 )
 
 # Word-overlap thresholds of the update decisions (Jaccard over content words).
 NEAR_DUPLICATE = 0.8
 SAME_SUBJECT = 0.5
+MIN_SHARED = 2  # content words two different statements must share to be about the same thing
 # A-Mem link generation: shared keywords, or overlapping content.
 LINK_SHARED_KEYWORDS = 2
 LINK_OVERLAP = 0.25
 MAX_TAGS = 8  # a note keeps "several" tags (A-Mem); evolution adds new themes up to this many
+PER_TRACE = 24  # statements kept from one trace
+DIALOG_MEDIA = frozenset({"conversation_turn"})  # a turn of a recorded conversation (LoCoMo's import)
 
 # -- statements ---------------------------------------------------------------------------------
 
 _FIRST_PERSON_EN = re.compile(r"\b(i|i'm|i've|i'd|i'll|me|my|mine|myself|we|we're|we've|us|our|ours|let's)\b", re.I)
+_SECOND_PERSON_EN = re.compile(r"\b(you|you're|you've|you'd|you'll|your|yours|yourself|ya)\b", re.I)
 _SPEAKER = re.compile(r"^\s*([^:：\n]{1,30}?)(?::\s+|：\s*)(.*)$")
 _WRITER = {"me", "i", "myself", "我", "我自己"}
+_WRITER_LINE = re.compile(r"^\s*(?:me|i|myself|我|我自己)\s*[:：]", re.I | re.M)
 _LEADIN_EN = re.compile(
     r"^(also|and|but|so|then|later|afterwards|after that|on top of that|meanwhile|honestly|anyway|mostly|"
     r"frankly|to be honest|small update|quick update|update|btw|ps|p\.s\.|well|okay|ok|oh|today)\b[,:;!]?\s+",
@@ -64,7 +84,15 @@ _LEADIN_EN = re.compile(
 _LEADIN_ZH = re.compile(r"^(另外|说实话|其实|总之|还有|而且|不过|所以|然后|后来|此外|小更新|更新|今天)[，,：:]?\s*")
 _HASHTAG = re.compile(r"#[^\s#]+")
 _BULLET = re.compile(r"^\s*(?:[-*•·]|\d+[.)])\s+")
+_PHOTO = re.compile(r"\[shares a photo:\s*([^\]]*)\]", re.I)
 _SENTENCE_END = "。！？.!?"
+# Reactions and small talk: words that carry no fact in a conversation turn ("Wow, that's great! Thanks!").
+_SMALL_TALK_EN = frozenset(
+    "wow great amazing awesome thanks thank cool nice glad sweet lovely congrats congratulations haha hahaha lol "
+    "yeah yes yep sure totally definitely sounds hey hello bye good luck fun incredible fantastic wonderful "
+    "beautiful cute true agree absolutely exactly right omg aww awww woohoo yay sorry hear happy super "
+    "that's it's what's there's here's".split())
+_SMALL_TALK_ZH = ("哇", "太好了", "谢谢", "真棒", "好的", "哈哈", "加油", "恭喜")
 
 
 def _lang(language: str) -> str:
@@ -97,10 +125,51 @@ def _substantial(s: str, language: str) -> bool:
     return len(set(tx.content_words(s))) >= (3 if _lang(language) == "zh" else 2)
 
 
+def _informative(s: str, language: str) -> bool:
+    """A conversation sentence that states something (not only reactions, thanks or greetings)."""
+    if _lang(language) == "zh":
+        rest = s
+        for w in _SMALL_TALK_ZH:
+            rest = rest.replace(w, "")
+        return len(set(tx.content_words(rest))) >= 3
+    return len({w for w in tx.content_words(s) if w not in _SMALL_TALK_EN}) >= 2
+
+
+def _dialog_statements(speaker: str, line: str, language: str) -> list[str]:
+    """One speaker's turn: what it states about the speaker or their world, attributed to the speaker.
+    First-person sentences, and sentences that state something without addressing the other person
+    (elliptical "Researching adoption agencies.", answers such as "It was Matt Patterson."); never
+    questions or small talk. A shared photo is a statement too (its caption is what the turn shows)."""
+    zh = _lang(language) == "zh"
+    out = []
+    photos = _PHOTO.findall(line)
+    for sent in tx.sentences(_PHOTO.sub(" ", line)):
+        if sent.rstrip().endswith(("?", "？")):
+            continue
+        first = _first_person(sent, language)
+        if not first and (not zh and _SECOND_PERSON_EN.search(sent) or zh and "你" in sent):
+            continue
+        if not _informative(sent, language):
+            continue
+        cleaned = _clean(sent, language)
+        if cleaned:
+            out.append(cleaned)
+    for caption in photos:
+        caption = " ".join(caption.split()).rstrip(".")
+        if caption:
+            out.append(("分享了照片：" if zh else "Shared a photo: ") + caption + ("。" if zh else "."))
+    sep = "：" if zh else ": "
+    return [f"{speaker}{sep}{s}" for s in out]
+
+
 def statements(content: str, medium: str, language: str = "en") -> list[str]:
-    """The statements a trace makes about its writer, in order, each once."""
+    """The statements a trace makes about its writer (or, in a conversation turn, its speaker), in
+    order, each once."""
     zh = _lang(language) == "zh"
     chat = medium.startswith("chat")
+    # A recorded conversation: a conversation turn, or a chat in which the writer never speaks (a
+    # conversation between others exported as chat, e.g. LoCoMo in the release format).
+    dialog = medium in DIALOG_MEDIA or (chat and not _WRITER_LINE.search(content))
     out: list[str] = []
     seen: set[str] = set()
 
@@ -119,6 +188,10 @@ def statements(content: str, medium: str, language: str = "en") -> list[str]:
             speaker, rest = m.group(1).strip(), m.group(2).strip()
             if speaker.lower() in _WRITER:
                 line = rest
+            elif dialog:
+                for s in _dialog_statements(speaker, rest, language):
+                    keep(s)
+                continue
             elif chat:
                 continue  # someone else's line
             else:
@@ -150,46 +223,89 @@ _REVERSAL_EN = re.compile(
     r"\b(no longer|not any ?more|any ?more|stopped|quit|gave up|changed my mind|no more|never again|"
     r"(?:don't|do not|didn't|did not|doesn't|does not) (?:think|believe|feel|like|love|want|enjoy|care))\b", re.I)
 _REVERSAL_ZH = re.compile(r"不再|再也不|改变了想法|改变主意|放弃了|不想再|已经不")
-# Left out when comparing statements: reversal markers, and the framing of searches and calendar entries.
+# Left out when comparing statements: reversal markers, the framing of searches and calendar entries, and
+# pronouns with their contractions ("I'm", "that's"), which two unrelated short statements share.
 _MARKER_WORDS = frozenset(
     "longer anymore any more stopped quit gave changed mind never again don't didn't doesn't "
     "searched scheduled".split())
 _MARKER_ZH = re.compile(r"不再|再也不|已经不|改变了想法|改变主意|搜索了：|日程：")
+_ATTRIBUTION = re.compile(r"^([^:：\n]{1,30}?)(?::\s+|：)")
 
 
 def reversed_statement(s: str, language: str = "en") -> bool:
     return bool((_REVERSAL_ZH if _lang(language) == "zh" else _REVERSAL_EN).search(s))
 
 
-def _core(s: str, language: str) -> set[str]:
+def _core(s: str, language: str) -> frozenset[str]:
     if _lang(language) == "zh":
-        return set(tx.content_words(_MARKER_ZH.sub("", s)))
-    return {w for w in tx.content_words(s) if w not in _MARKER_WORDS}
+        return frozenset(tx.content_words(_MARKER_ZH.sub("", s)))
+    return frozenset(w for w in tx.content_words(s) if w not in _MARKER_WORDS and "'" not in w)
+
+
+def subject(s: str) -> str:
+    """Whom a statement is about: the speaker it is attributed to ("Melanie: ..."), else the writer."""
+    m = _ATTRIBUTION.match(s)
+    return m.group(1).strip().lower() if m else ""
 
 
 def overlap(a: str, b: str, language: str = "en") -> float:
     """Jaccard similarity of the content words of two statements (reversal markers left out)."""
-    wa, wb = _core(a, language), _core(b, language)
+    return _jaccard(_core(a, language), _core(b, language))
+
+
+def _jaccard(wa: frozenset[str], wb: frozenset[str]) -> float:
     if not wa or not wb:
         return 0.0
     return len(wa & wb) / len(wa | wb)
 
 
-def _best(call: OfflineCall, item: str, entries: list[MemoryEntry], language: str) -> tuple[MemoryEntry | None, float]:
-    if not entries:
-        return None, 0.0
-    scored = [(overlap(item, e.text, language), e) for e in entries]
-    top = max(s for s, _ in scored)
-    tied = [e for s, e in scored if s == top]
-    return (tied[0] if len(tied) == 1 else tied[call.rng.randrange(len(tied))]), top
+def _similarity(wa: frozenset[str], wb: frozenset[str]) -> float:
+    """Jaccard, for deciding whether two statements are about the same thing: short statements must
+    share at least two content words (or be the same words), since one shared word ("excited") says
+    nothing about the subject, and Jaccard over one or two words would merge unrelated small facts."""
+    if wa != wb and len(wa & wb) < MIN_SHARED:
+        return 0.0
+    return _jaccard(wa, wb)
 
 
-def _adds_nothing(new: str, old: str, language: str, sim: float) -> bool:
-    """Mem0's rule: when two statements convey the same thing, keep the one with more information.
-    The new one adds nothing if its words are all in the old one, or it is a near-duplicate that
-    does not strictly extend it."""
-    wn, wo = _core(new, language), _core(old, language)
-    return wn <= wo or (sim >= NEAR_DUPLICATE and not wo < wn)
+class _Pool:
+    """The memories a decision step compares new statements with, in the order shown; entries added
+    or changed earlier in the same reply take part in later decisions, as they would for a model."""
+
+    def __init__(self, entries: Iterable[MemoryEntry], language: str) -> None:
+        self.language = language
+        self.text: dict[str, str] = {}
+        self._core: dict[str, frozenset[str]] = {}
+        self._who: dict[str, str] = {}
+        for e in entries:
+            self.put(e.id, e.text)
+
+    def put(self, id_: str, text: str) -> None:
+        self.text[id_] = text
+        self._core[id_] = _core(text, self.language)
+        self._who[id_] = subject(text)
+
+    def drop(self, id_: str) -> None:
+        self.text.pop(id_, None)
+        self._core.pop(id_, None)
+        self._who.pop(id_, None)
+
+    def best(self, call: OfflineCall, item: str) -> tuple[str | None, float]:
+        """The most similar memory about the same subject (exact ties broken by ``call.rng``)."""
+        core, who = _core(item, self.language), subject(item)
+        scored = [(_similarity(core, c), i) for i, c in self._core.items() if self._who[i] == who]
+        if not scored:
+            return None, 0.0
+        top = max(s for s, _ in scored)
+        tied = [i for s, i in scored if s == top]
+        return (tied[0] if len(tied) == 1 else tied[call.rng.randrange(len(tied))]), top
+
+    def adds_nothing(self, new: str, id_: str, sim: float) -> bool:
+        """Mem0's rule: when two statements convey the same thing, keep the one with more information.
+        The new one adds nothing if its words are all in the old one, or it is a near-duplicate that
+        does not strictly extend it."""
+        wn, wo = _core(new, self.language), self._core[id_]
+        return wn <= wo or (sim >= NEAR_DUPLICATE and not wo < wn)
 
 
 # -- Mem0 ---------------------------------------------------------------------------------------
@@ -198,21 +314,33 @@ def _adds_nothing(new: str, old: str, language: str, sim: float) -> bool:
 def mem0_extract(call: OfflineCall) -> Mem0Facts:
     inp = call.inputs
     assert isinstance(inp, Mem0ExtractIn), "memory.mem0_extract needs Mem0ExtractIn inputs"
-    return Mem0Facts(facts=statements(inp.content, inp.medium, inp.language)[:24])
+    facts = [Mem0Fact(trace=t.id, text=s) for t in inp.traces
+             for s in statements(t.content, t.medium, inp.language)[:PER_TRACE]]
+    return Mem0Facts(facts=facts[:GROUP_ITEMS])
 
 
-def mem0_update(call: OfflineCall) -> Mem0Operation:
-    """ADD / UPDATE / DELETE / NONE for one fact against the retrieved memories."""
+def mem0_update(call: OfflineCall) -> Mem0Operations:
+    """ADD / UPDATE / DELETE / NONE for each new fact, in order, against the retrieved memories and
+    the memories this reply has already added or changed."""
     inp = call.inputs
     assert isinstance(inp, Mem0UpdateIn), "memory.mem0_update needs Mem0UpdateIn inputs"
-    best, sim = _best(call, inp.fact, list(inp.memories), inp.language)
-    if best is None or sim < SAME_SUBJECT:
-        return Mem0Operation(event="ADD", text=inp.fact)
-    if reversed_statement(inp.fact, inp.language) != reversed_statement(best.text, inp.language):
-        return Mem0Operation(event="DELETE", id=best.id)  # the new fact contradicts the memory
-    if _adds_nothing(inp.fact, best.text, inp.language, sim):
-        return Mem0Operation(event="NONE")
-    return Mem0Operation(event="UPDATE", id=best.id, text=inp.fact)
+    pool = _Pool(inp.memories, inp.language)
+    ops: list[Mem0Operation] = []
+    for fact in inp.facts:
+        best, sim = pool.best(call, fact.text)
+        if best is None or sim < SAME_SUBJECT:
+            new_id = f"new{len(ops)}"
+            pool.put(new_id, fact.text)
+            ops.append(Mem0Operation(event="ADD", id=new_id, text=fact.text, facts=[fact.id]))
+        elif reversed_statement(fact.text, inp.language) != reversed_statement(pool.text[best], inp.language):
+            pool.drop(best)  # the new fact contradicts the memory
+            ops.append(Mem0Operation(event="DELETE", id=best, facts=[fact.id]))
+        elif pool.adds_nothing(fact.text, best, sim):
+            ops.append(Mem0Operation(event="NONE", id=best, facts=[fact.id]))
+        else:
+            pool.put(best, fact.text)
+            ops.append(Mem0Operation(event="UPDATE", id=best, text=fact.text, facts=[fact.id]))
+    return Mem0Operations(operations=ops)
 
 
 # -- A-Mem --------------------------------------------------------------------------------------
@@ -277,59 +405,76 @@ def _lead(content: str, medium: str, language: str) -> str:
     return lead if len(lead) <= 160 else lead[:157].rstrip() + "..."
 
 
-def amem_note(call: OfflineCall) -> AMemNote:
-    inp = call.inputs
-    assert isinstance(inp, AMemNoteIn), "memory.amem_note needs AMemNoteIn inputs"
-    zh = _lang(inp.language) == "zh"
-    lead = _lead(inp.content, inp.medium, inp.language) or inp.medium
-    date = inp.event_date[:10]
+def _note(trace: TraceView, language: str) -> AMemNote:
+    zh = _lang(language) == "zh"
+    lead = _lead(trace.content, trace.medium, language) or trace.medium
+    date = trace.event_date[:10]
     if zh:
-        context = f"{date}的{MEDIUM_ZH.get(inp.medium, inp.medium)}：{lead}"
-        fmt = MEDIUM_ZH.get(inp.medium, inp.medium)
+        context = f"{date}的{MEDIUM_ZH.get(trace.medium, trace.medium)}：{lead}"
+        fmt = MEDIUM_ZH.get(trace.medium, trace.medium)
     else:
-        context = f"{inp.medium.replace('_', ' ').capitalize()} from {date}: {lead}"
-        fmt = inp.medium
+        context = f"{trace.medium.replace('_', ' ').capitalize()} from {date}: {lead}"
+        fmt = trace.medium
     tags: list[str] = []
-    for tag in [*_domains(inp.content, inp.language), *_hashtags(inp.content), fmt]:
+    for tag in [*_domains(trace.content, language), *_hashtags(trace.content), fmt]:
         if tag not in tags:
             tags.append(tag)
-    return AMemNote(keywords=tx.keyphrases(inp.content, limit=6), context=context, tags=tags[:8])
+    return AMemNote(id=trace.id, keywords=tx.keyphrases(trace.content, limit=6), context=context, tags=tags[:8])
 
 
-def _related(note: AMemNoteView, other: AMemNoteView, language: str) -> bool:
-    shared = {k.lower() for k in note.keywords} & {k.lower() for k in other.keywords}
-    return len(shared) >= LINK_SHARED_KEYWORDS or overlap(note.content, other.content, language) >= LINK_OVERLAP
+def amem_note(call: OfflineCall) -> AMemNotes:
+    inp = call.inputs
+    assert isinstance(inp, AMemNoteIn), "memory.amem_note needs AMemNoteIn inputs"
+    return AMemNotes(notes=[_note(t, inp.language) for t in inp.traces])
 
 
 def amem_links(call: OfflineCall) -> AMemLinks:
+    """Link a note to the neighbours that share keywords with it or overlap with its content."""
     inp = call.inputs
     assert isinstance(inp, AMemLinksIn), "memory.amem_links needs AMemLinksIn inputs"
-    related = [n.id for n in inp.neighbours if n.id != inp.note.id and _related(inp.note, n, inp.language)]
-    return AMemLinks(links=related)
+    cores: dict[str, frozenset[str]] = {}
+
+    def core(n: AMemNoteView) -> frozenset[str]:
+        if n.id not in cores:
+            cores[n.id] = _core(n.content, inp.language)
+        return cores[n.id]
+
+    out = []
+    for item in inp.items:
+        mine = {k.lower() for k in item.note.keywords}
+        related = [n.id for n in item.neighbours if n.id != item.note.id and (
+            len(mine & {k.lower() for k in n.keywords}) >= LINK_SHARED_KEYWORDS
+            or _jaccard(core(item.note), core(n)) >= LINK_OVERLAP)]
+        out.append(AMemLinkSet(note=item.note.id, links=related))
+    return AMemLinks(links=out)
 
 
 def amem_evolve(call: OfflineCall) -> AMemEvolution:
-    """Linked neighbours take on the new note's thematic tags and record it in their context."""
+    """Linked neighbours take on each new note's thematic tags and record it in their context; a
+    neighbour that evolves twice in the group builds on its first update."""
     inp = call.inputs
     assert isinstance(inp, AMemEvolveIn), "memory.amem_evolve needs AMemEvolveIn inputs"
     marker = _LATER[_lang(inp.language)]
-    linked = set(inp.linked)
+    state: dict[str, tuple[str, list[str]]] = {}  # neighbour -> its context and tags after this reply's updates
     updates = []
-    for n in inp.neighbours:
-        if n.id not in linked:
-            continue
-        tags = list(n.tags)
-        for tag in inp.note.tags:
-            if tag not in tags and tag not in _FORMAT_TAGS and len(tags) < MAX_TAGS:
-                tags.append(tag)
-        base = n.context.split(marker)[0].rstrip()
-        about = inp.note.context
-        context = f"{base}{marker}{inp.note.timestamp[:10]} {about}"
-        if len(context) > 400:
-            context = context[:397].rstrip() + "..."
-        if tags != list(n.tags) or context != n.context:
-            updates.append(AMemNeighbourUpdate(id=n.id, context=context, tags=tags))
-    return AMemEvolution(updates=updates)
+    for item in inp.items:
+        linked = set(item.linked)
+        for n in item.neighbours:
+            if n.id not in linked:
+                continue
+            context0, tags0 = state.get(n.id, (n.context, list(n.tags)))
+            tags = list(tags0)
+            for tag in item.note.tags:
+                if tag not in tags and tag not in _FORMAT_TAGS and len(tags) < MAX_TAGS:
+                    tags.append(tag)
+            base = context0.split(marker)[0].rstrip()
+            context = f"{base}{marker}{item.note.timestamp[:10]} {item.note.context}"
+            if len(context) > 400:
+                context = context[:397].rstrip() + "..."
+            if tags != tags0 or context != context0:
+                state[n.id] = (context, tags)
+                updates.append(AMemNeighbourUpdate(note=item.note.id, id=n.id, context=context, tags=tags))
+    return AMemEvolution(updates=updates[:GROUP_ITEMS])
 
 
 # -- O-Mem --------------------------------------------------------------------------------------
@@ -389,28 +534,41 @@ def topics(texts: list[str], language: str = "en", limit: int = 2) -> list[str]:
     return out
 
 
-def omem_extract(call: OfflineCall) -> OMemExtraction:
-    inp = call.inputs
-    assert isinstance(inp, OMemExtractIn), "memory.omem_extract needs OMemExtractIn inputs"
-    found = statements(inp.content, inp.medium, inp.language)
-    attributes = [s for s in found if is_attribute(s, inp.language)]
-    facts = [s for s in found if not is_attribute(s, inp.language)]
+def _extraction(trace: TraceView, language: str) -> OMemExtraction:
+    found = statements(trace.content, trace.medium, language)
     return OMemExtraction(
-        topics=topics(found or [inp.content], inp.language),
-        keywords=tx.keyphrases(inp.content, limit=8),
-        attributes=attributes[:24],
-        facts=facts[:24],
+        id=trace.id,
+        topics=topics(found or [trace.content], language),
+        keywords=tx.keyphrases(trace.content, limit=8),
+        attributes=[s for s in found if is_attribute(s, language)][:PER_TRACE],
+        facts=[s for s in found if not is_attribute(s, language)][:PER_TRACE],
     )
 
 
-def omem_route(call: OfflineCall) -> OMemRoute:
-    """ADD / IGNORE / UPDATE for one attribute or event against the most similar existing entries."""
+def omem_extract(call: OfflineCall) -> OMemExtractions:
+    inp = call.inputs
+    assert isinstance(inp, OMemExtractIn), "memory.omem_extract needs OMemExtractIn inputs"
+    return OMemExtractions(interactions=[_extraction(t, inp.language) for t in inp.traces])
+
+
+def omem_route(call: OfflineCall) -> OMemRoutes:
+    """ADD / IGNORE / UPDATE for each new attribute or event, in order, against the most similar
+    existing entries of its kind and those this reply has already added or changed."""
     inp = call.inputs
     assert isinstance(inp, OMemRouteIn), "memory.omem_route needs OMemRouteIn inputs"
-    best, sim = _best(call, inp.item, list(inp.existing), inp.language)
-    if best is None or sim < SAME_SUBJECT:
-        return OMemRoute(op="ADD")
-    changed = reversed_statement(inp.item, inp.language) != reversed_statement(best.text, inp.language)
-    if not changed and _adds_nothing(inp.item, best.text, inp.language, sim):
-        return OMemRoute(op="IGNORE")
-    return OMemRoute(op="UPDATE", id=best.id, text=inp.item)
+    pools = {"attribute": _Pool(inp.attributes, inp.language), "fact": _Pool(inp.facts, inp.language)}
+    routes = []
+    for item in inp.items:
+        pool = pools[item.kind]
+        best, sim = pool.best(call, item.text)
+        if best is None or sim < SAME_SUBJECT:
+            pool.put(item.id, item.text)
+            routes.append(OMemRoute(item=item.id, op="ADD"))
+            continue
+        changed = reversed_statement(item.text, inp.language) != reversed_statement(pool.text[best], inp.language)
+        if not changed and pool.adds_nothing(item.text, best, sim):
+            routes.append(OMemRoute(item=item.id, op="IGNORE"))
+        else:
+            pool.put(best, item.text)
+            routes.append(OMemRoute(item=item.id, op="UPDATE", id=best, text=item.text))
+    return OMemRoutes(routes=routes)
