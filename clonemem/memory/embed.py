@@ -104,28 +104,20 @@ def _embed(texts: list[str], role: Role) -> np.ndarray:
 def encode(texts: Sequence[str], batch_size: int = BATCH_SIZE, role: Role = "query") -> np.ndarray:
     """L2-normalised float32 embeddings, one row per text (``role`` picks e5's prefix)."""
     texts = list(texts)
-    if not texts:
-        return np.zeros((0, DIM), dtype=np.float32)
     out = np.empty((len(texts), DIM), dtype=np.float32)
-    todo: dict[str, list[int]] = {}
+    # The whole call holds the lock: the engine runs one batch at a time anyway, and a system built
+    # concurrently over the same traces then finds them in the cache instead of embedding them again.
     with _lock:
-        for i, text in enumerate(texts):
-            vec = _cache.get((role, text))
-            if vec is None:
-                todo.setdefault(text, []).append(i)
-            else:
-                _cache.move_to_end((role, text))
-                out[i] = vec
-    pending = list(todo)
-    for start in range(0, len(pending), batch_size):
-        chunk = pending[start : start + batch_size]
-        vectors = _embed(chunk, role)
-        with _lock:
-            for text, vec in zip(chunk, vectors):
-                out[todo[text]] = vec
+        pending = list(dict.fromkeys(t for t in texts if (role, t) not in _cache))
+        for start in range(0, len(pending), batch_size):
+            chunk = pending[start : start + batch_size]
+            for text, vec in zip(chunk, _embed(chunk, role)):
                 _cache[(role, text)] = vec
-            while len(_cache) > CACHE_SIZE:
-                _cache.popitem(last=False)
+        for i, text in enumerate(texts):
+            out[i] = _cache[(role, text)]
+            _cache.move_to_end((role, text))
+        while len(_cache) > max(CACHE_SIZE, len(texts)):
+            _cache.popitem(last=False)
     return out
 
 
