@@ -121,6 +121,12 @@ def encode(texts: Sequence[str], batch_size: int = BATCH_SIZE, role: Role = "que
     return out
 
 
+def clear_cache() -> None:
+    """Forget every cached vector (benchmarks that time a cold build)."""
+    with _lock:
+        _cache.clear()
+
+
 def encode_passages(texts: Sequence[str]) -> np.ndarray:
     """What a retriever stores (e5's ``passage:`` side)."""
     return encode(texts, role="passage")
