@@ -124,6 +124,7 @@ class BM25(_Flat):
     def index(self, units: list[Unit]) -> None:
         import bm25s
 
+        logging.getLogger("bm25s").setLevel(logging.WARNING)  # it logs every index build at DEBUG
         self._n = len(units)
         self._bm25 = bm25s.BM25()
         docs = [retrieval_tokens(f"{u.date_words}\n{u.indexed}") for u in units]
