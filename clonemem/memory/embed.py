@@ -105,16 +105,23 @@ def encode(texts: Sequence[str], batch_size: int = BATCH_SIZE, role: Role = "que
     """L2-normalised float32 embeddings, one row per text (``role`` picks e5's prefix)."""
     texts = list(texts)
     out = np.empty((len(texts), DIM), dtype=np.float32)
-    # The whole call holds the lock: the engine runs one batch at a time anyway, and a system built
-    # concurrently over the same traces then finds them in the cache instead of embedding them again.
+    unique = list(dict.fromkeys(texts))
+    # The lock is taken per batch: the engine runs one batch at a time anyway; a system built
+    # concurrently over the same traces finds them cached instead of embedding them again, and a
+    # question waits for one batch, not for a whole index build.
+    for start in range(0, len(unique), batch_size):
+        with _lock:
+            chunk = [t for t in unique[start : start + batch_size] if (role, t) not in _cache]
+            if chunk:
+                for text, vec in zip(chunk, _embed(chunk, role)):
+                    _cache[(role, text)] = vec
     with _lock:
-        pending = list(dict.fromkeys(t for t in texts if (role, t) not in _cache))
-        for start in range(0, len(pending), batch_size):
-            chunk = pending[start : start + batch_size]
-            for text, vec in zip(chunk, _embed(chunk, role)):
-                _cache[(role, text)] = vec
         for i, text in enumerate(texts):
-            out[i] = _cache[(role, text)]
+            vec = _cache.get((role, text))
+            if vec is None:  # evicted meanwhile by another thread's large call
+                vec = _embed([text], role)[0]
+                _cache[(role, text)] = vec
+            out[i] = vec
             _cache.move_to_end((role, text))
         while len(_cache) > max(CACHE_SIZE, len(texts)):
             _cache.popitem(last=False)
