@@ -2,15 +2,13 @@
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
-# The CPU build of torch (pinned in constraints.txt) lies in this machine's wheel folder, not on PyPI.
-WHEELS := $(if $(wildcard /opt/wheels),--find-links /opt/wheels,)
 
 .PHONY: demo test bench clean
 
 $(STAMP): pyproject.toml constraints.txt examples/clonemem-example-plugin/pyproject.toml
 	python3 -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet $(WHEELS) -c constraints.txt -e '.[dev]'
+	$(PY) -m pip install --quiet -c constraints.txt -e '.[dev]'
 	# the example plugin, installed as a user installs a third-party plugin (tests evaluate it)
 	$(PY) -m pip install --quiet --no-deps -e examples/clonemem-example-plugin
 	touch $(STAMP)

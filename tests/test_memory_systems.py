@@ -72,15 +72,13 @@ def trace(tid: str, date: str, content: str, medium: str = "diary") -> MemoryTra
 
 @pytest.fixture(scope="module", autouse=True)
 def one_embedding_thread():
-    """Embed on one torch thread in this module. Test processes share the CPU, and on a busy machine
-    torch's intra-op threads spin-wait for each other: embedding gets several times slower (a single
-    query up to 40x), while one thread is barely slower on an idle machine."""
-    import torch
+    """Embed on one thread in this module. Test processes share the CPU, and on a busy machine the
+    embedding engine's threads wait for each other: embedding gets several times slower (a single
+    query up to 30x), while one thread is barely slower on an idle machine."""
+    from clonemem.memory import embed
 
-    saved = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(saved)
+    with embed.threads(1):
+        yield
 
 
 @pytest.fixture(scope="module")
