@@ -53,3 +53,16 @@ class JudgeVerdict(_M):
     mem_covered: int = Field(ge=0)
     mem_helpful: int = Field(ge=0, le=2)
     reason: str
+
+
+class SupportInput(_M):
+    """Failure diagnosis: does a stored memory state the gold statement? (memories numbered from 1)"""
+
+    statement: str
+    memories: list[str]
+    language: Language = "en"
+
+
+class SupportVerdict(_M):
+    supported: list[int] = Field(default_factory=list, description="numbers of the memories that state it")
+    reason: str = ""

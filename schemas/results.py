@@ -15,7 +15,11 @@ from pydantic import BaseModel, ConfigDict, Field, create_model
 RECALLS = ("recall_flat", "recall_all_all", "recall_all_any", "recall_any_all", "recall_any_any")
 JUDGED = ("qa_consistency", "qa_hallucination_rate", "qa_perfect_rate", "mem_recall", "mem_helpful")
 METRICS = (*RECALLS, "choice_accuracy", *JUDGED)
-EFFICIENCY = ("context_tokens", "build_seconds", "retrieval_p50_ms", "retrieval_p95_ms", "llm_calls", "llm_tokens")
+EFFICIENCY = ("context_tokens", "build_seconds", "retrieval_p50_ms", "retrieval_p95_ms", "llm_calls", "llm_tokens",
+              "write_coverage")
+# Failure diagnosis (SPEC §5, after AMemGym): each question's first failing step, as exclusive indicators.
+DIAGNOSIS = ("write_failure", "read_failure", "utilization_failure", "correct")
+AGGREGATED = (*METRICS, *DIAGNOSIS)  # what is aggregated per question, with bootstrap intervals
 
 
 class _R(BaseModel):
@@ -139,18 +143,34 @@ for _m in METRICS:
     _METRIC_FIELDS[_m] = (float | None, None)
     _METRIC_FIELDS[f"{_m}_ci"] = (list[float] | None, None)
 
+
+
+class Diagnosis(_R):
+    """Shares of questions whose first failing step is writing, reading or using the memory (they sum
+    to 1 over the questions it could be decided for: ``n``), with 95% bootstrap intervals."""
+
+    write_failure: float | None = None
+    read_failure: float | None = None
+    utilization_failure: float | None = None
+    correct: float | None = None
+    n: int = 0
+    ci: dict[str, list[float] | None] = Field(default_factory=dict)
+
+
 # One (system, k) of the leaderboard: every metric with its 95% bootstrap interval, and efficiency.
 SystemScores = create_model(
     "SystemScores", __config__=ConfigDict(frozen=True, extra="forbid"),
     system=(str, ...), k=(int, ...), n_questions=(int, ...), **_METRIC_FIELDS,
     context_tokens=(float | None, None), build_seconds=(float | None, None), retrieval_p50_ms=(float | None, None),
     retrieval_p95_ms=(float | None, None), llm_calls=(int | None, None), llm_tokens=(int | None, None),
+    write_coverage=(float | None, None), diagnosis=(Diagnosis, Diagnosis()),
 )
 
 # The same metrics for one question type of one (system, k).
 TypeScores = create_model(
     "TypeScores", __config__=ConfigDict(frozen=True, extra="forbid"),
     system=(str, ...), k=(int, ...), question_type=(str, ...), n_questions=(int, ...), **_METRIC_FIELDS,
+    diagnosis=(Diagnosis, Diagnosis()),
 )
 
 

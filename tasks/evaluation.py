@@ -15,6 +15,7 @@ from prefect.cache_policies import INPUTS, NO_CACHE, TASK_SOURCE
 from clonemem import runtime
 from clonemem.evaluation import report
 from clonemem.evaluation import stages as E
+from clonemem.evaluation.diagnosis import judge_supports
 from clonemem.evaluation.land import Answers, EvaluationRun, Retrievals, evaluation_rows, land_evaluation, system_stats
 from clonemem.evaluation.run import Outcome, PersonaData, Retrieval, answer_and_judge, build_and_retrieve, load_benchmark
 from clonemem.llm.types import CallRecord, Paid
@@ -36,7 +37,8 @@ def load_task(warehouse_path: str, benchmark: str, force: bool) -> tuple[str, st
         return bid, name, load_benchmark(wh, bid)
 
 
-@task(cache_policy=INPUTS + TASK_SOURCE + MemorySystemPolicy(modules=("clonemem.evaluation.run",)),
+@task(cache_policy=INPUTS + TASK_SOURCE + MemorySystemPolicy(modules=("clonemem.evaluation.run",))
+      + StagePolicy(stage_names=(E.SUPPORT.name,), modules=("clonemem.evaluation.diagnosis",)),
       persist_result=True, retries=1, retry_condition_fn=_transient_only, task_run_name="retrieve {system} {persona.person_key}")
 def retrieve_task(system: str, persona: PersonaData, k_max: int, full_context_tokens: int = 8000) -> Paid[Retrieval]:
     """Build ``system`` from the persona's traces and retrieve for every question (time-aware).
@@ -48,7 +50,8 @@ def retrieve_task(system: str, persona: PersonaData, k_max: int, full_context_to
             return model.usage.calls, model.usage.input_tokens + model.usage.output_tokens
 
         return build_and_retrieve(system, persona, k_max, lambda name, inp: STAGES.get(name).run(model, inp),
-                                  runtime.current().config.seed, usage, full_context_tokens)
+                                  runtime.current().config.seed, usage, full_context_tokens,
+                                  supports=judge_supports(rec.run, persona.language))
 
     return runtime.paid(body)
 

@@ -105,3 +105,27 @@ def test_the_full_context_budget_follows_the_runs_config(imported: Path) -> None
 
     small, large = tokens(120), tokens(8000)
     assert 0 < small <= 120 * 1.5 < large  # words are counted against the budget, tokens reported
+
+
+def test_failure_diagnosis_follows_each_systems_design(imported: Path, result: dict) -> None:
+    """Write / read / use (SPEC §5): exclusive shares that sum to one; raw-text retrievers never fail at
+    writing, the oracle never at writing or reading, a memory that rewrites traces into facts loses writes."""
+    rows = {(r["system"], r["k"]): r for r in result["results"]}
+    for (system, k), r in rows.items():
+        d = r["diagnosis"]
+        if d["n"]:
+            assert abs(sum(d[m] for m in ("write_failure", "read_failure", "utilization_failure", "correct")) - 1) < 1e-9
+    for system in ("bm25", "dense", "hybrid", "random", "full_context", "oracle"):
+        assert rows[(system, 5)]["diagnosis"]["write_failure"] == 0.0, system
+        assert rows[(system, 5)]["write_coverage"] == 1.0, system
+    assert rows[("oracle", 5)]["diagnosis"]["read_failure"] == 0.0
+    assert rows[("random", 1)]["diagnosis"]["read_failure"] >= rows[("random", 5)]["diagnosis"]["read_failure"]
+    assert rows[("mem0", 5)]["diagnosis"]["write_failure"] > 0 and rows[("mem0", 5)]["write_coverage"] < 1
+    assert rows[("flat_wo_org", 5)]["diagnosis"]["write_failure"] > rows[("flat_combined", 5)]["diagnosis"]["write_failure"]
+    assert rows[("tfidf", 5)]["diagnosis"]["n"] == 0  # a plugin that cannot list its memory: undecided, not 0
+    with Warehouse.open_reader(imported) as wh:
+        stored = wh.rows("SELECT system, value FROM eval_metrics WHERE metric = 'write_failure' AND group_by = 'all' "
+                         "AND k = 5 ORDER BY system")
+        coverage = dict(wh.rows("SELECT system, write_coverage FROM eval_system_stats"))
+    assert dict(stored)["mem0"] == rows[("mem0", 5)]["diagnosis"]["write_failure"]
+    assert coverage["mem0"] == rows[("mem0", 5)]["write_coverage"] and coverage["tfidf"] is None

@@ -10,11 +10,11 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from clonemem.evaluation import metrics as M
 from clonemem.evaluation.run import Outcome, PersonaData, Retrieval, percentile, question_metrics, retrieved_json
 from clonemem.faults import checkpoint
 from clonemem.llm.types import CallRecord
 from clonemem.schemas.config import RunConfig
+from clonemem.schemas.results import AGGREGATED
 from clonemem.warehouse import Warehouse
 from clonemem.warehouse.landing import new_calls
 
@@ -82,9 +82,14 @@ def system_stats(systems: Sequence[str], personas: Sequence[PersonaData], retrie
     for s in systems:
         rs = [retrievals[(s, p.persona_id)] for p in personas]
         latencies = [lat for r in rs for (_t, _i, lat) in r.results.values()]
+        coverage = [r.write_coverage for r in rs if r.write_coverage is not None]
+        traces = [len(p.traces) for p, r in zip(personas, rs) if r.write_coverage is not None]
         out[s] = {"build_seconds": sum(r.build_seconds for r in rs), "retrieval_p50_ms": percentile(latencies, 50),
                   "retrieval_p95_ms": percentile(latencies, 95), "llm_calls": sum(r.llm_calls for r in rs),
-                  "llm_tokens": sum(r.llm_tokens for r in rs)}
+                  "llm_tokens": sum(r.llm_tokens for r in rs),
+                  # over all personas' traces (each persona weighted by its traces); None if unknown
+                  "write_coverage": (sum(c * n for c, n in zip(coverage, traces)) / sum(traces)
+                                     if coverage and sum(traces) else None)}
     return out
 
 
@@ -101,7 +106,8 @@ def land_evaluation(wh: Warehouse, run: EvaluationRun, rows: EvaluationRows, sta
         wh.upsert("eval_retrievals", rows.retrievals)
         wh.upsert("eval_answers", rows.answers)
         wh.upsert("eval_judgments", rows.judgments)
-        long = rows.per_question.unpivot(index=["system", "k", "question_id"], on=list(M.METRICS),
+        long = rows.per_question.unpivot(index=["system", "k", "question_id"],
+                                         on=[m for m in AGGREGATED if m in rows.per_question.columns],
                                          variable_name="metric", value_name="value")
         wh.upsert("eval_question_metrics", long.with_columns(pl.lit(eid).alias("eval_run_id")))
         wh.upsert("eval_system_stats", [{"eval_run_id": eid, "system": s, **st} for s, st in stats.items()])

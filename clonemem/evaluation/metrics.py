@@ -13,7 +13,7 @@ import numpy as np
 import polars as pl
 from threadpoolctl import threadpool_limits
 
-from clonemem.schemas.results import JUDGED, METRICS, RECALLS
+from clonemem.schemas.results import AGGREGATED, JUDGED, METRICS, RECALLS
 
 __all__ = ["JUDGED", "METRICS", "RECALLS", "aggregate", "bootstrap_ci", "choice_correct", "judged", "recall_at_k"]
 
@@ -98,7 +98,7 @@ def aggregate(per_question: pl.DataFrame, group_cols: Sequence[str], samples: in
 def _aggregate(per_question: pl.DataFrame, group_cols: Sequence[str], samples: int, seed: int) -> pl.DataFrame:
     # Many small matrix products: on two cores, BLAS threads spend more time meeting than computing
     # (measured: 4.3 s with OpenBLAS threads vs 0.7 s on one, 2k questions on a loaded machine).
-    metrics = [m for m in METRICS if m in per_question.columns]
+    metrics = [m for m in AGGREGATED if m in per_question.columns]
     frame = per_question.sort(["system", "k", *group_cols, "question_id"])
     weights: dict[tuple, np.ndarray] = {}
     rows = []

@@ -9,7 +9,7 @@ from typing import Any
 import polars as pl
 
 from clonemem.evaluation import metrics as M
-from clonemem.schemas.results import EFFICIENCY, METRICS, EvaluationResult, SystemScores, TypeScores
+from clonemem.schemas.results import DIAGNOSIS, EFFICIENCY, METRICS, Diagnosis, EvaluationResult, SystemScores, TypeScores
 
 # group name -> the per-question columns it groups by (besides system and k)
 GROUPS: dict[str, list[str]] = {"all": [], "persona": ["persona_id"], "question_type": ["question_type"],
@@ -31,6 +31,14 @@ def _scores(agg: pl.DataFrame) -> dict[str, Any]:
     return out
 
 
+def _diagnosis(agg: pl.DataFrame) -> Diagnosis:
+    values = {r["metric"]: r for r in agg.iter_rows(named=True) if r["metric"] in DIAGNOSIS}
+    if not values:
+        return Diagnosis()
+    return Diagnosis(**{m: values[m]["value"] for m in values}, n=max(r["n"] for r in values.values()),
+                     ci={m: None if r["ci_low"] is None else [r["ci_low"], r["ci_high"]] for m, r in values.items()})
+
+
 def _where(frame: pl.DataFrame, **equal: object) -> pl.DataFrame:
     if not frame.height:
         return frame
@@ -49,15 +57,16 @@ def evaluation_result(per_question: pl.DataFrame, aggs: Mapping[str, pl.DataFram
         for k in ks:
             sub = _where(per_question, system=s, k=k)
             tokens = sub["context_tokens"].mean() if sub.height else None
+            overall = _where(aggs["all"], system=s, k=k)
             results.append(SystemScores(
-                system=s, k=k, n_questions=sub.height, **_scores(_where(aggs["all"], system=s, k=k)),
+                system=s, k=k, n_questions=sub.height, **_scores(overall), diagnosis=_diagnosis(overall),
                 context_tokens=None if tokens is None else float(tokens),  # type: ignore[arg-type]
-                **{m: stats[s][m] for m in EFFICIENCY if m != "context_tokens"}))
+                **{m: stats[s].get(m) for m in EFFICIENCY if m != "context_tokens"}))
             for qtype in sorted(set(sub["question_type"].to_list())):
                 tsub = sub.filter(pl.col("question_type") == qtype)
-                by_type.append(TypeScores(
-                    system=s, k=k, question_type=qtype, n_questions=tsub.height,
-                    **_scores(_where(aggs["question_type"], system=s, k=k, question_type=qtype))))
+                typed = _where(aggs["question_type"], system=s, k=k, question_type=qtype)
+                by_type.append(TypeScores(system=s, k=k, question_type=qtype, n_questions=tsub.height,
+                                          **_scores(typed), diagnosis=_diagnosis(typed)))
     return EvaluationResult(benchmark=benchmark, benchmark_id=benchmark_id, eval_run_id=eval_run_id, offline=offline,
                             results=results, by_question_type=by_type, seconds=seconds)
 
@@ -65,16 +74,20 @@ def evaluation_result(per_question: pl.DataFrame, aggs: Mapping[str, pl.DataFram
 LEADERBOARD_COLUMNS = (("recall_flat", "R-flat"), ("recall_all_any", "R-all-any"), ("recall_any_any", "R-any-any"),
                        ("choice_accuracy", "choice"), ("qa_consistency", "QA-cons"), ("mem_recall", "mem-rec"),
                        ("mem_helpful", "mem-help"), ("context_tokens", "ctx-tok"))
+DIAGNOSIS_COLUMNS = (("write_failure", "fail-W"), ("read_failure", "fail-R"), ("utilization_failure", "fail-U"))
 
 
 def leaderboard(result: EvaluationResult) -> str:
     """A table like the paper's Tables 3–4: retrieval and QA metrics per system and k."""
-    head = f"{'system':<18}{'k':>4}" + "".join(f"{label:>11}" for _, label in LEADERBOARD_COLUMNS)
-    lines = [f"benchmark {result.benchmark} ({'offline answerer/judge' if result.offline else 'live models'})",
-             head, "-" * len(head)]
+    head = (f"{'system':<18}{'k':>4}" + "".join(f"{label:>11}" for _, label in LEADERBOARD_COLUMNS)
+            + "".join(f"{label:>8}" for _, label in DIAGNOSIS_COLUMNS))
+    lines = [f"benchmark {result.benchmark} ({'offline answerer/judge' if result.offline else 'live models'}); "
+             "fail-W/R/U: share of questions failed at writing, reading or using the memory", head, "-" * len(head)]
     for r in result.results:
         cells = "".join(f"{v:>11.3f}" if isinstance(v := getattr(r, m), float) else f"{'-':>11}"
                         for m, _ in LEADERBOARD_COLUMNS)
+        cells += "".join(f"{v:>8.3f}" if isinstance(v := getattr(r.diagnosis, m), float) else f"{'-':>8}"
+                         for m, _ in DIAGNOSIS_COLUMNS)
         lines.append(f"{r.system:<18}{r.k:>4}{cells}")
     return "\n".join(lines)
 

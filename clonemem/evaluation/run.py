@@ -16,11 +16,14 @@ import numpy as np
 
 from clonemem.evaluation import metrics as M
 from clonemem.evaluation import stages as E
+from clonemem.evaluation.diagnosis import EvidenceDiagnosis, Supports, diagnose_question, verdict
 from clonemem.llm.types import LLMError, estimate_tokens
 from clonemem.memory import SYSTEMS
 from clonemem.memory.base import BuildContext, MemoryTrace, QuestionView
+from clonemem.memory.coverage import write_coverage
 from clonemem.schemas.evaluation import AnswerInput, JudgeInput
 from clonemem.schemas.qa import Choice
+from clonemem.schemas.results import DIAGNOSIS
 from clonemem.warehouse import Warehouse
 
 
@@ -87,10 +90,15 @@ class Retrieval:
     items: int
     results: dict[str, tuple[tuple[str, ...], tuple[tuple[str, ...], ...], float]] = field(default_factory=dict)
     # question_id -> (texts, trace ids per item, latency ms)
+    diagnosis: dict[str, tuple[EvidenceDiagnosis, ...] | None] = field(default_factory=dict)  # write, read rank
+    write_coverage: float | None = None  # share of the persona's traces its stored memory represents
 
 
 def build_and_retrieve(system: str, persona: PersonaData, k_max: int, llm: Callable, seed: int,
-                       usage: Callable[[], tuple[int, int]], full_context_tokens: int = 8000) -> Retrieval:
+                       usage: Callable[[], tuple[int, int]], full_context_tokens: int = 8000,
+                       supports: Supports | None = None) -> Retrieval:
+    """Build, retrieve for every question, and (given ``supports``, the judge's support check) diagnose
+    each question's evidence: written in the stored memory, and at which rank it was read."""
     memory = SYSTEMS.get(system)()
     declared = {s.name for s in memory.llm_stages}
 
@@ -111,6 +119,14 @@ def build_and_retrieve(system: str, persona: PersonaData, k_max: int, llm: Calla
         items = memory.retrieve(q.view(), k_max)
         latency = (time.perf_counter() - t0) * 1000
         out.results[q.question_id] = (tuple(i.text for i in items), tuple(i.trace_ids for i in items), latency)
+        if supports is not None:
+            out.diagnosis[q.question_id] = diagnose_question(
+                memory, q.question_time, list(zip(q.statements, q.evidence_sets)), items, supports)
+    if persona.traces:
+        try:
+            out.write_coverage = write_coverage(memory, persona.traces)
+        except NotImplementedError:  # a system that cannot list its stored memory: coverage unknown
+            pass
     return out
 
 
@@ -157,16 +173,23 @@ def answer_and_judge(system: str, k: int, persona: PersonaData, retrieval: Retri
 
 
 def question_metrics(system: str, k: int, q: EvalQuestion, retrieval: Retrieval, outcome: Outcome | None) -> dict:
-    ids = [t for item in retrieval.results[q.question_id][1] for t in item]
+    texts, trace_ids, _ = retrieval.results[q.question_id]
+    ids = [t for item in trace_ids for t in item]
     row = {"system": system, "k": k, "question_id": q.question_id, "persona_id": q.persona_id,
            "question_type": q.question_type, "dimension": q.dimension,
            **M.recall_at_k(q.evidence_sets, ids, k)}
     if outcome is None:
-        row.update({"choice_accuracy": None, **dict.fromkeys(M.JUDGED)})
+        row.update({"choice_accuracy": None, **dict.fromkeys(M.JUDGED), **dict.fromkeys(DIAGNOSIS)})
         return row
     row["choice_accuracy"] = M.choice_correct(outcome.predicted_choice_id, q.correct_choice_id)
     j = outcome.judge
     row.update(M.judged(j.get("qa_consistency"), j.get("mem_covered"), len(q.statements), j.get("mem_helpful")))
+    # answered right: the choice for multiple-choice items, the judge's consistency for free-text ones
+    if q.correct_choice_id is not None:
+        right = bool(row["choice_accuracy"])
+    else:
+        right = None if j.get("qa_consistency") is None else j["qa_consistency"] >= 2
+    row.update(verdict(retrieval.diagnosis.get(q.question_id), len(context_for(system, texts, k)), right))
     return row
 
 

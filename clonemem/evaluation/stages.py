@@ -11,3 +11,5 @@ ANSWER_CHOICE = define("eval.answer_choice", "eval_answer_choice", "answerer", e
     offline="clonemem.offline.world.evaluation:answer_choice")
 JUDGE = define("eval.judge", "eval_judge", "judge", ev.JudgeInput, ev.JudgeVerdict,
     offline="clonemem.offline.world.evaluation:judge")
+SUPPORT = define("eval.support", "eval_support", "judge", ev.SupportInput, ev.SupportVerdict,
+                 offline="clonemem.offline.world.evaluation:support")

@@ -8,7 +8,15 @@ from functools import lru_cache
 
 from clonemem import text as textutil
 from clonemem.offline import OfflineCall
-from clonemem.schemas.evaluation import AnswerInput, ChoiceAnswer, FreeAnswer, JudgeInput, JudgeVerdict
+from clonemem.schemas.evaluation import (
+    AnswerInput,
+    ChoiceAnswer,
+    FreeAnswer,
+    JudgeInput,
+    JudgeVerdict,
+    SupportInput,
+    SupportVerdict,
+)
 from clonemem.schemas.qa import E_TEXT
 
 PRONOUNS = frozenset({"i", "me", "my", "myself", "she", "he", "her", "his", "they", "them", "their", "我"})
@@ -94,3 +102,13 @@ def judge(call: OfflineCall) -> JudgeVerdict:
             consistency = 0  # asserts things the gold memory does not support
     return JudgeVerdict(qa_consistency=consistency, mem_covered=covered, mem_helpful=helpful,
                         reason=f"answer uses {consistency}/3; retrieved memories cover {covered}/{len(gold)} gold statements")
+
+
+def support(call: OfflineCall) -> SupportVerdict:
+    """A memory states the statement when it holds most of the statement's content words (the judge's
+    own coverage rule for gold statements): an honest measure of what a transformation kept."""
+    inp = call.inputs
+    assert isinstance(inp, SupportInput)
+    gold = _words(inp.statement)
+    stated = [i for i, m in enumerate(inp.memories, 1) if gold and len(gold & _words(m)) / len(gold) >= 0.6]
+    return SupportVerdict(supported=stated, reason=f"{len(stated)} of {len(inp.memories)} memories state it")
