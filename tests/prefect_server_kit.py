@@ -1,0 +1,216 @@
+"""A real Prefect server, work pool, deployments and process workers on 127.0.0.1, for the deployment
+and scale-out tests. Every command is the README's ("Deployments"); each process is started in its own
+process group and stopped with its children (the worker forwards SIGINT to its flow runs and may need a
+second signal), also when a test fails.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+ROOT = Path(__file__).resolve().parent.parent
+BIN = Path(sys.executable).parent
+FINAL = {"COMPLETED", "FAILED", "CRASHED", "CANCELLED"}
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Stack:
+    """``prefect server start`` and workers for one test module; :meth:`stop` ends everything it started."""
+
+    def __init__(self, folder: Path, warehouse: Path, **env: str) -> None:
+        self.folder = folder
+        self.port = free_port()
+        self.api_url = f"http://127.0.0.1:{self.port}/api"
+        self.warehouse = warehouse
+        # as a user's shell: what this test process set for its own Prefect (logging levels) is not exported
+        dropped = {"PREFECT_LOGGING_LEVEL", "PREFECT_LOGGING_SERVER_LEVEL", "CLONEMEM_FAULT_KILL_AT", "PREFECT_API_URL"}
+        self.env = {k: v for k, v in os.environ.items() if k not in dropped}
+        self.env.update({
+            "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}",
+            "PREFECT_HOME": str(folder / "prefect-home"),
+            "PREFECT_API_URL": self.api_url,
+            "PREFECT_SERVER_ANALYTICS_ENABLED": "false", "DO_NOT_TRACK": "1",
+            "CLONEMEM_PROJECT_DIR": str(ROOT), "CLONEMEM_WAREHOUSE": str(warehouse),
+            "CLONEMEM_DISABLE_LIVE_LLM": "1",
+            # workers ask for new runs every 2 s instead of 10 s (the only speed-up over the README's commands)
+            "PREFECT_WORKER_QUERY_SECONDS": "2",
+            **env,
+        })
+        self.procs: dict[str, subprocess.Popen] = {}
+        self.logs: dict[str, Path] = {}
+        self.http = httpx.Client(base_url=self.api_url, timeout=30)
+
+    # -- processes ---------------------------------------------------------------------------------
+
+    def spawn(self, name: str, *args: str) -> subprocess.Popen:
+        log = self.folder / f"{name}.log"
+        with open(log, "ab") as out:
+            proc = subprocess.Popen(list(args), cwd=ROOT, env=self.env, stdout=out, stderr=subprocess.STDOUT,
+                                    stdin=subprocess.DEVNULL, start_new_session=True)
+        self.procs[name], self.logs[name] = proc, log
+        return proc
+
+    def start_server(self, timeout: float = 180) -> None:
+        proc = self.spawn("server", "prefect", "server", "start", "--host", "127.0.0.1", "--port", str(self.port))
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if proc.poll() is not None:
+                raise RuntimeError(f"prefect server exited with {proc.returncode}:\n{self.tail('server')}")
+            try:
+                if self.http.get("/health", timeout=2).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.5)
+        raise TimeoutError(f"prefect server not healthy after {timeout} s:\n{self.tail('server')}")
+
+    def start_worker(self, name: str, *extra: str) -> subprocess.Popen:
+        return self.spawn(name, "prefect", "worker", "start", "--pool", "clonemem", "--name", name, *extra)
+
+    def cli(self, *args: str, timeout: float = 300) -> subprocess.CompletedProcess:
+        got = subprocess.run(list(args), cwd=ROOT, env=self.env, capture_output=True, text=True, timeout=timeout,
+                             stdin=subprocess.DEVNULL)
+        if got.returncode != 0:
+            raise AssertionError(f"{' '.join(args)} exited {got.returncode}:\n{got.stdout[-3000:]}\n{got.stderr[-3000:]}")
+        return got
+
+    def kill(self, name: str) -> None:
+        """SIGKILL a process and its group at once (a lost machine)."""
+        proc = self.procs.pop(name)
+        _signal_group(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+        _wait_group_gone(proc.pid, 10)
+
+    def stop(self, name: str) -> None:
+        """End a process and everything in its group: SIGTERM, a second SIGTERM, then SIGKILL."""
+        proc = self.procs.pop(name)
+        for sig, grace in ((signal.SIGTERM, 15), (signal.SIGTERM, 10), (signal.SIGKILL, 10)):
+            _signal_group(proc.pid, sig)
+            try:
+                proc.wait(timeout=grace)
+            except subprocess.TimeoutExpired:
+                continue
+            if _wait_group_gone(proc.pid, grace):
+                return
+        _signal_group(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=10)
+        if not _wait_group_gone(proc.pid, 10):
+            raise RuntimeError(f"process group of {name} ({proc.pid}) survived SIGKILL")
+
+    def stop_all(self) -> None:
+        """Workers first (their runs report to the server), the server last."""
+        self.http.close()
+        errors = []
+        for name in sorted(self.procs, key=lambda n: n == "server"):
+            try:
+                self.stop(name)
+            except Exception as exc:  # noqa: BLE001 - keep stopping the others
+                errors.append(f"{name}: {exc}")
+        if errors:
+            raise RuntimeError("; ".join(errors))
+
+    def tail(self, name: str, lines: int = 60) -> str:
+        log = self.logs.get(name)
+        return "\n".join(log.read_text("utf-8", "replace").splitlines()[-lines:]) if log and log.exists() else ""
+
+    # -- the API -----------------------------------------------------------------------------------
+
+    def deployment(self, name: str) -> dict[str, Any]:
+        got = self.http.get(f"/deployments/name/{name}")
+        got.raise_for_status()
+        return got.json()
+
+    def flow_run(self, run_id: str) -> dict[str, Any]:
+        got = self.http.get(f"/flow_runs/{run_id}")
+        got.raise_for_status()
+        return got.json()
+
+    def flow_runs(self, **filters: Any) -> list[dict[str, Any]]:
+        got = self.http.post("/flow_runs/filter", json={"flow_runs": filters, "limit": 200})
+        got.raise_for_status()
+        return got.json()
+
+    def run_deployment(self, name: str, params: dict[str, Any]) -> str:
+        """`prefect deployment run NAME --params JSON`; returns the new flow run's id."""
+        out = self.cli("prefect", "deployment", "run", name, "--params", json.dumps(params)).stdout
+        for line in out.splitlines():
+            if "UUID:" in line:
+                return line.split("UUID:")[1].strip()
+        raise AssertionError(f"no flow run id in:\n{out}")
+
+    def wait(self, run_id: str, timeout: float = 400, states: Iterable[str] = FINAL) -> dict[str, Any]:
+        """Poll until the flow run is in one of ``states``; returns it."""
+        states = set(states)
+        deadline = time.monotonic() + timeout
+        run = self.flow_run(run_id)
+        while run["state"]["type"] not in states:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"flow run {run_id} still {run['state']['type']} after {timeout} s\n"
+                                   + "\n".join(f"--- {n}\n{self.tail(n, 30)}" for n in self.logs))
+            time.sleep(1)
+            run = self.flow_run(run_id)
+        return run
+
+    def worker_of(self, flow_run_id: str) -> str | None:
+        """The name of the worker (started here) whose process tree runs this flow run, if any."""
+        for name, proc in self.procs.items():
+            if name != "server" and flow_run_id in {_env(p).get("PREFECT__FLOW_RUN_ID") for p in _group(proc.pid)}:
+                return name
+        return None
+
+
+# -- process groups (Linux /proc) --------------------------------------------------------------------
+
+
+def _group(pgid: int) -> list[int]:
+    out = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            fields = stat.rsplit(")", 1)[1].split()
+            if int(fields[2]) == pgid and fields[0] != "Z":  # pgrp; zombies are already dead
+                out.append(int(entry.name))
+    return out
+
+
+def _env(pid: int) -> dict[str, str]:
+    try:
+        raw = Path(f"/proc/{pid}/environ").read_bytes()
+    except OSError:
+        return {}
+    return dict(kv.split("=", 1) for kv in raw.decode("utf-8", "replace").split("\0") if "=" in kv)
+
+
+def _signal_group(pgid: int, sig: int) -> None:
+    try:
+        os.killpg(pgid, sig)
+    except ProcessLookupError:
+        pass
+
+
+def _wait_group_gone(pgid: int, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while _group(pgid):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.2)
+    return True
