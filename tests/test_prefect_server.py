@@ -50,9 +50,11 @@ def stack(tmp_path_factory: pytest.TempPathFactory):
         # the rejection rate of this seed's questions is above zero (5 of 32 items), so this gate fails;
         # given as a mapping, as the UI's form sends it
         strict = tomllib.loads(tiny("tiny-strict", max_rejection_rate=0.0))
+        # the runs go on at once; each pipeline has a warehouse of its own (one writer per warehouse)
         s.runs = {
             "ok": s.run_deployment("pipeline/pipeline", {"config": str(config), "export_dir": str(folder / "export")}),
-            "gate": s.run_deployment("pipeline/pipeline", {"config": strict}),
+            "gate": s.run_deployment("pipeline/pipeline", {"config": strict,
+                                                           "warehouse_path": str(folder / "strict.duckdb")}),
             "path": s.run_deployment("pipeline/pipeline", {"config": str(folder / "missing.toml")}),
         }
         yield s
@@ -105,7 +107,8 @@ def test_pipeline_deployment_run_lands_a_gated_evaluated_benchmark(stack: Stack)
         bid, gate, personas, questions = wh.rows(
             "SELECT id, gate_status, personas, questions FROM v_benchmarks WHERE name = 'tiny-deploy'")[0]
         assert (gate, personas) == ("passed", 1) and questions > 0
-        leaderboard = wh.rows("SELECT DISTINCT system, k FROM eval_metrics WHERE benchmark_id = ? ORDER BY 1", [bid])
+        leaderboard = wh.rows("SELECT DISTINCT system, k FROM eval_metrics JOIN eval_runs USING (eval_run_id) "
+                              "WHERE benchmark_id = ? ORDER BY 1", [bid])
         assert leaderboard == [("bm25", 5), ("oracle", 5)]
         assert wh.rows("SELECT flow_run_id, deployment_id FROM runs WHERE kind = 'pipeline' AND benchmark_id = ?",
                        [bid]) == [(run["id"], deployment_id)]
@@ -119,12 +122,11 @@ def test_a_failed_gate_fails_the_run_and_names_the_expectations(stack: Stack) ->
     run = stack.wait(stack.runs["gate"])
     assert run["state"]["type"] == "FAILED", run["state"]
     message = run["state"]["message"]
-    with Warehouse.open_reader(stack.warehouse) as wh:
+    with Warehouse.open_reader(stack.folder / "strict.duckdb") as wh:
         assert wh.scalar("SELECT gate_status FROM benchmarks WHERE name = 'tiny-strict'") == "failed"
         failed = wh.rows("""SELECT r.suite, r.expectation FROM gate_results r JOIN gate_runs g USING (gate_run_id)
                             JOIN benchmarks b USING (benchmark_id) WHERE b.name = 'tiny-strict' AND NOT r.success""")
-        assert wh.scalar("SELECT count(*) FROM eval_metrics e JOIN benchmarks b USING (benchmark_id) "
-                         "WHERE b.name = 'tiny-strict'") == 0  # stopped before evaluation
+        assert wh.scalar("SELECT count(*) FROM eval_runs") == 0  # stopped before evaluation
     assert failed and "failed the gate" in message, message
     for suite, expectation in failed:
         assert f"{suite}: {expectation}" in message, (suite, expectation, message)
