@@ -91,27 +91,37 @@ class Stack:
         return got
 
     def kill(self, name: str) -> None:
-        """SIGKILL a process and its group at once (a lost machine)."""
+        """SIGKILL a process, its group and every process below it at once (a lost machine). Prefect
+        3.8.8's process worker starts each flow run in a session of its own, so the worker's group alone
+        would leave its flow runs running to their end."""
         proc = self.procs.pop(name)
-        _signal_group(proc.pid, signal.SIGKILL)
+        groups = {proc.pid} | _descendant_groups(proc.pid)
+        for group in groups:
+            _signal_group(group, signal.SIGKILL)
         proc.wait(timeout=30)
-        _wait_group_gone(proc.pid, 10)
+        for group in groups:
+            _wait_group_gone(group, 10)
 
     def stop(self, name: str) -> None:
-        """End a process and everything in its group: SIGTERM, a second SIGTERM, then SIGKILL."""
+        """End a process, its group and its descendants' groups: SIGTERM, a second SIGTERM (the worker
+        forwards the first to its flow runs and may wait for them), then SIGKILL."""
         proc = self.procs.pop(name)
+        groups = {proc.pid}
         for sig, grace in ((signal.SIGTERM, 15), (signal.SIGTERM, 10), (signal.SIGKILL, 10)):
-            _signal_group(proc.pid, sig)
+            groups |= _descendant_groups(proc.pid)
+            for group in groups:
+                _signal_group(group, sig)
             try:
                 proc.wait(timeout=grace)
             except subprocess.TimeoutExpired:
                 continue
-            if _wait_group_gone(proc.pid, grace):
+            if all(_wait_group_gone(group, grace) for group in groups):
                 return
-        _signal_group(proc.pid, signal.SIGKILL)
+        for group in groups:
+            _signal_group(group, signal.SIGKILL)
         proc.wait(timeout=10)
-        if not _wait_group_gone(proc.pid, 10):
-            raise RuntimeError(f"process group of {name} ({proc.pid}) survived SIGKILL")
+        if not all(_wait_group_gone(group, 10) for group in groups):
+            raise RuntimeError(f"processes of {name} ({proc.pid}) survived SIGKILL")
 
     def stop_all(self) -> None:
         """Workers first (their runs report to the server), the server last."""
@@ -170,7 +180,8 @@ class Stack:
     def worker_of(self, flow_run_id: str) -> str | None:
         """The name of the worker (started here) whose process tree runs this flow run, if any."""
         for name, proc in self.procs.items():
-            if name != "server" and flow_run_id in {_env(p).get("PREFECT__FLOW_RUN_ID") for p in _group(proc.pid)}:
+            if name != "server" and any(_env(p).get("PREFECT__FLOW_RUN_ID") == flow_run_id
+                                        for p in _descendants(proc.pid)):
                 return name
         return None
 
@@ -178,18 +189,41 @@ class Stack:
 # -- process groups (Linux /proc) --------------------------------------------------------------------
 
 
-def _group(pgid: int) -> list[int]:
-    out = []
+def _stats() -> dict[int, tuple[int, int]]:
+    """pid -> (parent pid, process group) of every live process."""
+    out = {}
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             try:
-                stat = (entry / "stat").read_text()
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
             except OSError:
                 continue
-            fields = stat.rsplit(")", 1)[1].split()
-            if int(fields[2]) == pgid and fields[0] != "Z":  # pgrp; zombies are already dead
-                out.append(int(entry.name))
+            if fields[0] != "Z":  # zombies are already dead
+                out[int(entry.name)] = (int(fields[1]), int(fields[2]))
     return out
+
+
+def _group(pgid: int) -> list[int]:
+    return [pid for pid, (_, group) in _stats().items() if group == pgid]
+
+
+def _descendants(pid: int) -> list[int]:
+    stats = _stats()
+    children: dict[int, list[int]] = {}
+    for child, (parent, _) in stats.items():
+        children.setdefault(parent, []).append(child)
+    out, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            out.append(child)
+            todo.append(child)
+    return out
+
+
+def _descendant_groups(pid: int) -> set[int]:
+    """The process groups of every live process below ``pid`` (flow runs have sessions of their own)."""
+    stats = _stats()
+    return {stats[p][1] for p in _descendants(pid) if p in stats}
 
 
 def _env(pid: int) -> dict[str, str]:
