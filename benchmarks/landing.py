@@ -6,7 +6,7 @@ writes each to a bundle file, then lands batches of bundles the way the orchestr
 warehouse that grows batch by batch. Reports bundle size, rows and LLM calls per persona, and landing
 seconds per persona as the warehouse grows.
 
-    python benchmarks/landing.py [--personas 8] [--batches 4]
+    python benchmarks/landing.py [--personas 16] [--batches 8]
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import os
 import statistics
 import tempfile
 import time
+import tracemalloc
 from pathlib import Path
 
 os.environ.setdefault("PREFECT_HOME", tempfile.mkdtemp(prefix="clonemem-bench-prefect-"))
@@ -30,38 +31,46 @@ from clonemem.generation.assemble import assemble  # noqa: E402
 from clonemem.generation.bundle import read_bundle, write_bundle  # noqa: E402
 from clonemem.generation.execute import new_dags, run_inline  # noqa: E402
 from clonemem.generation.land import land_bundles  # noqa: E402
+from clonemem.llm.model import MemorySink  # noqa: E402
 from clonemem.runtime import Runtime, use  # noqa: E402
 from clonemem.schemas.config import RunConfig  # noqa: E402
 from clonemem.warehouse import Warehouse  # noqa: E402
 
 
 def bundles_for(name: str, personas: int, folder: Path) -> list[str]:
-    """``personas`` default-size personas (GenerationConfig defaults) of benchmark ``name``, as bundle files."""
+    """``personas`` default-size personas (GenerationConfig defaults) of benchmark ``name``, as bundle files
+    carrying the LLM calls each persona made (as a worker's bundle does)."""
     cfg = RunConfig.model_validate({"name": name, "seed": 11, "generation": {"personas": personas}})
     urls: list[str] = []
-    rt = Runtime(cfg, run_id=f"bench-{name}")
+    for dag in new_dags(cfg):
+        sink = MemorySink()
+        rt = Runtime(cfg, sink=sink, run_id=f"bench-{name}")
 
-    def done(dag) -> None:  # noqa: ANN001
-        url = str(folder / name / f"persona-{dag.spec.index:04d}.json")
-        write_bundle(url, cfg, dag, assemble(dag, cfg.name), rt.run_id)
-        urls.append(url)
+        def done(d) -> None:  # noqa: ANN001
+            d.calls = list(sink.records)
+            url = str(folder / name / f"persona-{d.spec.index:04d}.json")
+            write_bundle(url, cfg, d, assemble(d, cfg.name), rt.run_id)
+            urls.append(url)
 
-    with use(rt):
-        run_inline(new_dags(cfg), rt, done)
+        with use(rt):
+            run_inline([dag], rt, done)
     return sorted(urls)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--personas", type=int, default=8, help="personas per batch (one transaction each)")
-    ap.add_argument("--batches", type=int, default=4, help="batches landed one after the other")
+    ap.add_argument("--personas", type=int, default=16, help="personas per batch (one transaction each)")
+    ap.add_argument("--batches", type=int, default=8, help="batches landed one after the other")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="clonemem-landing-") as tmp:
         folder = Path(tmp)
         started = time.perf_counter()
         batches = [bundles_for(f"land-{b}", args.personas, folder) for b in range(args.batches)]
         generate_s = time.perf_counter() - started
+        tracemalloc.start()
         first = [read_bundle(u) for u in batches[0]]
+        held = tracemalloc.get_traced_memory()[0]  # what a landing holds in memory per persona until it commits
+        tracemalloc.stop()
         sizes = [Path(u).stat().st_size for urls in batches for u in urls]
         rows = [sum(len(v) for v in b.tables.values()) for b in first]
         out: dict = {
@@ -70,6 +79,7 @@ def main() -> None:
             "bundle_bytes_per_persona": round(statistics.mean(sizes)),
             "rows_per_persona": round(statistics.mean(rows)),
             "llm_calls_per_persona": round(statistics.mean(len(b.calls) for b in first)),
+            "memory_mb_per_persona_while_landing": round(held / len(first) / 1e6, 2),
             "landing": [],
         }
         wh_path = folder / "wh.duckdb"

@@ -69,6 +69,16 @@ def test_a_damaged_bundle_lands_nothing(tmp_path: Path) -> None:
         assert wh.scalar("SELECT count(*) FROM benchmarks") == 0
 
 
+@pytest.mark.prefect
+def test_distributing_without_the_persona_deployment_names_the_parameter(tmp_path: Path) -> None:
+    from clonemem.flows.scaleout import PersonaRunsFailed, generate_distributed_flow
+
+    with pytest.raises(PersonaRunsFailed, match=r"flow parameter `persona_deployment`: no deployment "
+                                                r"'generate-persona/generate-persona' on the Prefect server"):
+        generate_distributed_flow(str(tmp_path / "wh.duckdb"), str(tiny_config(tmp_path)))
+    assert not (tmp_path / "wh.duckdb").exists()
+
+
 # -- on a real server with two workers ------------------------------------------------------------------
 
 
@@ -98,23 +108,23 @@ def test_two_workers_generate_the_single_process_benchmark_and_survive_a_killed_
         # 1. a run whose orchestrating worker is killed (SIGKILL, process group) while personas are generated
         first = stack.run_deployment("pipeline/pipeline", params)
         stack.wait(first, 300, states={"RUNNING"})
-        hosts: dict[str, str | None] = {}
+        seen: dict[str, str] = {}  # persona run -> the worker seen running it
         deadline = time.monotonic() + 300
         while True:
             orchestrator_host = stack.worker_of(first)
-            persona_runs = stack.flow_runs(deployment_id={"any_": [persona_deployment]},
-                                           state={"type": {"any_": ["RUNNING"]}})
-            hosts = {r["id"]: stack.worker_of(r["id"]) for r in persona_runs}
-            if orchestrator_host and orchestrator_host in hosts.values() and len(set(hosts.values()) - {None}) == 2:
-                break  # both workers are generating personas, one of them also runs the orchestrating flow
-            assert time.monotonic() < deadline, (orchestrator_host, hosts, stack.tail("w1"), stack.tail("w2"))
+            running = stack.flow_runs(deployment_id={"any_": [persona_deployment]}, state={"type": {"any_": ["RUNNING"]}})
+            now = {r["id"]: stack.worker_of(r["id"]) for r in running}
+            seen.update({run_id: host for run_id, host in now.items() if host})
+            if orchestrator_host and orchestrator_host in now.values() and set(seen.values()) == {"w1", "w2"}:
+                break  # both workers took personas; the orchestrating run's worker is generating one now
+            assert time.monotonic() < deadline, (orchestrator_host, seen, stack.tail("w1"), stack.tail("w2"))
             time.sleep(0.3)
         stack.kill(orchestrator_host)
         # nothing landed yet (the orchestrating run writes the warehouse only when every persona is done)
         assert not stack.warehouse.exists(), "killed after landing: the test came too late"
         survivor = ({"w1", "w2"} - {orchestrator_host}).pop()
         # the survivor's persona runs of the lost attempt finish (their bundles are not used by anyone)
-        for run_id, host in hosts.items():
+        for run_id, host in seen.items():
             if host == survivor:
                 assert stack.wait(run_id, 300)["state"]["type"] == "COMPLETED"
 
@@ -123,6 +133,10 @@ def test_two_workers_generate_the_single_process_benchmark_and_survive_a_killed_
         second = stack.run_deployment("pipeline/pipeline", params)
         run = stack.wait(second, 600)
         assert run["state"]["type"] == "COMPLETED", (run["state"], stack.tail("w1"), stack.tail("w2"))
+        # the lost attempt really died mid-run: its orchestrating run and its personas on the killed worker
+        # never finished (the server still shows them running: nothing marks a lost run without heartbeats)
+        lost = [first] + [run_id for run_id, host in seen.items() if host == orchestrator_host]
+        assert {stack.flow_run(run_id)["state"]["type"] for run_id in lost} == {"RUNNING"}
         assert single.wait(timeout=600) == 0, single.stderr.read()
     finally:
         stack.stop_all()
