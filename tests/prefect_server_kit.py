@@ -177,13 +177,17 @@ class Stack:
             run = self.flow_run(run_id)
         return run
 
-    def worker_of(self, flow_run_id: str) -> str | None:
-        """The name of the worker (started here) whose process tree runs this flow run, if any."""
+    def hosts(self) -> dict[str, str]:
+        """Flow run id -> the name of the worker (started here) whose process tree runs it, right now."""
+        stats = _stats()
+        out = {}
         for name, proc in self.procs.items():
-            if name != "server" and any(_env(p).get("PREFECT__FLOW_RUN_ID") == flow_run_id
-                                        for p in _descendants(proc.pid)):
-                return name
-        return None
+            if name != "server":
+                for pid in _descendants(proc.pid, stats):
+                    run_id = _env(pid).get("PREFECT__FLOW_RUN_ID")
+                    if run_id:
+                        out[run_id] = name
+        return out
 
 
 # -- process groups (Linux /proc) --------------------------------------------------------------------
@@ -207,8 +211,8 @@ def _group(pgid: int) -> list[int]:
     return [pid for pid, (_, group) in _stats().items() if group == pgid]
 
 
-def _descendants(pid: int) -> list[int]:
-    stats = _stats()
+def _descendants(pid: int, stats: dict[int, tuple[int, int]] | None = None) -> list[int]:
+    stats = _stats() if stats is None else stats
     children: dict[int, list[int]] = {}
     for child, (parent, _) in stats.items():
         children.setdefault(parent, []).append(child)
@@ -223,7 +227,7 @@ def _descendants(pid: int) -> list[int]:
 def _descendant_groups(pid: int) -> set[int]:
     """The process groups of every live process below ``pid`` (flow runs have sessions of their own)."""
     stats = _stats()
-    return {stats[p][1] for p in _descendants(pid) if p in stats}
+    return {stats[p][1] for p in _descendants(pid, stats) if p in stats}
 
 
 def _env(pid: int) -> dict[str, str]:

@@ -89,7 +89,8 @@ def test_two_workers_generate_the_single_process_benchmark_and_survive_a_killed_
     from clonemem.warehouse import Warehouse
     from tests.prefect_server_kit import Stack
 
-    config = tiny_config(tmp_path, "wide", personas=4)
+    # 150 ms per simulated LLM call: a persona runs for several seconds, long enough to be killed mid-run
+    config = tiny_config(tmp_path, "wide", personas=4, latency_ms=150)
     # the reference: `clonemem generate` in one process, with a Prefect home (and cache) of its own
     single_wh = tmp_path / "single.duckdb"
     single = start(single_wh, tmp_path / "single-home", "generate", "--config", str(config))
@@ -111,14 +112,15 @@ def test_two_workers_generate_the_single_process_benchmark_and_survive_a_killed_
         seen: dict[str, str] = {}  # persona run -> the worker seen running it
         deadline = time.monotonic() + 300
         while True:
-            orchestrator_host = stack.worker_of(first)
+            hosts = stack.hosts()
             running = stack.flow_runs(deployment_id={"any_": [persona_deployment]}, state={"type": {"any_": ["RUNNING"]}})
-            now = {r["id"]: stack.worker_of(r["id"]) for r in running}
-            seen.update({run_id: host for run_id, host in now.items() if host})
+            now = {r["id"]: hosts[r["id"]] for r in running if r["id"] in hosts}
+            seen.update(now)
+            orchestrator_host = hosts.get(first)
             if orchestrator_host and orchestrator_host in now.values() and set(seen.values()) == {"w1", "w2"}:
                 break  # both workers took personas; the orchestrating run's worker is generating one now
             assert time.monotonic() < deadline, (orchestrator_host, seen, stack.tail("w1"), stack.tail("w2"))
-            time.sleep(0.3)
+            time.sleep(0.2)
         stack.kill(orchestrator_host)
         # nothing landed yet (the orchestrating run writes the warehouse only when every persona is done)
         assert not stack.warehouse.exists(), "killed after landing: the test came too late"
