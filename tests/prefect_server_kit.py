@@ -141,20 +141,28 @@ class Stack:
 
     # -- the API -----------------------------------------------------------------------------------
 
+    def request(self, method: str, path: str, attempts: int = 4, **kwargs: Any) -> Any:
+        """One API call, tried again on a transport error (a busy server on 2 shared cores can take longer
+        than the client's timeout now and then: SQLite is one writer)."""
+        for attempt in range(attempts):
+            try:
+                got = self.http.request(method, path, **kwargs)
+                got.raise_for_status()
+                return got.json()
+            except httpx.TransportError:
+                if attempt == attempts - 1:
+                    raise
+                time.sleep(2)
+        raise AssertionError("unreachable")
+
     def deployment(self, name: str) -> dict[str, Any]:
-        got = self.http.get(f"/deployments/name/{name}")
-        got.raise_for_status()
-        return got.json()
+        return self.request("GET", f"/deployments/name/{name}")
 
     def flow_run(self, run_id: str) -> dict[str, Any]:
-        got = self.http.get(f"/flow_runs/{run_id}")
-        got.raise_for_status()
-        return got.json()
+        return self.request("GET", f"/flow_runs/{run_id}")
 
     def flow_runs(self, **filters: Any) -> list[dict[str, Any]]:
-        got = self.http.post("/flow_runs/filter", json={"flow_runs": filters, "limit": 200})
-        got.raise_for_status()
-        return got.json()
+        return self.request("POST", "/flow_runs/filter", json={"flow_runs": filters, "limit": 200})
 
     def run_deployment(self, name: str, params: dict[str, Any]) -> str:
         """`prefect deployment run NAME --params JSON`; returns the new flow run's id."""
