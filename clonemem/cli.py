@@ -211,7 +211,7 @@ def export_release(
 def generate(
     config: Annotated[Path, typer.Option("--config", help="run configuration (TOML)")],
     persona: Annotated[int | None, typer.Option("--persona", help="generate only this persona index (scale-out)")] = None,
-    bundle: Annotated[Path | None, typer.Option("--bundle", help="with --persona: write the persona here instead of landing")] = None,
+    bundle: Annotated[str | None, typer.Option("--bundle", help="with --persona: write the persona here instead of landing (a path or any fsspec URL)")] = None,
     allow_empty_config: Annotated[bool, typer.Option("--allow-empty-config", help="accept a config file with no settings (all defaults)")] = False,
     estimate: Annotated[bool, typer.Option("--estimate", help="price the run (an offline dry run); call no API")] = False,
     max_cost: Annotated[float | None, typer.Option("--max-cost", min=0.0, help="stop before new spend would exceed this many USD")] = None,
@@ -370,7 +370,7 @@ def _print_generation(s: Any, warehouse: Path) -> None:
 
 @app.command("land")
 @handles_errors
-def land_bundles(bundles: Annotated[list[Path], typer.Argument(help="persona bundles from `generate --persona`")]) -> None:
+def land_bundles(bundles: Annotated[list[str], typer.Argument(help="persona bundles from `generate --persona` (paths or fsspec URLs)")]) -> None:
     """Land persona bundles generated elsewhere into this warehouse (one writer, many generators)."""
     from clonemem.generation.land import land_bundle_files
     from clonemem.warehouse import Warehouse
@@ -586,10 +586,14 @@ def leave(code: object) -> None:
     """
     import atexit
     import os
+    import threading
 
     if code is not None and not isinstance(code, int):
         print(code, file=sys.stderr)
         code = 1
+    # the interpreter's own order: threads' exit hooks (Prefect's log and event workers drain to the API),
+    # then atexit (Prefect stops its temporary server), then teardown, which is what we skip
+    threading._shutdown()  # type: ignore[attr-defined]
     atexit._run_exitfuncs()
     sys.stdout.flush()
     sys.stderr.flush()

@@ -73,12 +73,14 @@ def run_generation(cfg: RunConfig, warehouse: str) -> GenerationResult:
 
 @flow(name="generate-persona", task_runner=ThreadPoolTaskRunner(max_workers=WORKERS))
 def generate_persona_flow(persona_index: int, bundle_path: str, config: RunConfig | str | None = None) -> PersonaBundleResult:
-    """Scale-out unit: generate one persona and write its rows to a bundle for `clonemem land`."""
+    """Scale-out unit: generate one persona and write its rows to a bundle at ``bundle_path`` (a local
+    path or any fsspec URL: ``s3://…``, ``gs://…``) for `clonemem land` or ``generate_distributed_flow``."""
     cfg = resolve_config(config)
     dags = [d for d in new_dags(cfg) if d.spec.index == persona_index]
     if not dags:
         raise ValueError(f"flow parameter `persona_index`: {persona_index} is outside 0..{cfg.generation.personas - 1}")
     done: list[PersonaDag] = []
-    with runtime.use(runtime.Runtime(cfg, run_id=flow_run_ids()[0] or new_run_id())):
+    run_id = flow_run_ids()[0] or new_run_id()
+    with runtime.use(runtime.Runtime(cfg, run_id=run_id)):
         drive(dags, _start, done.append)
-    return write_bundle(bundle_path, cfg, done[0], assemble(done[0], cfg.name))
+    return write_bundle(bundle_path, cfg, done[0], assemble(done[0], cfg.name), run_id)

@@ -20,6 +20,7 @@ from clonemem.flows.evaluation import evaluate_flow
 from clonemem.flows.gate import gate_flow
 from clonemem.flows.generation import generate_flow
 from clonemem.flows.qa import qa_flow
+from clonemem.flows.scaleout import generate_distributed_flow
 from clonemem.schemas.config import RunConfig, resolve_config
 from clonemem.schemas.results import GenerationResult, PipelineResult
 from clonemem.tasks.context import flow_run_ids, new_run_id
@@ -51,21 +52,26 @@ def gate_status_task(warehouse_path: str, benchmark_id: str) -> str | None:
 @flow(name="pipeline")
 def pipeline_flow(warehouse_path: str, config: RunConfig | str | None = None, gate: bool = True, evaluate: bool = True,
                   systems: list[str] | None = None, ks: list[int] | None = None, force: bool = False,
-                  export_dir: str | None = None) -> PipelineResult:
+                  export_dir: str | None = None, distribute: bool = False,
+                  bundle_location: str | None = None) -> PipelineResult:
     """Generate the config's benchmark, write its questions, gate it, evaluate ``systems`` (default: the
     config's) at ``ks`` and export it to ``export_dir`` (when given). ``gate=False`` stops after the
-    questions (a dry run counting calls needs no verdict), ``evaluate=False`` after the gate."""
+    questions (a dry run counting calls needs no verdict), ``evaluate=False`` after the gate. ``distribute``
+    generates each persona as a run of the `generate-persona` deployment on the workers, with bundles under
+    ``bundle_location`` (any fsspec URL; see flows/scaleout.py), instead of in this process."""
     cfg = resolve_config(config)
     with runtime.spending(cfg.max_cost_usd):  # one budget for the whole chain
-        return _chain(warehouse_path, cfg, gate, evaluate, systems, ks, force, export_dir)
+        return _chain(warehouse_path, cfg, gate, evaluate, systems, ks, force, export_dir, distribute, bundle_location)
 
 
 def _chain(warehouse_path: str, cfg: RunConfig, gate: bool, evaluate: bool, systems: list[str] | None,
-           ks: list[int] | None, force: bool, export_dir: str | None) -> PipelineResult:
+           ks: list[int] | None, force: bool, export_dir: str | None, distribute: bool,
+           bundle_location: str | None) -> PipelineResult:
     started, started_at = time.perf_counter(), utcnow()
     flow_run_id, deployment_id = flow_run_ids()
     runner = ThreadPoolTaskRunner(max_workers=cfg.generation.workers)
-    gen = generate_flow.with_options(task_runner=runner)(warehouse_path, cfg)
+    gen = (generate_distributed_flow(warehouse_path, cfg, bundle_location) if distribute
+           else generate_flow.with_options(task_runner=runner)(warehouse_path, cfg))
     if gen.generated == 0:
         raise NothingGenerated(f"no persona was generated ({len(gen.failures)} stage item(s) failed): fix the "
                                "provider settings or the config (flow parameter `config`) and run again; finished "

@@ -71,10 +71,8 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
     if config.pluginmanager.has_plugin("xdist") and hasattr(config, "workerinput"):
         return  # an xdist worker: its controller reports
-    import atexit
+    from clonemem.cli import leave
 
     config.get_terminal_writer().flush()
-    atexit._run_exitfuncs()  # e.g. the temporary PREFECT_HOME above is removed
     sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(_EXIT_STATUS)
+    leave(_EXIT_STATUS)  # threads' exit hooks, then atexit (the temporary PREFECT_HOME above is removed)

@@ -6,13 +6,17 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from clonemem.generation.assemble import Assembly
 from clonemem.llm.types import CallRecord
 from clonemem.schemas.config import RunConfig
 from clonemem.warehouse import Warehouse
 from clonemem.warehouse.content import PersonaRows
-from clonemem.warehouse.landing import Landing, PersonaLanding, land
+from clonemem.warehouse.landing import Landing, PersonaLanding, land, rows_hash
+
+if TYPE_CHECKING:
+    from clonemem.generation.bundle import PersonaBundle
 
 
 class BenchmarkClash(ValueError):
@@ -30,15 +34,21 @@ def benchmark_row(config: RunConfig) -> dict:
     }
 
 
-def ensure_benchmark(wh: Warehouse, config: RunConfig) -> bool:
-    """Create or update the benchmark row; returns whether anything was written."""
-    row = benchmark_row(config)
+def benchmark_needs_writing(wh: Warehouse, row: dict) -> bool:
+    """Whether the benchmark row is missing or its configuration changed (an unchanged row is not
+    rewritten, so its gate verdict stands); a name taken by an imported benchmark is refused."""
     got = wh.rows("SELECT source, is_offline, language, config_json::VARCHAR FROM benchmarks WHERE benchmark_id = ?",
                   [row["benchmark_id"]])
     if got and got[0][0] != "generated":
-        raise BenchmarkClash(f"benchmark {config.name!r} exists and was {got[0][0]}; set another `name` in the config")
-    if got and (got[0][1], got[0][2], json.loads(got[0][3])) == (row["is_offline"], row["language"],
-                                                                 json.loads(row["config_json"])):
+        raise BenchmarkClash(f"benchmark {row['name']!r} exists and was {got[0][0]}; set another `name` in the config")
+    return not got or (got[0][1], got[0][2], json.loads(got[0][3])) != (row["is_offline"], row["language"],
+                                                                        json.loads(row["config_json"]))
+
+
+def ensure_benchmark(wh: Warehouse, config: RunConfig) -> bool:
+    """Create or update the benchmark row; returns whether anything was written."""
+    row = benchmark_row(config)
+    if not benchmark_needs_writing(wh, row):
         return False
     wh.upsert("benchmarks", [row])
     return True
@@ -50,22 +60,37 @@ def land_persona(wh: Warehouse, assembly: Assembly, benchmark_id: str, calls: Se
                                  calls=calls, checkpoint="generation.landed")))
 
 
+def land_bundles(wh: Warehouse, bundles: Sequence[PersonaBundle]) -> list[str]:
+    """Land persona bundles of one benchmark in one transaction (one :class:`Landing` with a
+    :class:`PersonaLanding` per persona, and the calls they paid for); returns the persona ids whose
+    content was written (unchanged personas are skipped, calls already in the ledger not repeated)."""
+    if not bundles:
+        return []
+    bids = {b.benchmark_id for b in bundles}
+    if len(bids) > 1:
+        raise ValueError(f"bundles of {len(bids)} benchmarks cannot land in one transaction: {sorted(bids)}")
+    row = dict(bundles[0].benchmark)
+    try:
+        needed = benchmark_needs_writing(wh, row)
+    except BenchmarkClash as exc:
+        raise BenchmarkClash(f"{bundles[0].url}: {exc}") from None
+    personas = [PersonaLanding(PersonaRows(b.persona_id, b.tables), rows_hash(b.tables))
+                for b in bundles if b.persona_id is not None]
+    calls = [c for b in bundles for c in b.calls]
+    return land(wh, Landing(row["benchmark_id"], "persona", personas, benchmark=row if needed else None, calls=calls,
+                            checkpoint="generation.landed"))
+
+
 def land_bundle_files(wh: Warehouse, paths: Sequence[str | Path]) -> list[tuple[str, bool]]:
-    """Land persona bundles written by `generate --persona N --bundle FILE` on other machines."""
-    out = []
-    for path in paths:
-        try:
-            data = json.loads(Path(path).read_text("utf-8"))
-            bench, tables, pid = data["benchmark"], data["tables"], data["persona_id"]
-        except (OSError, ValueError, KeyError) as exc:
-            raise ValueError(f"{path}: not a persona bundle ({exc})") from None
-        if pid is None:
-            out.append((str(path), False))
-            continue
-        existing = wh.rows("SELECT source FROM benchmarks WHERE benchmark_id = ?", [bench["benchmark_id"]])
-        if existing and existing[0][0] != "generated":
-            raise BenchmarkClash(f"{path}: benchmark {bench['name']!r} exists and was {existing[0][0]}")
-        if not existing:
-            wh.upsert("benchmarks", [bench])
-        out.append((str(path), land_persona(wh, Assembly(PersonaRows(pid, tables)), bench["benchmark_id"])))
-    return out
+    """Land persona bundles (local paths or fsspec URLs) written by `generate --persona N --bundle FILE` or
+    the `generate-persona` deployment on other machines: each benchmark's bundles in one transaction."""
+    from clonemem.generation.bundle import BundleError, read_bundle
+
+    try:
+        bundles = [read_bundle(str(p)) for p in paths]
+    except BundleError as exc:
+        raise ValueError(str(exc)) from None
+    landed: set[str] = set()
+    for bid in dict.fromkeys(b.benchmark_id for b in bundles):
+        landed.update(land_bundles(wh, [b for b in bundles if b.benchmark_id == bid]))
+    return [(b.url, b.persona_id is not None and b.persona_id in landed) for b in bundles]
