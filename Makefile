@@ -3,7 +3,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test bench clean
+.PHONY: demo test test-slow bench clean
 
 $(STAMP): pyproject.toml constraints.txt examples/clonemem-example-plugin/pyproject.toml
 	python3 -m venv $(VENV)
@@ -19,6 +19,11 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(PY) -m pytest
 
+# the long scenarios (kill/resume, faults, budgets, real Prefect servers and workers, a browser, real
+# conversations); CI runs them after `make test`
+test-slow: $(STAMP)
+	$(PY) -m pytest -m slow
+
 bench: $(STAMP)
 	$(PY) benchmarks/import_release.py
 	$(PY) benchmarks/metrics_speed.py
@@ -27,6 +32,10 @@ bench: $(STAMP)
 	$(PY) benchmarks/generation.py
 	$(PY) benchmarks/retrieval_scale.py
 	$(PY) benchmarks/dashboard_pages.py
+	$(PY) benchmarks/evaluate_scale.py
+	$(PY) benchmarks/locomo.py
+	$(PY) benchmarks/memory_systems.py
+	$(PY) benchmarks/landing.py
 
 clean:
 	rm -rf $(VENV) clonemem.duckdb clonemem.duckdb.wal clonemem-demo

@@ -13,7 +13,7 @@ import pytest
 
 from tests.pipeline_kit import clonemem, content, tiny_config
 
-pytestmark = [pytest.mark.faults, pytest.mark.prefect, pytest.mark.timeout(1200)]
+pytestmark = [pytest.mark.slow, pytest.mark.faults, pytest.mark.prefect, pytest.mark.timeout(1200)]
 
 PRICES = """
 [pricing."offline/world"]

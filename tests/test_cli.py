@@ -173,6 +173,7 @@ def test_a_system_that_fails_to_evaluate_gives_its_own_exit_code(tmp_path: Path,
     assert "leave it out of --systems" in last and "Traceback" not in output
 
 
+@pytest.mark.slow
 @pytest.mark.prefect
 def test_gate_failure_and_empty_generation_have_their_own_exit_codes(tmp_path: Path) -> None:
     from tests.pipeline_kit import TINY, clonemem

@@ -115,6 +115,7 @@ def test_a_writer_waits_for_a_long_reader(tmp_path: Path, demo_file: Path) -> No
     assert "Traceback" not in err and "imported benchmark 'Y'" in out
 
 
+@pytest.mark.slow
 @pytest.mark.prefect
 @pytest.mark.timeout(1200)
 def test_two_writers_and_a_reader_at_once(tmp_path: Path) -> None:

@@ -523,6 +523,7 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+@pytest.mark.slow
 @pytest.mark.prefect
 def test_every_page_in_headless_chromium(full: Path, tmp_path: Path) -> None:
     chromium = Path("/usr/bin/chromium")

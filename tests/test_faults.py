@@ -14,7 +14,7 @@ import pytest
 
 from tests.pipeline_kit import clonemem, content, export, tiny_config
 
-pytestmark = [pytest.mark.faults, pytest.mark.prefect, pytest.mark.timeout(1500)]
+pytestmark = [pytest.mark.slow, pytest.mark.faults, pytest.mark.prefect, pytest.mark.timeout(1500)]
 
 EVAL = ("evaluate", "tiny", "--systems", "bm25,random", "--k", "5")
 
