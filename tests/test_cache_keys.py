@@ -107,6 +107,7 @@ class Newest(MemorySystem):
 '''
 
 
+@pytest.mark.slow
 @pytest.mark.prefect
 def test_editing_a_memory_system_invalidates_its_cached_retrievals(tmp_path: Path, demo_file: Path) -> None:
     from prefect import flow

@@ -234,9 +234,6 @@ def test_benchmarks_page_spend_equals_llm_calls_of_the_benchmarks_runs(reading, 
     # every call names the run that made it (generation, stage IV, evaluation), so none is left unowned
     loose = sql(full, "SELECT count(*) AS n FROM llm_calls WHERE run_id IS NULL")["n"][0]
     assert loose == 0 and not any("name no benchmark" in e.label for e in at.expander)
-    stages = set(sql(full, "SELECT DISTINCT stage FROM llm_calls WHERE run_id IN (SELECT run_id FROM runs "
-                           "WHERE benchmark_id = $1)", [bid])["stage"].to_list())
-    assert {"generation.persona", "qa.plan"} <= stages  # stage IV's calls are the benchmark's spend too
 
 
 @pytest.mark.prefect

@@ -47,6 +47,7 @@ def test_import_flow_rejects_a_broken_file(tmp_path: Path) -> None:
     assert not (tmp_path / "wh.duckdb").exists()
 
 
+@pytest.mark.slow
 def test_a_pipeline_run_leaves_artifacts_summary_lines_and_its_ids(tmp_path: Path) -> None:
     """What a run leaves in Prefect: the gate's table, the QC funnel, the leaderboard with intervals, the
     pipeline's links; one summary line per stage (not one per task); warehouse rows with its flow-run id."""

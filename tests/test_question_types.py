@@ -110,6 +110,7 @@ HABIT = QuestionTypeSpec(
     offline_answer={"en": "It keeps coming back. {s1} And later: {s2}"})
 
 
+@pytest.mark.slow
 @pytest.mark.prefect
 def test_a_toy_type_declared_in_a_test_goes_through_qa_and_the_gate(tmp_path) -> None:
     """The recipe of docs/architecture.md, "add a question type": one declaration. Segments, the QA
