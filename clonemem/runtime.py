@@ -41,10 +41,6 @@ class Runtime:
                                                budget=self.budget)
             return self._models[role]
 
-    def usage(self) -> dict[str, dict[str, float]]:
-        with self._lock:
-            return {role: m.usage.__dict__.copy() for role, m in self._models.items()}
-
 
 _current: Runtime | None = None
 _budget: Budget | None = None  # a budget shared by the runs started inside `spending`

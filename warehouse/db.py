@@ -154,10 +154,6 @@ class Warehouse:
 
     # -- reading -----------------------------------------------------------------------------
 
-    def frame(self, sql: str, params: Sequence[Any] | None = None) -> pl.DataFrame:
-        with self._lock:
-            return self.con.execute(sql, params or []).pl()
-
     def rows(self, sql: str, params: Sequence[Any] | None = None) -> list[tuple[Any, ...]]:
         with self._lock:
             return self.con.execute(sql, params or []).fetchall()
