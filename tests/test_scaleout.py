@@ -152,6 +152,7 @@ def test_two_workers_generate_the_single_process_benchmark_and_survive_a_killed_
         assert dist.scalar("SELECT count(*) FROM personas") == 4
         calls = "SELECT stage, count(*) FROM llm_calls GROUP BY stage ORDER BY stage"
         assert dist.rows(calls) == one.rows(calls)  # no call landed twice, none lost
-        # one generation and one pipeline run recorded: the killed attempt left nothing behind
-        assert dist.rows("SELECT kind, count(*) FROM runs GROUP BY kind ORDER BY kind") == [("generate", 1), ("pipeline", 1)]
+        # one generation, one stage-IV and one pipeline run recorded: the killed attempt left nothing behind
+        assert dist.rows("SELECT kind, count(*) FROM runs GROUP BY kind ORDER BY kind") == [
+            ("generate", 1), ("pipeline", 1), ("qa", 1)]
         assert dist.scalar("SELECT flow_run_id FROM runs WHERE kind = 'pipeline'") == second
