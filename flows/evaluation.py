@@ -16,8 +16,8 @@ from clonemem.memory import SYSTEMS
 from clonemem.schemas.config import RunConfig, resolve_config
 from clonemem.schemas.results import EvaluationResult
 from clonemem.tasks.context import flow_run_ids, new_run_id
-from clonemem.tasks.reporting import log, publish_leaderboard
 from clonemem.tasks.evaluation import answer_task, land_task, load_task, retrieve_task
+from clonemem.tasks.reporting import log, publish_leaderboard
 
 
 @flow(name="evaluate", task_runner=ThreadPoolTaskRunner(max_workers=8))

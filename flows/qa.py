@@ -16,10 +16,10 @@ from clonemem.schemas import question_types
 from clonemem.schemas.config import RunConfig, resolve_config
 from clonemem.schemas.results import QAResult
 from clonemem.tasks.context import flow_run_ids, new_run_id
-from clonemem.tasks.reporting import publish_qa
 from clonemem.tasks.generation import record_run_task
-from clonemem.warehouse.runs import RunRecord, utcnow
 from clonemem.tasks.qa import cue_stats_task, land_qa_task, qa_item, segments_task
+from clonemem.tasks.reporting import publish_qa
+from clonemem.warehouse.runs import RunRecord, utcnow
 
 
 @flow(name="qa", task_runner=ThreadPoolTaskRunner(max_workers=32))
