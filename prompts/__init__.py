@@ -31,6 +31,9 @@ def _env() -> jinja2.Environment:
         trim_blocks=True,
         lstrip_blocks=True,
         autoescape=False,
+        # templates are package data: checking each file's mtime on every render was a fifth of an
+        # evaluation's time (template_hash is cached on the same assumption)
+        auto_reload=False,
     )
     # ``question_type(name)``: the type's spec (definition, rules). Tasks that render QA prompts list
     # clonemem.schemas.question_types among their cache modules, so editing a spec invalidates them.

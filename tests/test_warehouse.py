@@ -105,3 +105,32 @@ def test_a_view_file_must_define_the_view_it_is_named_after(monkeypatch, tmp_pat
     monkeypatch.setattr(migrate.resources, "files", lambda _pkg: Root())
     with pytest.raises(MigrationError, match=r"views/v_x.sql must define exactly one view named 'v_x'.*found: v_y"):
         migrate.available_views()
+
+
+def test_per_question_metrics_are_a_column_each_and_old_rows_keep_their_long_view(monkeypatch, tmp_path: Path) -> None:
+    """Migration 0012: a warehouse written with the long table (a row per metric) reads the same through
+    the view after the upgrade, and the wide table has exactly the aggregated metrics as columns."""
+    from clonemem.schemas.results import AGGREGATED
+    from clonemem.warehouse import migrate
+
+    path = tmp_path / "old.duckdb"
+    every = migrate.available_migrations()
+    con = duckdb.connect(str(path))
+    monkeypatch.setattr(migrate, "available_migrations", lambda: [m for m in every if m.version < 12])
+    apply_migrations(con)
+    old = [("e1", "bm25", 5, "q1", "recall_flat", 0.5), ("e1", "bm25", 5, "q1", "choice_accuracy", None),
+           ("e1", "bm25", 5, "q2", "recall_flat", 1.0), ("e1", "dense", 10, "q1", "correct", 1.0)]
+    con.executemany("INSERT INTO eval_question_metrics VALUES (?, ?, ?, ?, ?, ?)", old)
+    con.close()
+    monkeypatch.undo()
+    with Warehouse.open_writer(path) as wh:
+        described = [r[0] for r in wh.rows("DESCRIBE eval_question_scores")]
+        assert described == ["eval_run_id", "system", "k", "question_id", *AGGREGATED]
+        got = wh.rows("SELECT * FROM eval_question_metrics WHERE value IS NOT NULL OR metric = 'choice_accuracy' "
+                      "ORDER BY ALL")
+        assert sorted(got, key=str) == sorted([r for r in old if r[5] is not None] +
+                                             [("e1", "bm25", 5, "q2", "choice_accuracy", None),
+                                              ("e1", "dense", 10, "q1", "choice_accuracy", None),
+                                              ("e1", "bm25", 5, "q1", "choice_accuracy", None)], key=str)
+        # every metric of every (run, system, k, question) is a row of the view, NULL where not computed
+        assert wh.scalar("SELECT count(*) FROM eval_question_metrics") == 3 * len(AGGREGATED)

@@ -106,10 +106,9 @@ def land_evaluation(wh: Warehouse, run: EvaluationRun, rows: EvaluationRows, sta
         wh.upsert("eval_retrievals", rows.retrievals)
         wh.upsert("eval_answers", rows.answers)
         wh.upsert("eval_judgments", rows.judgments)
-        long = rows.per_question.unpivot(index=["system", "k", "question_id"],
-                                         on=[m for m in AGGREGATED if m in rows.per_question.columns],
-                                         variable_name="metric", value_name="value")
-        wh.upsert("eval_question_metrics", long.with_columns(pl.lit(eid).alias("eval_run_id")))
+        metrics = [m for m in AGGREGATED if m in rows.per_question.columns]  # a column each; the view unpivots
+        wh.upsert("eval_question_scores", rows.per_question.select(
+            pl.lit(eid).alias("eval_run_id"), "system", "k", "question_id", *[pl.col(m).cast(pl.Float64) for m in metrics]))
         wh.upsert("eval_system_stats", [{"eval_run_id": eid, "system": s, **st} for s, st in stats.items()])
         for group, agg in aggregates.items():
             if agg.height:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
 import random
 import threading
 import time
@@ -119,6 +120,16 @@ def _limiter(provider: str, size: int) -> threading.BoundedSemaphore:
         if provider not in _LIMITERS:
             _LIMITERS[provider] = threading.BoundedSemaphore(size)
         return _LIMITERS[provider]
+
+
+# Call ids are event ids, not content: random version-4 UUIDs from one generator seeded by the OS. Not
+# uuid.uuid4() itself: its urandom syscall gives up the GIL, and under busy task threads getting it back
+# cost ~1 ms per call, a tenth of an offline evaluation.
+_CALL_IDS = random.Random(int.from_bytes(os.urandom(16), "big"))
+
+
+def _call_id() -> str:
+    return str(uuid.UUID(int=_CALL_IDS.getrandbits(128), version=4))
 
 
 class Model:
@@ -248,7 +259,7 @@ class Model:
 
     def _record(self, request: GenerateRequest) -> CallRecord:
         return CallRecord(
-            call_id=str(uuid.uuid4()), run_id=self.run_id, stage=request.stage, role=self.role,
+            call_id=_call_id(), run_id=self.run_id, stage=request.stage, role=self.role,
             provider=self.api.provider, model=self.api.model, is_offline=self.is_offline,
             prompt_hash=request.prompt_hash, started_at=dt.datetime.now(dt.UTC).replace(tzinfo=None),
         )
