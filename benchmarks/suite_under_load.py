@@ -21,7 +21,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 DURATION = re.compile(r"^\s*([\d.]+)s (call|setup|teardown)\s+(\S+)", re.M)
-SUMMARY = re.compile(r"=+ (.*) in ([\d.]+)s")
+SUMMARY = re.compile(r"^=*\s*(\d+ (?:passed|failed|error).*?) in ([\d.]+)s", re.M)
 
 
 def spin() -> None:  # a CPU-bound process: one core kept busy for the whole measurement
