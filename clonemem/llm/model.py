@@ -124,7 +124,7 @@ def _limiter(provider: str, size: int) -> threading.BoundedSemaphore:
 
 # Call ids are event ids, not content: random version-4 UUIDs from one generator seeded by the OS. Not
 # uuid.uuid4() itself: its urandom syscall gives up the GIL, and under busy task threads getting it back
-# cost ~1 ms per call, a tenth of an offline evaluation.
+# cost ~0.2 ms per call (7% of a profiled offline evaluation's samples).
 _CALL_IDS = random.Random(int.from_bytes(os.urandom(16), "big"))
 
 
