@@ -3,8 +3,9 @@
 Builds an imported benchmark of real conversational text big enough to matter: the LoCoMo development
 conversations (``../shared/data/locomo-dev``), each imported ``--copies`` times under its own sample id
 (7 copies: 5,516 traces, 2,128 questions), then times `clonemem evaluate` as a user runs it (a fresh
-process: Prefect's start included) for each system set, with its peak RSS, and a second time to show
-the re-run is served from the cache (no LLM call).
+process: Prefect's start included) for each system set, with its peak RSS; a second time to show the
+re-run is served from the cache (no LLM call); and a third time with a new Prefect home, where every
+task runs again (as after a change to the systems' code) but the first run's embeddings are on disk.
 
     python benchmarks/evaluate_scale.py [--copies 7] [--sets bm25,random all]
 """
@@ -60,7 +61,9 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory(prefix="clonemem-evalscale-") as tmp:
         tmp_path = Path(tmp)
-        env = {**os.environ, "PREFECT_HOME": str(tmp_path / "home"), "CLONEMEM_WAREHOUSE": str(tmp_path / "wh.duckdb")}
+        # a new embedding cache too: the first run embeds everything, as on a new machine
+        env = {**os.environ, "PREFECT_HOME": str(tmp_path / "home"), "CLONEMEM_WAREHOUSE": str(tmp_path / "wh.duckdb"),
+               "CLONEMEM_EMBED_CACHE": str(tmp_path / "embeddings.sqlite3")}
         (tmp_path / "files").mkdir()
         files = replicate(args.copies, tmp_path / "files")
         got, import_s, _ = run(["import-locomo", *map(str, files), "--name", "scale"], env)
@@ -76,10 +79,13 @@ def main() -> None:
                 systems, ks = ",".join(json.loads(listed.stdout)), args.k_all
             else:
                 systems, ks = spec, "5,10"
-            for attempt in ("first", "re-run"):
-                report = tmp_path / f"{spec.replace(',', '-')}-{attempt}.json"
+            # first: nothing cached; re-run: served by Prefect's cache; new Prefect home: every task runs
+            # again (as after a change to the systems' code) with the embeddings on disk from the first
+            for n, attempt in enumerate(("first", "re-run", "new Prefect home, embeddings on disk")):
+                report = tmp_path / f"{spec.replace(',', '-')}-{n}.json"
+                env_now = {**env, "PREFECT_HOME": str(tmp_path / f"home-{spec.replace(',', '-')}")} if n == 2 else env
                 got, wall, rss = run(["evaluate", "scale", "--systems", systems, "--k", ks, "--force",
-                                      "--json", str(report)], env)
+                                      "--json", str(report)], env_now)
                 if got.returncode:
                     sys.exit(got.stderr)
                 result = json.loads(report.read_text("utf-8"))

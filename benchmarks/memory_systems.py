@@ -34,6 +34,7 @@ from pathlib import Path
 
 os.environ.setdefault("PREFECT_HOME", tempfile.mkdtemp(prefix="clonemem-bench-prefect-"))
 os.environ.setdefault("CLONEMEM_DISABLE_LIVE_LLM", "1")
+os.environ.setdefault("CLONEMEM_EMBED_CACHE", "off")  # time the encoder cold, not an earlier run's vectors
 
 import numpy as np  # noqa: E402
 

@@ -18,15 +18,18 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
+import os
 import random
 import resource
 import subprocess
 import sys
 import time
 
-import numpy as np
+os.environ.setdefault("CLONEMEM_EMBED_CACHE", "off")  # builds are timed cold, not from an earlier run's vectors
 
-from clonemem.memory.base import BuildContext, MemoryTrace, QuestionView
+import numpy as np  # noqa: E402
+
+from clonemem.memory.base import BuildContext, MemoryTrace, QuestionView  # noqa: E402
 
 COMMON = ("today work home friend coffee morning evening call message week plan time family walk city "
           "dinner train weather tired happy busy weekend meeting project talk think feel remember").split()

@@ -16,6 +16,9 @@ os.environ["PREFECT_HOME"] = _PREFECT_HOME
 os.environ.pop("PREFECT_API_URL", None)
 os.environ["CLONEMEM_DISABLE_LIVE_LLM"] = os.environ.get("CLONEMEM_LIVE_TESTS") and "0" or "1"
 os.environ.pop("CLONEMEM_WAREHOUSE", None)
+# Embeddings cached on disk for this session only (shared with the CLI subprocesses it starts), never
+# the user's own cache.
+os.environ["CLONEMEM_EMBED_CACHE"] = os.path.join(_PREFECT_HOME, "embeddings.sqlite3")
 
 from clonemem.prefect_env import configure  # noqa: E402
 

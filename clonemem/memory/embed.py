@@ -8,18 +8,25 @@ is asked, and ``query:`` on both sides for symmetric similarity (the default her
 O-Mem compare memories with memories and questions alike).
 
 One shared model per process; vectors are cached by (role, text), so systems built over the same
-traces in one evaluation (dense, hybrid, ...) embed each trace once.
+traces in one evaluation (dense, hybrid, ...) embed each trace once. They are also kept on disk (a
+SQLite file shared by the machine's processes: ``CLONEMEM_EMBED_CACHE`` names it, ``off`` disables it),
+so evaluating a benchmark again, or a memory system whose code changed, embeds only texts never seen:
+the model is compute-bound (about 1,200 tokens a second on 2 cores) and embedding is most of a build.
 """
 
 from __future__ import annotations
 
 import ctypes
 import glob
+import hashlib
+import logging
 import os
+import sqlite3
 import threading
 from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Literal
 
 import numpy as np
@@ -33,7 +40,10 @@ BATCH_SIZE = 32
 CACHE_SIZE = 100_000  # vectors kept (384 float32 = 1.5 kB each)
 SINGLE_THREAD_UP_TO = 4  # a query or two runs on one thread: two threads spin-wait on a busy machine
 
+CACHE_ENV = "CLONEMEM_EMBED_CACHE"  # the disk cache's file, or "off"
+
 Role = Literal["query", "passage"]
+log = logging.getLogger(__name__)
 
 _model = None
 _omp = None
@@ -57,6 +67,87 @@ def _load():
             if libs:  # the engine's own OpenMP runtime (manylinux wheels bundle it)
                 _omp = ctypes.CDLL(libs[0])
         return _model
+
+
+class _DiskVectors:
+    """Vectors on disk by (model, length cut, role, text), shared by every process of the machine.
+    Best effort: a cache that cannot be opened or written (read-only home, full disk, a lock held too
+    long) is switched off for the process with one log line, and embedding goes on without it."""
+
+    def __init__(self) -> None:
+        self._con: sqlite3.Connection | None = None
+        self._pid: int | None = None
+        self._off = False
+
+    @staticmethod
+    def path() -> Path | None:
+        setting = os.environ.get(CACHE_ENV)
+        if setting is not None:
+            return None if setting.strip().lower() in ("", "off", "0", "none") else Path(setting)
+        return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "clonemem" / "embeddings.sqlite3"
+
+    def _connect(self) -> sqlite3.Connection | None:
+        if self._con is not None and self._pid == os.getpid():
+            return self._con
+        if self._off:
+            return None
+        path = self.path()
+        if path is None:
+            self._off = True
+            return None
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            con = sqlite3.connect(str(path), timeout=30, isolation_level=None, check_same_thread=False)
+            con.execute("PRAGMA journal_mode=WAL")  # readers never wait for a writing process
+            con.execute("PRAGMA synchronous=NORMAL")
+            con.execute("CREATE TABLE IF NOT EXISTS vectors (key BLOB PRIMARY KEY, vec BLOB NOT NULL) WITHOUT ROWID")
+        except (sqlite3.Error, OSError) as exc:
+            self._switch_off(exc)
+            return None
+        self._con, self._pid = con, os.getpid()
+        return con
+
+    def _switch_off(self, exc: BaseException) -> None:
+        log.info("embedding cache %s switched off for this process: %s", self.path(), exc)
+        self._off, self._con = True, None
+
+    @staticmethod
+    def key(role: str, text: str) -> bytes:
+        return hashlib.blake2b(f"{MODEL}\x00{MAX_SEQ_LENGTH}\x00{role}\x00{text}".encode("utf-8"), digest_size=16).digest()
+
+    def get(self, role: str, texts: Sequence[str]) -> dict[str, np.ndarray]:
+        con = self._connect()
+        if con is None or not texts:
+            return {}
+        keys = {self.key(role, t): t for t in texts}
+        found: dict[str, np.ndarray] = {}
+        listed = list(keys)
+        try:
+            for start in range(0, len(listed), 500):
+                part = listed[start : start + 500]
+                rows = con.execute(f"SELECT key, vec FROM vectors WHERE key IN ({','.join('?' * len(part))})", part)
+                for key, blob in rows:
+                    if len(blob) == DIM * 4:
+                        found[keys[key]] = np.frombuffer(blob, dtype=np.float32).copy()
+        except sqlite3.Error as exc:
+            self._switch_off(exc)
+        return found
+
+    def put(self, role: str, texts: Sequence[str], vectors: np.ndarray) -> None:
+        con = self._connect()
+        if con is None:
+            return
+        try:
+            with con:  # one transaction
+                con.execute("BEGIN")
+                con.executemany("INSERT OR IGNORE INTO vectors (key, vec) VALUES (?, ?)",
+                                [(self.key(role, t), np.ascontiguousarray(v, dtype=np.float32).tobytes())
+                                 for t, v in zip(texts, vectors)])
+        except sqlite3.Error as exc:
+            self._switch_off(exc)
+
+
+_disk = _DiskVectors()
 
 
 def model_info() -> dict:
@@ -106,6 +197,9 @@ def encode(texts: Sequence[str], batch_size: int = BATCH_SIZE, role: Role = "que
     texts = list(texts)
     out = np.empty((len(texts), DIM), dtype=np.float32)
     unique = list(dict.fromkeys(texts))
+    with _lock:  # what this process has not seen yet may be on disk from an earlier run
+        for text, vec in _disk.get(role, [t for t in unique if (role, t) not in _cache]).items():
+            _cache[(role, text)] = vec
     # The lock is taken per batch: the engine runs one batch at a time anyway; a system built
     # concurrently over the same traces finds them cached instead of embedding them again, and a
     # question waits for one batch, not for a whole index build.
@@ -113,8 +207,10 @@ def encode(texts: Sequence[str], batch_size: int = BATCH_SIZE, role: Role = "que
         with _lock:
             chunk = [t for t in unique[start : start + batch_size] if (role, t) not in _cache]
             if chunk:
-                for text, vec in zip(chunk, _embed(chunk, role)):
+                vectors = _embed(chunk, role)
+                for text, vec in zip(chunk, vectors):
                     _cache[(role, text)] = vec
+                _disk.put(role, chunk, vectors)
     with _lock:
         for i, text in enumerate(texts):
             vec = _cache.get((role, text))
@@ -129,7 +225,7 @@ def encode(texts: Sequence[str], batch_size: int = BATCH_SIZE, role: Role = "que
 
 
 def clear_cache() -> None:
-    """Forget every cached vector (benchmarks that time a cold build)."""
+    """Forget every vector cached in this process (the disk cache is ``CLONEMEM_EMBED_CACHE``'s)."""
     with _lock:
         _cache.clear()
 
