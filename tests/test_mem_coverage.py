@@ -3,39 +3,22 @@ with provenance; write coverage is the share of traces that memory represents.""
 
 from __future__ import annotations
 
-import datetime as dt
-
 import pytest
 
 from clonemem.memory import SYSTEMS
-from clonemem.memory.base import BuildContext, MemorySystem, MemoryTrace, QuestionView, Retrieved
+from clonemem.memory.base import BuildContext, MemorySystem, QuestionView, Retrieved
 from clonemem.memory.coverage import represented, write_coverage
 from clonemem.runtime import Runtime, use
 from clonemem.schemas.config import RunConfig
 from clonemem.stages import STAGES
+from tests.memory_kit import REMOTE, day, trace
 
 BUILT_IN = ("oracle", "oracle_statements", "full_context", "random", "bm25", "dense", "hybrid", "flat_combined",
             "flat_wo_org", "mem0", "amem", "omem")
 RAW = ("oracle", "oracle_statements", "full_context", "random", "bm25", "dense", "hybrid")
 
 
-def day(s: str) -> dt.datetime:
-    return dt.datetime.fromisoformat(s)
-
-
-def trace(tid: str, date: str, content: str, medium: str = "diary") -> MemoryTrace:
-    return MemoryTrace(trace_id=tid, medium=medium, event_date=day(date), content=content)
-
-
-TRACES = [
-    trace("r1", "2023-01-10T09:00:00", "I think remote work makes me more productive."),
-    trace("c1", "2023-01-20T18:00:00", "Me: I adopted a grey cat called Pixel.\nAna: So cute!", "chat_private"),
-    trace("r2", "2023-02-10T09:00:00", "Long week. I think remote work makes me more productive."),
-    trace("r3", "2023-03-10T12:00:00", "Me: I think remote work makes me more productive and calmer.\nAna: Nice.",
-          "chat_private"),
-    trace("r4", "2023-05-10T21:00:00", "Honestly, I no longer think remote work makes me more productive."),
-    trace("n1", "2023-05-11T08:00:00", "Rainy morning, grey sky over the harbour.", "social_media"),
-]
+TRACES = [*REMOTE, trace("n1", "2023-05-11T08:00:00", "Rainy morning, grey sky over the harbour.", "social_media")]
 
 
 @pytest.fixture(scope="module")

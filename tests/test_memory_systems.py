@@ -45,6 +45,7 @@ from clonemem.schemas.memsys import (
     TraceView,
 )
 from clonemem.stages import STAGES
+from tests.memory_kit import REMOTE, day, trace
 
 NAMES = ("mem0", "amem", "omem")
 SMALL = {"generation": {"major_events": 3, "phases_per_event": 2, "events_per_phase": 3, "traces_per_event": 3,
@@ -60,14 +61,6 @@ def build(system, traces, rt: Runtime, language: str = "en") -> BuildContext:
 
 def ask(system, question: str, at: dt.datetime, k: int = 10) -> list[Retrieved]:
     return system.retrieve(QuestionView(question_id="q", question=question, question_time=at), k)
-
-
-def day(s: str) -> dt.datetime:
-    return dt.datetime.fromisoformat(s)
-
-
-def trace(tid: str, date: str, content: str, medium: str = "diary") -> MemoryTrace:
-    return MemoryTrace(trace_id=tid, medium=medium, event_date=day(date), content=content)
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -165,16 +158,6 @@ def test_evidence_statements_find_their_traces(persona, built):
 
 
 # -- Mem0: operations and versions ------------------------------------------------------------------
-
-REMOTE = [
-    trace("r1", "2023-01-10T09:00:00", "I think remote work makes me more productive."),
-    trace("c1", "2023-01-20T18:00:00", "Me: I adopted a grey cat called Pixel.\nAna: So cute!", "chat_private"),
-    trace("r2", "2023-02-10T09:00:00", "Long week. I think remote work makes me more productive."),
-    trace("r3", "2023-03-10T12:00:00", "Me: I think remote work makes me more productive and calmer.\nAna: Nice.",
-          "chat_private"),
-    trace("r4", "2023-05-10T21:00:00", "Honestly, I no longer think remote work makes me more productive."),
-]
-
 
 def test_mem0_updates_keep_versions_for_earlier_questions(rt):
     system = Mem0()

@@ -32,7 +32,19 @@ import numpy as np
 
 from clonemem.memory import memsys_stages as stages
 from clonemem.memory.base import BuildContext, MemorySystem, MemoryTrace, QuestionView, Retrieved
-from clonemem.memory.mem0 import GROUP_SIZE, NEVER, TextVectors, as_of_time, dot, groups, in_order, unique, view, when
+from clonemem.memory.mem0 import (
+    GROUP_SIZE,
+    NEVER,
+    TextVectors,
+    as_of_time,
+    dot,
+    group_views,
+    groups,
+    in_group_order,
+    in_order,
+    unique,
+    when,
+)
 from clonemem.schemas.memsys import (
     AMemEvolution,
     AMemEvolveIn,
@@ -114,13 +126,11 @@ class AMem(MemorySystem):
 
     def _construct(self, part: range, ctx: BuildContext) -> list[AMemNote]:
         out = ctx.llm(stages.AMEM_NOTE.name, AMemNoteIn(
-            traces=[view(self.traces[i], f"t{j}") for j, i in enumerate(part)], language=ctx.language))
+            traces=group_views(self.traces, part), language=ctx.language))
         self.calls += 1
         assert isinstance(out, AMemNotes)
-        by_id = {n.id: n for n in out.notes}
         notes = []
-        for j, i in enumerate(part):
-            got = by_id.get(f"t{j}")
+        for j, (i, got) in enumerate(zip(part, in_group_order(out.notes, part))):
             if got is None:  # the reply skipped this trace: an empty note still holds its content
                 self.counts["invalid"] += 1
                 got = AMemNote(id=f"t{j}", context=self.traces[i].medium)

@@ -25,6 +25,7 @@ from __future__ import annotations
 import datetime as dt
 from collections import Counter
 from collections.abc import Iterable, Sequence
+from typing import Protocol, TypeVar
 
 import numpy as np
 
@@ -80,6 +81,25 @@ def groups(traces: Sequence[MemoryTrace], size: int = GROUP_SIZE) -> list[range]
 
 def view(t: MemoryTrace, short_id: str) -> TraceView:
     return TraceView(id=short_id, medium=t.medium, event_date=t.event_date.isoformat(), content=t.content)
+
+
+def group_views(traces: Sequence[MemoryTrace], part: range) -> list[TraceView]:
+    """A group's traces as the model sees them, under short ids ``t0``, ``t1``, ... (place in the group)."""
+    return [view(traces[i], f"t{j}") for j, i in enumerate(part)]
+
+
+class _Reply(Protocol):
+    id: str
+
+
+R = TypeVar("R", bound=_Reply)
+
+
+def in_group_order(replies: Iterable[R], part: range) -> list[R | None]:
+    """Per-trace replies matched to the group by their short ids, in the group's order; None where the
+    reply skipped a trace."""
+    by_id = {r.id: r for r in replies}
+    return [by_id.get(f"t{j}") for j in range(len(part))]
 
 
 def unique(items: Iterable[str]) -> list[str]:
@@ -253,7 +273,7 @@ class Mem0(MemorySystem):
         for part in parts:
             recent = [clip(p.content, RECENT_CHARS) for p in traces[max(0, part.start - RECENT_TRACES): part.start]]
             out = ctx.llm(stages.MEM0_EXTRACT.name, Mem0ExtractIn(
-                traces=[view(traces[i], f"t{j}") for j, i in enumerate(part)], recent=recent, language=ctx.language))
+                traces=group_views(traces, part), recent=recent, language=ctx.language))
             calls += 1
             assert isinstance(out, Mem0Facts)
             extracted.append(self._facts(out, part))

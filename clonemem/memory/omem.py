@@ -38,11 +38,12 @@ from clonemem.memory.mem0 import (
     Versions,
     as_of_time,
     dot,
+    group_views,
     groups,
+    in_group_order,
     in_order,
     unique,
     versions_at,
-    view,
     when,
 )
 from clonemem.schemas.memsys import (
@@ -111,13 +112,11 @@ class OMem(MemorySystem):
 
     def _extract(self, part: range, ctx: BuildContext) -> list[OMemExtraction]:
         out = ctx.llm(stages.OMEM_EXTRACT.name, OMemExtractIn(
-            traces=[view(self.traces[i], f"t{j}") for j, i in enumerate(part)], language=ctx.language))
+            traces=group_views(self.traces, part), language=ctx.language))
         self.calls += 1
         assert isinstance(out, OMemExtractions)
-        by_id = {e.id: e for e in out.interactions}
         found = []
-        for j in range(len(part)):
-            e = by_id.get(f"t{j}")
+        for j, e in enumerate(in_group_order(out.interactions, part)):
             if e is None:
                 self.routed["invalid_interaction"] += 1
                 e = OMemExtraction(id=f"t{j}")
