@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import datetime as dt
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, ClassVar
 
@@ -71,6 +71,9 @@ class MemorySystem(ABC):
 
     name: ClassVar[str]
     llm_stages: ClassVar[tuple[Stage, ...]] = ()
+    # What the code hash and stage models cannot show of where results came from (a remote system's URL
+    # and `/v1/info` version, a results file's hash): merged into the system's provenance on evaluation.
+    provenance_extra: ClassVar[Mapping[str, str]] = {}
 
     @abstractmethod
     def build(self, traces: Sequence[MemoryTrace], ctx: BuildContext) -> None:
