@@ -1,30 +1,42 @@
 # Set-up is part of every target: a fresh machine needs only python3 (3.11+) and make.
+# `make demo` installs what the product needs at run time; the test targets add the dev extras
+# (pytest, Playwright, ruff, mypy) and the example plugin the tests evaluate.
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
+DEV    := $(VENV)/.installed-dev
 
-.PHONY: demo test test-slow bench clean
+.PHONY: demo test test-slow lint bench clean
 
-$(STAMP): pyproject.toml constraints.txt examples/clonemem-example-plugin/pyproject.toml
+$(STAMP): pyproject.toml constraints.txt
 	python3 -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -c constraints.txt -e .
+	touch $(STAMP)
+
+$(DEV): $(STAMP) examples/clonemem-example-plugin/pyproject.toml
 	$(PY) -m pip install --quiet -c constraints.txt -e '.[dev]'
 	# the example plugin, installed as a user installs a third-party plugin (tests evaluate it)
 	$(PY) -m pip install --quiet --no-deps -e examples/clonemem-example-plugin
-	touch $(STAMP)
+	touch $(DEV)
 
 demo: $(STAMP)
 	$(VENV)/bin/clonemem demo
 
-test: $(STAMP)
+test: $(DEV)
 	$(PY) -m pytest
 
 # the long scenarios (kill/resume, faults, budgets, real Prefect servers and workers, a browser, real
 # conversations); CI runs them after `make test`
-test-slow: $(STAMP)
+test-slow: $(DEV)
 	$(PY) -m pytest -m slow
 
-bench: $(STAMP)
+# static checks: ruff (configured in pyproject.toml) and mypy against its baseline (tools/check_types.py)
+lint: $(DEV)
+	$(VENV)/bin/ruff check .
+	$(PY) tools/check_types.py
+
+bench: $(DEV)
 	$(PY) benchmarks/import_release.py
 	$(PY) benchmarks/metrics_speed.py
 	$(PY) benchmarks/qa_cues.py
