@@ -16,9 +16,13 @@ GROUPS: dict[str, list[str]] = {"all": [], "persona": ["persona_id"], "question_
                                 "dimension": ["dimension"]}
 
 
-def aggregates(per_question: pl.DataFrame, samples: int, seed: int) -> dict[str, pl.DataFrame]:
-    """Every metric's mean, n and 95% bootstrap CI per system, k and each group of :data:`GROUPS`."""
-    return {g: M.aggregate(per_question, cols, samples, seed) for g, cols in GROUPS.items()}
+def aggregates(per_question: pl.DataFrame, samples: int, seed: int, by: M.Aggregate = "questions",
+               exclude_no_evidence: bool = False) -> dict[str, pl.DataFrame]:
+    """Every metric's mean, n and 95% bootstrap CI per system, k and each group of :data:`GROUPS`:
+    over questions or as the mean of persona means (``by``), with recall over the questions that have
+    evidence only if ``exclude_no_evidence`` (the paper's figures: ``by="personas"`` and both)."""
+    frame = M.without_evidence_excluded(per_question) if exclude_no_evidence else per_question
+    return {g: M.aggregate(frame, cols, samples, seed, by=by) for g, cols in GROUPS.items()}
 
 
 def _scores(agg: pl.DataFrame) -> dict[str, Any]:
