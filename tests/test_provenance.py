@@ -147,3 +147,30 @@ def test_a_copy_outside_any_checkout_has_no_commit(tmp_path: Path, monkeypatch) 
         assert provenance.git_state() == (None, None)
     finally:
         provenance.git_state.cache_clear()
+
+
+@pytest.mark.prefect
+def test_leaderboard_artifact_lists_the_provenance(two_evaluations) -> None:
+    """The leaderboard artifact a flow run leaves in Prefect carries the evaluation's provenance."""
+    from prefect import flow
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import FlowRunFilter
+
+    from clonemem.tasks.reporting import publish_leaderboard
+
+    _wh, _a, b = two_evaluations
+    result = EvaluationResult.model_validate(b)
+
+    @flow(name="provenance-artifact")
+    def publish() -> None:
+        publish_leaderboard(result)
+
+    state = publish(return_state=True)
+    with get_client(sync_client=True) as client:
+        artifacts = client.read_artifacts(flow_run_filter=FlowRunFilter(
+            id={"any_": [state.state_details.flow_run_id]}))  # type: ignore[arg-type]
+    board = next(a for a in artifacts if a.key == "leaderboard-demo")
+    mem0 = result.provenance.system("mem0")
+    assert "## Provenance" in board.data and f"commit `{result.provenance.git_commit[:12]}`" in board.data
+    assert f"| mem0 | `{mem0.code_hash}` | memory.mem0_extract: `offline/extractor-b`" in board.data
+    assert "aggregation: mean of persona means; recall leaves out questions without evidence" in board.data
