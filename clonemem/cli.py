@@ -415,12 +415,18 @@ def evaluate(
     json_out: Annotated[Path | None, typer.Option("--json", help="also write the results to this JSON file")] = None,
     config: Annotated[Path | None, typer.Option("--config", help="run configuration (models, bootstrap)")] = None,
     force: Annotated[bool, typer.Option("--force", help="evaluate a benchmark that did not pass the gate")] = False,
+    aggregate: Annotated[str | None, typer.Option(
+        "--aggregate", help="questions (mean over all questions) or personas (mean of persona means, as the "
+                            "paper); default: the config's [evaluation] aggregate")] = None,
+    exclude_no_evidence: Annotated[bool | None, typer.Option(
+        "--exclude-no-evidence/--include-no-evidence",
+        help="leave questions without evidence out of recall (as the paper) or score them 0; default: the config's")] = None,
 ) -> None:
     """Score memory systems on a benchmark; write metrics to the warehouse (and --json)."""
     from clonemem.flows.evaluation import evaluate_flow
     from clonemem.schemas.config import load_config
 
-    cfg = load_config(config)
+    cfg = _with_aggregation(load_config(config), aggregate, exclude_no_evidence)
     names = _csv(systems, "--systems") if systems else list(cfg.evaluation.systems)
     ks = _ks(k)
     _precheck_evaluation(benchmark, names, force)
@@ -440,6 +446,16 @@ def evaluate(
     typer.echo(leaderboard(result))
     if json_out is not None:
         _write_json(json_out, result)
+
+
+def _with_aggregation(cfg: Any, aggregate: str | None, exclude_no_evidence: bool | None) -> Any:
+    """The config with the command line's aggregation options over its [evaluation] ones."""
+    if aggregate is not None and aggregate not in ("questions", "personas"):
+        fail(f"--aggregate must be 'questions' or 'personas', got {aggregate!r}", code=2)
+    update = {k: v for k, v in (("aggregate", aggregate), ("exclude_no_evidence", exclude_no_evidence)) if v is not None}
+    if not update:
+        return cfg
+    return cfg.model_copy(update={"evaluation": cfg.evaluation.model_copy(update=update)})
 
 
 def _precheck_evaluation(benchmark: str, names: list[str], force: bool) -> None:

@@ -223,6 +223,11 @@ class EvaluationConfig(_Section):
     full_context_tokens: PosInt = 8000
     bootstrap_samples: PosInt = 1000
     concurrency: PosInt = 8  # answerer and judge calls in flight per (system, k, persona) batch
+    # How per-question metrics become one figure (the README's Evaluation section): the mean over all
+    # questions, or the paper's mean of persona means; and whether recall leaves out questions that
+    # have no evidence (the paper does) or scores them 0. Both change the numbers, so both are recorded.
+    aggregate: Literal["questions", "personas"] = "questions"
+    exclude_no_evidence: bool = False
 
 
 class RunConfig(_Section):

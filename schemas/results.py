@@ -6,7 +6,7 @@ of :class:`EvaluationResult` is the file's content.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
@@ -174,6 +174,69 @@ TypeScores = create_model(
 )
 
 
+class AggregationSettings(_R):
+    """How per-question scores became the figures: over questions or as the mean of persona means, and
+    whether recall left out questions without evidence (the paper: ``personas`` and ``True``)."""
+
+    aggregate: Literal["questions", "personas"] = "questions"
+    exclude_no_evidence: bool = False
+
+
+class SystemProvenance(_R):
+    """One memory system as evaluated: the hash of its code, the model bound to each LLM stage it
+    declares, and what it adds itself (``MemorySystem.provenance_extra``: a remote URL and version, a
+    results file's hash)."""
+
+    system: str
+    code_hash: str
+    llm_stages: dict[str, str] = Field(default_factory=dict)  # stage name -> "provider/model" of its role
+    extra: dict[str, str] = Field(default_factory=dict)
+
+
+class Provenance(_R):
+    """Where an evaluation's numbers came from. ``git_commit`` is None when not run from a checkout."""
+
+    project_version: str | None = None
+    git_commit: str | None = None
+    git_dirty: bool | None = None  # the checkout had uncommitted changes
+    answerer: str
+    judge: str
+    packages: dict[str, str | None] = Field(default_factory=dict)  # distribution -> version (None: absent)
+    systems: list[SystemProvenance] = Field(default_factory=list)
+    aggregation: AggregationSettings = AggregationSettings()
+
+    def system(self, name: str) -> SystemProvenance | None:
+        return next((s for s in self.systems if s.system == name), None)
+
+    def differences(self, other: Provenance, systems: list[str] | None = None) -> list[str]:
+        """What differs between two evaluations, one line each (``systems``: only those systems)."""
+        out = [f"{label}: {a} → {b}" for label, a, b in (
+            ("project version", self.project_version, other.project_version),
+            ("git commit", self.git_commit, other.git_commit), ("answerer", self.answerer, other.answerer),
+            ("judge", self.judge, other.judge),
+            ("aggregation", _agg(self.aggregation), _agg(other.aggregation))) if a != b]
+        out += [f"package {p}: {self.packages.get(p)} → {other.packages.get(p)}"
+                for p in sorted(set(self.packages) | set(other.packages)) if self.packages.get(p) != other.packages.get(p)]
+        names = systems if systems is not None else sorted({s.system for s in (*self.systems, *other.systems)})
+        for name in names:
+            a, b = self.system(name), other.system(name)
+            if a is None or b is None:
+                continue  # a system in one evaluation only is no provenance difference
+            if a.code_hash != b.code_hash:
+                out.append(f"{name} code: {a.code_hash} → {b.code_hash}")
+            for stage in sorted(set(a.llm_stages) | set(b.llm_stages)):
+                if a.llm_stages.get(stage) != b.llm_stages.get(stage):
+                    out.append(f"{name} {stage}: {a.llm_stages.get(stage)} → {b.llm_stages.get(stage)}")
+            for key in sorted(set(a.extra) | set(b.extra)):
+                if a.extra.get(key) != b.extra.get(key):
+                    out.append(f"{name} {key}: {a.extra.get(key)} → {b.extra.get(key)}")
+        return out
+
+
+def _agg(a: AggregationSettings) -> str:
+    return f"{a.aggregate}{', no-evidence left out' if a.exclude_no_evidence else ''}"
+
+
 class EvaluationResult(_R):
     benchmark: str
     benchmark_id: str
@@ -182,6 +245,7 @@ class EvaluationResult(_R):
     results: list[SystemScores]  # type: ignore[valid-type]
     by_question_type: list[TypeScores]  # type: ignore[valid-type]
     seconds: float = 0.0
+    provenance: Provenance | None = None  # None only for results built outside an evaluation run
 
     def scores(self, system: str, k: int) -> Any:
         return next(r for r in self.results if r.system == system and r.k == k)

@@ -60,6 +60,6 @@ class MemorySystemPolicy(CachePolicy):
 
         factory = SYSTEMS.get(inputs["system"])
         parts = [inputs["system"], code_hash(factory.__module__)]
-        parts += stage_key_parts(getattr(factory, "stages", ()), runtime.current().config)
+        parts += stage_key_parts(getattr(factory, "llm_stages", ()), runtime.current().config)
         parts += [code_hash(m) for m in self.modules]
         return stable_hash("|".join(parts))

@@ -13,7 +13,7 @@ from prefect import task
 from prefect.cache_policies import INPUTS, NO_CACHE, TASK_SOURCE
 
 from clonemem import runtime
-from clonemem.evaluation import report
+from clonemem.evaluation import provenance, report
 from clonemem.evaluation import stages as E
 from clonemem.evaluation.diagnosis import judge_supports
 from clonemem.evaluation.land import Answers, EvaluationRun, Retrievals, evaluation_rows, land_evaluation, system_stats
@@ -71,11 +71,16 @@ def answer_task(system: str, k: int, persona: PersonaData, retrieval: Retrieval)
 @task(cache_policy=NO_CACHE, task_run_name="land evaluation {run.benchmark}")
 def land_task(warehouse_path: str, run: EvaluationRun, personas: list[PersonaData], retrievals: Retrievals,
               answers: Answers, calls: Sequence[CallRecord]) -> EvaluationResult:
-    """Per-question metrics, aggregates with bootstrap intervals, efficiency; landed in one transaction."""
+    """Per-question metrics, aggregates with bootstrap intervals (aggregated as the config says),
+    efficiency and provenance; landed in one transaction."""
     rows = evaluation_rows(run, personas, retrievals, answers)
     stats = system_stats(run.systems, personas, retrievals)
-    aggs = report.aggregates(rows.per_question, run.config.evaluation.bootstrap_samples, run.config.seed)
+    ev = run.config.evaluation
+    aggs = report.aggregates(rows.per_question, ev.bootstrap_samples, run.config.seed, by=ev.aggregate,
+                             exclude_no_evidence=ev.exclude_no_evidence)
+    prov = provenance.collect(run.systems, run.config)
     with Warehouse.open_writer(warehouse_path) as wh:
-        land_evaluation(wh, run, rows, stats, aggs, calls)
+        land_evaluation(wh, run, rows, stats, aggs, calls, provenance=prov)
     return report.evaluation_result(rows.per_question, aggs, stats, run.systems, run.ks, benchmark=run.benchmark,
-                                    benchmark_id=run.benchmark_id, eval_run_id=run.eval_run_id, offline=run.offline)
+                                    benchmark_id=run.benchmark_id, eval_run_id=run.eval_run_id, offline=run.offline,
+                                    provenance=prov)

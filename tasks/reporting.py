@@ -11,7 +11,7 @@ import logging
 import os
 from typing import Any
 
-from clonemem.evaluation.report import leaderboard_markdown
+from clonemem.evaluation.report import leaderboard_markdown, provenance_markdown
 from clonemem.expectations.gate import GateResult
 from clonemem.schemas.results import EvaluationResult, PipelineResult, QAResult
 
@@ -93,7 +93,8 @@ def publish_leaderboard(result: EvaluationResult) -> None:
         markdown=f"# Leaderboard: {result.benchmark}\n\n"
                  f"{'Offline answerer/judge' if result.offline else 'Live models'}; 95% bootstrap intervals.\n\n"
                  f"{leaderboard_markdown(result)}\n\n"
-                 f"[Open in the dashboard]({dashboard_url('Leaderboard', benchmark=result.benchmark_id)})\n",
+                 + (f"## Provenance\n\n{provenance_markdown(result.provenance)}\n\n" if result.provenance else "")
+                 + f"[Open in the dashboard]({dashboard_url('Leaderboard', benchmark=result.benchmark_id)})\n",
         description=f"Leaderboard of {result.benchmark!r} (evaluation run {result.eval_run_id})")
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import polars as pl
 
 from clonemem.qa.cues import CUE_ITEMS_SQL
+from clonemem.schemas.results import Provenance
 from clonemem.warehouse.guard import GuardedConnection as Db
 
 # The tables every page relies on; a warehouse without them was not made by clonemem (or is empty).
@@ -375,6 +376,17 @@ def eval_runs(db: Db, benchmark_id: str) -> pl.DataFrame:
                (SELECT list_sort(list(DISTINCT k)) FROM eval_metrics m
                  WHERE m.eval_run_id = e.eval_run_id AND m.group_by = 'all') AS ks
         FROM eval_runs e WHERE e.benchmark_id = ? ORDER BY e.started_at DESC""", [benchmark_id])
+
+
+def eval_provenance(db: Db, eval_run_id: str, table_columns: list[str]) -> Provenance | None:
+    """Where an evaluation's numbers came from; None for an evaluation landed before provenance was
+    recorded (or a warehouse whose ``eval_runs`` has no such column: ``table_columns``)."""
+    if "provenance_json" not in table_columns:
+        return None
+    frame = db.frame("SELECT provenance_json::VARCHAR AS p FROM eval_runs WHERE eval_run_id = ?", [eval_run_id])
+    if frame.height == 0 or frame["p"][0] is None:
+        return None
+    return Provenance.model_validate_json(frame["p"][0])
 
 
 def question_retrievals(db: Db, eval_run_id: str, question_id: str) -> pl.DataFrame:

@@ -14,7 +14,7 @@ from clonemem.evaluation.run import Outcome, PersonaData, Retrieval, percentile,
 from clonemem.faults import checkpoint
 from clonemem.llm.types import CallRecord
 from clonemem.schemas.config import RunConfig
-from clonemem.schemas.results import AGGREGATED
+from clonemem.schemas.results import AGGREGATED, Provenance
 from clonemem.warehouse import Warehouse
 from clonemem.warehouse.landing import new_calls
 
@@ -94,14 +94,20 @@ def system_stats(systems: Sequence[str], personas: Sequence[PersonaData], retrie
 
 
 def land_evaluation(wh: Warehouse, run: EvaluationRun, rows: EvaluationRows, stats: Mapping[str, Mapping],
-                    aggregates: Mapping[str, pl.DataFrame], calls: Sequence[CallRecord] = ()) -> None:
-    """Everything of one evaluation, with the LLM calls it made, in one transaction."""
+                    aggregates: Mapping[str, pl.DataFrame], calls: Sequence[CallRecord] = (),
+                    provenance: Provenance | None = None) -> None:
+    """Everything of one evaluation, with the LLM calls it made and where its numbers came from, in one
+    transaction."""
     eid = run.eval_run_id
+    ev = run.config.evaluation
     with wh.transaction():
         wh.upsert("eval_runs", [{
             "eval_run_id": eid, "benchmark_id": run.benchmark_id, "run_id": run.flow_run_id or eid, "forced": run.force,
             "config_json": json.dumps({"systems": list(run.systems), "k": list(run.ks),
-                                       "models": run.config.models.model_dump()}),
+                                       "models": run.config.models.model_dump(),
+                                       "aggregation": {"aggregate": ev.aggregate,
+                                                       "exclude_no_evidence": ev.exclude_no_evidence}}),
+            "provenance_json": None if provenance is None else provenance.model_dump_json(),
             "started_at": run.started_at, "finished_at": dt.datetime.now(dt.UTC).replace(tzinfo=None)}])
         wh.upsert("eval_retrievals", rows.retrievals)
         wh.upsert("eval_answers", rows.answers)

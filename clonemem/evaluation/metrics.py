@@ -8,6 +8,7 @@ no (non-empty) evidence set scores 0 on every recall variant.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Literal
 
 import numpy as np
 import polars as pl
@@ -15,7 +16,7 @@ from threadpoolctl import threadpool_limits
 
 from clonemem.schemas.results import AGGREGATED, JUDGED, METRICS, RECALLS
 
-__all__ = ["JUDGED", "METRICS", "RECALLS", "aggregate", "bootstrap_ci", "choice_correct", "judged", "recall_at_k"]
+__all__ = ["JUDGED", "METRICS", "RECALLS", "Aggregate", "aggregate", "without_evidence_excluded", "bootstrap_ci", "choice_correct", "judged", "recall_at_k"]
 
 
 def top_k_unique(retrieved: Sequence[str], k: int) -> list[str]:
@@ -84,15 +85,53 @@ def _weights(n: int, samples: int, seed: int) -> np.ndarray:
     return np.bincount(flat, minlength=samples * n).reshape(samples, n).astype(np.float64)
 
 
-def aggregate(per_question: pl.DataFrame, group_cols: Sequence[str], samples: int = 1000, seed: int = 0) -> pl.DataFrame:
+Aggregate = Literal["questions", "personas"]
+
+
+def without_evidence_excluded(per_question: pl.DataFrame) -> pl.DataFrame:
+    """Recall left out (null) for questions that have no evidence item, as the paper's evaluation does;
+    they otherwise score 0. Other metrics (choice, judge) are kept: such questions are still answered."""
+    if "has_evidence" not in per_question.columns:
+        raise ValueError("per-question metrics have no has_evidence column: cannot leave out questions without evidence")
+    return per_question.with_columns(
+        [pl.when(pl.col("has_evidence")).then(pl.col(m)).otherwise(None).alias(m) for m in RECALLS
+         if m in per_question.columns])
+
+
+def aggregate(per_question: pl.DataFrame, group_cols: Sequence[str], samples: int = 1000, seed: int = 0,
+              by: Aggregate = "questions") -> pl.DataFrame:
     """Mean, n and 95% bootstrap CI of every metric, per system, k and group (long format).
 
     ``per_question`` has columns system, k, question_id, <group cols>, and one column per metric.
     Every (system, k) sees the same questions, so each group's resampling matrix is drawn once and
     shared; unscored (null) values are left out of both the mean and its resamples.
+
+    ``by="personas"`` is the paper's figure: the mean of each persona's mean (personas without a value
+    left out), bootstrapped by resampling questions within each persona with the personas fixed, so
+    the interval is that of the same macro mean; ``n`` still counts questions.
     """
     with threadpool_limits(limits=1, user_api="blas"):
+        if by == "personas":
+            return _aggregate_personas(per_question, group_cols, samples, seed)
         return _aggregate(per_question, group_cols, samples, seed)
+
+
+def _matrix(part: pl.DataFrame, metrics: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    x = part.select([pl.col(m).cast(pl.Float64) for m in metrics]).to_numpy()
+    present = ~np.isnan(x)
+    return np.where(present, x, 0.0), present
+
+
+def _interval(count: int, mean: float | None, boot: np.ndarray) -> tuple[float | None, float | None]:
+    if count == 0:
+        return None, None
+    if count == 1:
+        return mean, mean
+    finite = boot[~np.isnan(boot)]
+    if not finite.size:
+        return mean, mean
+    low, high = (float(v) for v in np.percentile(finite, [2.5, 97.5]))
+    return low, high
 
 
 def _aggregate(per_question: pl.DataFrame, group_cols: Sequence[str], samples: int, seed: int) -> pl.DataFrame:
@@ -104,10 +143,8 @@ def _aggregate(per_question: pl.DataFrame, group_cols: Sequence[str], samples: i
     rows = []
     for key, part in frame.group_by(["system", "k", *group_cols], maintain_order=True):
         group = tuple(key[2:])
-        x = part.select([pl.col(m).cast(pl.Float64) for m in metrics]).to_numpy()
-        present = ~np.isnan(x)
-        values = np.where(present, x, 0.0)
-        n = x.shape[0]
+        values, present = _matrix(part, metrics)
+        n = values.shape[0]
         if (group, n) not in weights:
             weights[(group, n)] = _weights(n, samples, seed + len(weights)) if n > 1 else np.ones((1, n))
         w = weights[(group, n)]
@@ -116,13 +153,42 @@ def _aggregate(per_question: pl.DataFrame, group_cols: Sequence[str], samples: i
         for j, metric in enumerate(metrics):
             count = int(present[:, j].sum())
             mean = float(values[:, j].sum() / count) if count else None
-            if count == 0:
-                low = high = None
-            elif count == 1:
-                low = high = mean
-            else:
-                finite = boot[:, j][~np.isnan(boot[:, j])]
-                low, high = (float(v) for v in np.percentile(finite, [2.5, 97.5]))
+            low, high = _interval(count, mean, boot[:, j])
             rows.append({"system": key[0], "k": key[1], **dict(zip(group_cols, group)), "metric": metric, "n": count,
                          "value": mean, "ci_low": low, "ci_high": high})
     return pl.DataFrame(rows, infer_schema_length=None)
+
+
+def _aggregate_personas(per_question: pl.DataFrame, group_cols: Sequence[str], samples: int, seed: int) -> pl.DataFrame:
+    metrics = [m for m in AGGREGATED if m in per_question.columns]
+    frame = per_question.sort(["system", "k", *group_cols, "persona_id", "question_id"])
+    weights: dict[tuple, np.ndarray] = {}
+    rows = []
+    for key, part in frame.group_by(["system", "k", *group_cols], maintain_order=True):
+        group = tuple(key[2:])
+        means, boots, counts = [], [], np.zeros(len(metrics), dtype=int)
+        for (pid,), persona in part.group_by(["persona_id"], maintain_order=True):
+            values, present = _matrix(persona, metrics)
+            n = values.shape[0]
+            if (group, pid, n) not in weights:  # every resample a full row: personas are averaged per resample
+                weights[(group, pid, n)] = _weights(n, samples, seed + len(weights)) if n > 1 else np.ones((samples, 1))
+            w = weights[(group, pid, n)]
+            with np.errstate(invalid="ignore", divide="ignore"):
+                boots.append((w @ values) / (w @ present.astype(np.float64)))
+                means.append(values.sum(axis=0) / present.sum(axis=0))
+            counts += present.sum(axis=0)
+        point, boot = _nanmean(np.stack(means)), _nanmean(np.stack(boots))
+        for j, metric in enumerate(metrics):
+            count = int(counts[j])
+            mean = None if np.isnan(point[j]) else float(point[j])
+            low, high = _interval(count, mean, boot[:, j])
+            rows.append({"system": key[0], "k": key[1], **dict(zip(group_cols, group)), "metric": metric, "n": count,
+                         "value": mean, "ci_low": low, "ci_high": high})
+    return pl.DataFrame(rows, infer_schema_length=None)
+
+
+def _nanmean(stack: np.ndarray) -> np.ndarray:
+    """Mean over the first axis (personas), leaving out NaN (a persona without a value); NaN if none."""
+    have = ~np.isnan(stack)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(have, stack, 0.0).sum(axis=0) / have.sum(axis=0)

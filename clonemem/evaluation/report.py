@@ -9,16 +9,21 @@ from typing import Any
 import polars as pl
 
 from clonemem.evaluation import metrics as M
-from clonemem.schemas.results import DIAGNOSIS, EFFICIENCY, METRICS, Diagnosis, EvaluationResult, SystemScores, TypeScores
+from clonemem.schemas.results import (DIAGNOSIS, EFFICIENCY, METRICS, Diagnosis, EvaluationResult, Provenance,
+                                      SystemScores, TypeScores)
 
 # group name -> the per-question columns it groups by (besides system and k)
 GROUPS: dict[str, list[str]] = {"all": [], "persona": ["persona_id"], "question_type": ["question_type"],
                                 "dimension": ["dimension"]}
 
 
-def aggregates(per_question: pl.DataFrame, samples: int, seed: int) -> dict[str, pl.DataFrame]:
-    """Every metric's mean, n and 95% bootstrap CI per system, k and each group of :data:`GROUPS`."""
-    return {g: M.aggregate(per_question, cols, samples, seed) for g, cols in GROUPS.items()}
+def aggregates(per_question: pl.DataFrame, samples: int, seed: int, by: M.Aggregate = "questions",
+               exclude_no_evidence: bool = False) -> dict[str, pl.DataFrame]:
+    """Every metric's mean, n and 95% bootstrap CI per system, k and each group of :data:`GROUPS`:
+    over questions or as the mean of persona means (``by``), with recall over the questions that have
+    evidence only if ``exclude_no_evidence`` (the paper's figures: ``by="personas"`` and both)."""
+    frame = M.without_evidence_excluded(per_question) if exclude_no_evidence else per_question
+    return {g: M.aggregate(frame, cols, samples, seed, by=by) for g, cols in GROUPS.items()}
 
 
 def _scores(agg: pl.DataFrame) -> dict[str, Any]:
@@ -50,7 +55,8 @@ def _where(frame: pl.DataFrame, **equal: object) -> pl.DataFrame:
 
 def evaluation_result(per_question: pl.DataFrame, aggs: Mapping[str, pl.DataFrame], stats: Mapping[str, Mapping],
                       systems: Sequence[str], ks: Sequence[int], *, benchmark: str, benchmark_id: str,
-                      eval_run_id: str, offline: bool, seconds: float = 0.0) -> EvaluationResult:
+                      eval_run_id: str, offline: bool, seconds: float = 0.0,
+                      provenance: Provenance | None = None) -> EvaluationResult:
     """The result per (system, k) and per question type, in the order systems and k were asked for."""
     results, by_type = [], []
     for s in systems:
@@ -68,7 +74,7 @@ def evaluation_result(per_question: pl.DataFrame, aggs: Mapping[str, pl.DataFram
                 by_type.append(TypeScores(system=s, k=k, question_type=qtype, n_questions=tsub.height,
                                           **_scores(typed), diagnosis=_diagnosis(typed)))
     return EvaluationResult(benchmark=benchmark, benchmark_id=benchmark_id, eval_run_id=eval_run_id, offline=offline,
-                            results=results, by_question_type=by_type, seconds=seconds)
+                            results=results, by_question_type=by_type, seconds=seconds, provenance=provenance)
 
 
 LEADERBOARD_COLUMNS = (("recall_flat", "R-flat"), ("recall_all_any", "R-all-any"), ("recall_any_any", "R-any-any"),
@@ -103,4 +109,21 @@ def leaderboard_markdown(result: EvaluationResult) -> str:
             value, ci = getattr(r, m), getattr(r, f"{m}_ci")
             cells.append("–" if value is None else f"{value:.3f}" + (f" [{ci[0]:.3f}, {ci[1]:.3f}]" if ci else ""))
         lines.append(f"| {r.system} | {r.k} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def provenance_markdown(prov: Provenance) -> str:
+    """Where the numbers came from, as Markdown (the leaderboard artifact)."""
+    commit = "not run from a git checkout" if prov.git_commit is None else \
+        f"`{prov.git_commit[:12]}`" + (" (uncommitted changes)" if prov.git_dirty else "")
+    agg = ("mean of persona means" if prov.aggregation.aggregate == "personas" else "mean over questions") + \
+        ("; recall leaves out questions without evidence" if prov.aggregation.exclude_no_evidence else "")
+    lines = [f"clonemem {prov.project_version or '?'}, commit {commit}; answerer `{prov.answerer}`, judge `{prov.judge}`; "
+             f"aggregation: {agg}.", "",
+             "Packages: " + ", ".join(f"{p} {v or '–'}" for p, v in sorted(prov.packages.items())), "",
+             "| system | code hash | stage models | extra |", "|---|---|---|---|"]
+    for s in prov.systems:
+        stages = ", ".join(f"{k}: `{v}`" for k, v in s.llm_stages.items()) or "–"
+        extra = ", ".join(f"{k}: {v}" for k, v in s.extra.items()) or "–"
+        lines.append(f"| {s.system} | `{s.code_hash}` | {stages} | {extra} |")
     return "\n".join(lines)

@@ -177,6 +177,7 @@ def question_metrics(system: str, k: int, q: EvalQuestion, retrieval: Retrieval,
     ids = [t for item in trace_ids for t in item]
     row = {"system": system, "k": k, "question_id": q.question_id, "persona_id": q.persona_id,
            "question_type": q.question_type, "dimension": q.dimension,
+           "has_evidence": bool(q.evidence_sets),  # any evidence item, even one without trace ids (as the paper counts)
            **M.recall_at_k(q.evidence_sets, ids, k)}
     if outcome is None:
         row.update({"choice_accuracy": None, **dict.fromkeys(M.JUDGED), **dict.fromkeys(DIAGNOSIS)})

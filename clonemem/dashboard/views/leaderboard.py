@@ -46,6 +46,7 @@ def render(session: Session) -> None:
     st.dataframe(wide.sort("system"), hide_index=True)
     _groups(session, eval_run_id, metric, k)
     _efficiency(session, eval_run_id)
+    _provenance(session, eval_run_id)
     _compare(session, runs, eval_run_id, metric, labels)
 
 
@@ -72,6 +73,42 @@ def _efficiency(session: Session, eval_run_id: str) -> None:
     st.dataframe(frame, hide_index=True)
 
 
+def _provenance(session: Session, eval_run_id: str) -> None:
+    st.subheader("Provenance")
+    prov = Q.eval_provenance(session.db, eval_run_id, session.columns("eval_runs"))
+    if prov is None:
+        st.info("This evaluation was stored without provenance (before it was recorded): its code, models "
+                "and package versions are unknown.")
+        return
+    commit = "not run from a git checkout" if prov.git_commit is None else \
+        f"commit {prov.git_commit[:12]}" + (" with uncommitted changes" if prov.git_dirty else "")
+    agg = ("mean of persona means" if prov.aggregation.aggregate == "personas" else "mean over questions") + \
+        (", recall without questions lacking evidence" if prov.aggregation.exclude_no_evidence else "")
+    st.caption(f"clonemem {prov.project_version or '?'}, {commit}; answerer {prov.answerer}, judge {prov.judge}; "
+               f"aggregation: {agg}. Packages: "
+               + ", ".join(f"{name} {version or '–'}" for name, version in sorted(prov.packages.items())))
+    st.dataframe(pl.DataFrame([{"system": s.system, "code_hash": s.code_hash,
+                                "stage_models": ", ".join(f"{k}={v}" for k, v in s.llm_stages.items()),
+                                "extra": ", ".join(f"{k}={v}" for k, v in s.extra.items())} for s in prov.systems],
+                              schema=["system", "code_hash", "stage_models", "extra"]), hide_index=True)
+
+
+def _provenance_difference(session: Session, a: str, b: str) -> None:
+    """Say whether the two evaluations' numbers came from the same code, models, packages and aggregation."""
+    columns = session.columns("eval_runs")
+    pa, pb = Q.eval_provenance(session.db, a, columns), Q.eval_provenance(session.db, b, columns)
+    if pa is None or pb is None:
+        st.warning("Provenance unknown for " + ("both evaluations" if pa is None and pb is None else
+                                                 "evaluation " + ("A" if pa is None else "B"))
+                   + ": they may differ in code, models or package versions.")
+        return
+    differences = pa.differences(pb)
+    if differences:
+        st.warning("These evaluations differ in provenance (A → B): " + "; ".join(differences))
+    else:
+        st.caption("Same provenance: code, stage models, answerer, judge, package versions and aggregation.")
+
+
 def _compare(session: Session, runs: pl.DataFrame, eval_run_id: str, metric: str, labels: dict[str, str]) -> None:
     st.subheader("Two evaluations side by side")
     others = [r for r in runs["eval_run_id"].to_list() if r != eval_run_id]
@@ -80,6 +117,7 @@ def _compare(session: Session, runs: pl.DataFrame, eval_run_id: str, metric: str
                 "to compare two runs here.")
         return
     other = st.selectbox("Compare with", others, format_func=labels.__getitem__, key="lb_other")
+    _provenance_difference(session, eval_run_id, other)
     both = pl.concat([
         Q.metrics(session.db, run_id, "all").filter(pl.col("metric") == metric).with_columns(run=pl.lit(name))
         for run_id, name in ((eval_run_id, "A: " + labels[eval_run_id][:30]), (other, "B: " + labels[other][:30]))])
