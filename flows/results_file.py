@@ -53,6 +53,6 @@ def evaluate_results_file_flow(warehouse_path: str, benchmark: str, path: str, n
     result = result.model_copy(update={"seconds": round(time.perf_counter() - started, 2)})
     log(f"results file {resolved.file} (sha256 {resolved.sha256}) scored as {name!r}: {resolved.lines} lines, "
         f"{len(resolved.missing)} questions missing")
-    publish_leaderboard(result)
+    publish_leaderboard(result, run.provenance)
     return ResultsFileScored(evaluation=result, system=name, file=resolved.file, sha256=resolved.sha256,
                              lines=resolved.lines, missing=len(resolved.missing), ks=tuple(ks))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Mapping
 from typing import Any
 
 from clonemem.evaluation.report import leaderboard_markdown
@@ -79,7 +80,9 @@ def publish_qa(result: QAResult, name: str) -> None:
                     f"{result.cues.overlap_option_accuracy} (chance 0.25).")
 
 
-def publish_leaderboard(result: EvaluationResult) -> None:
+def publish_leaderboard(result: EvaluationResult, provenance: Mapping[str, Mapping[str, str]] | None = None) -> None:
+    """The leaderboard in the log and as a Prefect artifact; ``provenance``: per system, where its results
+    came from beyond its name (a results file's name and sha256)."""
     log(result.summary())
     for r in result.results:
         log(f"  {r.system} k={r.k}: recall_flat {_fmt(r.recall_flat)}, choice {_fmt(r.choice_accuracy)}, "
@@ -93,7 +96,10 @@ def publish_leaderboard(result: EvaluationResult) -> None:
         markdown=f"# Leaderboard: {result.benchmark}\n\n"
                  f"{'Offline answerer/judge' if result.offline else 'Live models'}; 95% bootstrap intervals.\n\n"
                  f"{leaderboard_markdown(result)}\n\n"
-                 f"[Open in the dashboard]({dashboard_url('Leaderboard', benchmark=result.benchmark_id)})\n",
+                 + "".join(f"- `{system}`: " + ", ".join(f"{k} `{v}`" for k, v in extra.items()) + "\n"
+                           for system, extra in (provenance or {}).items())
+                 + (provenance and "\n" or "")
+                 + f"[Open in the dashboard]({dashboard_url('Leaderboard', benchmark=result.benchmark_id)})\n",
         description=f"Leaderboard of {result.benchmark!r} (evaluation run {result.eval_run_id})")
 
 
