@@ -411,7 +411,8 @@ def _write_json(path: Path, result: Any) -> None:
 def evaluate(
     benchmark: Annotated[str, typer.Argument(help="benchmark id or name")],
     systems: Annotated[str, typer.Option("--systems", help="comma-separated; see `clonemem systems`")] = "",
-    k: Annotated[str, typer.Option("--k", help="retrieval depths, comma-separated")] = "5,10,20",
+    k: Annotated[str, typer.Option("--k", help="retrieval depths, comma-separated [default: 5,10,20; with "
+                                               "--retrievals: the most items on any line]")] = "",
     json_out: Annotated[Path | None, typer.Option("--json", help="also write the results to this JSON file")] = None,
     config: Annotated[Path | None, typer.Option("--config", help="run configuration (models, bootstrap)")] = None,
     force: Annotated[bool, typer.Option("--force", help="evaluate a benchmark that did not pass the gate")] = False,
@@ -421,14 +422,22 @@ def evaluate(
     exclude_no_evidence: Annotated[bool | None, typer.Option(
         "--exclude-no-evidence/--include-no-evidence",
         help="leave questions without evidence out of recall (as the paper) or score them 0; default: the config's")] = None,
+    retrievals: Annotated[Path | None, typer.Option(
+        "--retrievals", help="score a system run elsewhere: a results file (JSONL, one line per question; see the README)",
+    )] = None,
+    name: Annotated[str | None, typer.Option("--name", help="with --retrievals: the name its results are stored under")] = None,
+    allow_missing: Annotated[bool, typer.Option(
+        "--allow-missing", help="with --retrievals: score questions without a line as retrieving nothing")] = False,
 ) -> None:
-    """Score memory systems on a benchmark; write metrics to the warehouse (and --json)."""
+    """Score memory systems (or a results file) on a benchmark; write metrics to the warehouse (and --json)."""
     from clonemem.flows.evaluation import evaluate_flow
     from clonemem.schemas.config import load_config
 
     cfg = _with_aggregation(load_config(config), aggregate, exclude_no_evidence)
+    if retrievals is not None or name is not None or allow_missing:
+        return _evaluate_results_file(benchmark, retrievals, name, systems, k, json_out, cfg, force, allow_missing)
     names = _csv(systems, "--systems") if systems else list(cfg.evaluation.systems)
-    ks = _ks(k)
+    ks = _ks(k or "5,10,20")
     _precheck_evaluation(benchmark, names, force)
     from clonemem.progress import shown
 
@@ -456,6 +465,64 @@ def _with_aggregation(cfg: Any, aggregate: str | None, exclude_no_evidence: bool
     if not update:
         return cfg
     return cfg.model_copy(update={"evaluation": cfg.evaluation.model_copy(update=update)})
+
+
+def _evaluate_results_file(benchmark: str, path: Path | None, name: str | None, systems: str, k: str,
+                           json_out: Path | None, cfg: Any, force: bool, allow_missing: bool) -> None:
+    """`evaluate --retrievals FILE --name NAME`: the file is checked whole before anything runs; a bad file
+    is bad input (exit 1, nothing stored), not a failed system: no system of ours ran."""
+    from clonemem.evaluation.results_file import ResultsFileError, file_ks, read_and_resolve
+    from clonemem.flows.results_file import evaluate_results_file_flow
+    from clonemem.memory import SYSTEMS
+    from clonemem.progress import shown
+    from clonemem.warehouse import Warehouse
+    from clonemem.warehouse.catalog import require_gate_passed
+
+    if path is None or not name:
+        fail("--retrievals FILE and --name NAME go together (--allow-missing needs them too)", code=ExitCode.USAGE)
+    if systems:
+        fail("--systems and --retrievals exclude each other: score a results file in a run of its own",
+             code=ExitCode.USAGE)
+    if name in SYSTEMS.names():
+        fail(f"--name {name!r} is a registered memory system: name the file's system otherwise", code=ExitCode.USAGE)
+    ks = _ks(k) if k else None
+    try:
+        with Warehouse.open_reader(State.warehouse) as wh:
+            bid, _ = require_gate_passed(wh, benchmark, force)
+            file_ks(read_and_resolve(wh, bid, path, allow_missing), ks)
+        with writing(State.warehouse), shown():
+            scored = evaluate_results_file_flow(str(State.warehouse.expanduser().resolve()), benchmark, str(path), name,
+                                                ks, force, cfg, allow_missing)
+    except ResultsFileError as exc:
+        fail(f"{exc}; nothing was stored")
+    typer.echo(f"results file {scored.file} (sha256 {scored.sha256}) scored as {name!r} at k="
+               f"{','.join(map(str, scored.ks))}: {scored.lines} lines"
+               + (f"; {scored.missing} questions without a line scored as retrieving nothing" if scored.missing else ""),
+               err=True)
+    typer.echo(leaderboard(scored.evaluation))
+    if json_out is not None:
+        _write_json(json_out, scored.evaluation)
+
+
+@app.command("export-retrievals")
+@handles_errors
+def export_retrievals(
+    eval_run: Annotated[str, typer.Argument(help="evaluation run id, or a benchmark id or name (its latest evaluation)")],
+    out: Annotated[Path, typer.Option("--out", help="results file to write (JSONL)")],
+    system: Annotated[str | None, typer.Option("--system", help="which system (required when the run scored several)")] = None,
+    k: Annotated[int | None, typer.Option("--k", min=1, help="which k (required when the run scored several)")] = None,
+) -> None:
+    """Write one system's retrievals, choices and answers of a stored evaluation as a results file."""
+    from clonemem.evaluation.results_file import ResultsFileError, export_retrievals as export
+    from clonemem.warehouse import Warehouse
+
+    try:
+        with Warehouse.open_reader(State.warehouse) as wh:
+            got = export(wh, eval_run, out, system, k)
+    except ResultsFileError as exc:
+        fail(str(exc))
+    typer.echo(f"{got.lines} lines: {got.system} at k={got.k} of evaluation run {got.eval_run_id}", err=True)
+    typer.echo(str(got.path))
 
 
 def _precheck_evaluation(benchmark: str, names: list[str], force: bool) -> None:

@@ -82,8 +82,10 @@ class Bars:
 
 
 @contextmanager
-def shown(out: TextIO = sys.stderr) -> Iterator[None]:
-    """Show progress for the duration: bars on a terminal, plain lines otherwise."""
+def shown(out: TextIO | None = None) -> Iterator[None]:
+    """Show progress for the duration: bars on a terminal, plain lines otherwise. The default is the
+    standard error of the moment, not of import time (a test runner swaps it per command)."""
+    out = out or sys.stderr
     if out.isatty():
         with Bars(out) as bars, listening(bars):
             yield

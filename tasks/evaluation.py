@@ -78,7 +78,7 @@ def land_task(warehouse_path: str, run: EvaluationRun, personas: list[PersonaDat
     ev = run.config.evaluation
     aggs = report.aggregates(rows.per_question, ev.bootstrap_samples, run.config.seed, by=ev.aggregate,
                              exclude_no_evidence=ev.exclude_no_evidence)
-    prov = provenance.collect(run.systems, run.config)
+    prov = provenance.collect(run.systems, run.config, run.provenance)
     with Warehouse.open_writer(warehouse_path) as wh:
         land_evaluation(wh, run, rows, stats, aggs, calls, provenance=prov)
     return report.evaluation_result(rows.per_question, aggs, stats, run.systems, run.ks, benchmark=run.benchmark,

@@ -80,6 +80,7 @@ def publish_qa(result: QAResult, name: str) -> None:
 
 
 def publish_leaderboard(result: EvaluationResult) -> None:
+    """The leaderboard in the log and as a Prefect artifact, with the evaluation's provenance."""
     log(result.summary())
     for r in result.results:
         log(f"  {r.system} k={r.k}: recall_flat {_fmt(r.recall_flat)}, choice {_fmt(r.choice_accuracy)}, "

@@ -29,7 +29,7 @@ RAW_KINDS = frozenset({"trace", "note", "statement"})  # items that carry their 
 
 @dataclass(frozen=True)
 class EvidenceDiagnosis:
-    written: bool
+    written: bool | None  # None: not known (a results file that does not say)
     read_rank: int | None  # rank of the first retrieved item that represents it, None if none did
 
 
@@ -85,13 +85,27 @@ def diagnose_question(memory: MemorySystem, question_time, evidence: Sequence[tu
     return tuple(out)
 
 
+def diagnose_read(evidence: Sequence[tuple[str, Sequence[str]]], retrieved: Sequence[Retrieved], supports: Supports,
+                  written: bool | None) -> tuple[EvidenceDiagnosis, ...]:
+    """Read of each evidence item from the retrieved items alone (a results file: what the system stored is
+    not known here); ``written`` is what the file says of the write step, if anything."""
+    out = []
+    for statement, trace_ids in evidence:
+        if not trace_ids:
+            continue
+        hits = _represents(retrieved, frozenset(trace_ids), statement, supports)
+        out.append(EvidenceDiagnosis(written, next((n for n, hit in enumerate(hits) if hit), None)))
+    return tuple(out)
+
+
 def verdict(evidence: tuple[EvidenceDiagnosis, ...] | None, seen: int, answered_right: bool | None) -> dict[str, float | None]:
     """The first failing step as four exclusive indicators (all None when it cannot be decided: the
     system lists no stored memory, or the answer was not scored). ``seen``: how many retrieved items
-    the answerer was given."""
+    the answerer was given. When writing is not known (``written`` None) the write step is left blank
+    and the later steps are decided as if the evidence was written."""
     if evidence is None:
         return dict.fromkeys(DIAGNOSIS)
-    if not all(e.written for e in evidence):
+    if any(e.written is False for e in evidence):
         step = "write_failure"
     elif not all(e.read_rank is not None and e.read_rank < seen for e in evidence):
         step = "read_failure"
@@ -99,4 +113,7 @@ def verdict(evidence: tuple[EvidenceDiagnosis, ...] | None, seen: int, answered_
         return dict.fromkeys(DIAGNOSIS)
     else:
         step = "correct" if answered_right else "utilization_failure"
-    return {name: float(name == step) for name in DIAGNOSIS}
+    out: dict[str, float | None] = {name: float(name == step) for name in DIAGNOSIS}
+    if any(e.written is None for e in evidence):
+        out["write_failure"] = None
+    return out

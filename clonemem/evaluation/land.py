@@ -6,11 +6,12 @@ from __future__ import annotations
 import datetime as dt
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import polars as pl
 
-from clonemem.evaluation.run import Outcome, PersonaData, Retrieval, percentile, question_metrics, retrieved_json
+from clonemem.evaluation.run import (Outcome, PersonaData, Retrieval, percentile, question_metrics, retrieved_items_json,
+                                     retrieved_json)
 from clonemem.faults import checkpoint
 from clonemem.llm.types import CallRecord
 from clonemem.schemas.config import RunConfig
@@ -35,6 +36,8 @@ class EvaluationRun:
     config: RunConfig
     started_at: dt.datetime
     flow_run_id: str | None = None
+    # per system, provenance its class cannot carry: a results file's name and sha256 (merged into `extra`)
+    provenance: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
 
     @property
     def offline(self) -> bool:
@@ -58,6 +61,7 @@ def evaluation_rows(run: EvaluationRun, personas: Sequence[PersonaData], retriev
             r = retrievals[(s, p.persona_id)]
             retrieval_rows += [{"eval_run_id": run.eval_run_id, "system": s, "question_id": q.question_id,
                                 "retrieved_trace_ids": retrieved_json(r, q.question_id),
+                                "items": retrieved_items_json(r, q.question_id),
                                 "latency_ms": r.results[q.question_id][2]} for q in p.questions]
             for k in run.ks:
                 outcomes = {o.question_id: o for o in answers[(s, k, p.persona_id)]}
@@ -81,7 +85,7 @@ def system_stats(systems: Sequence[str], personas: Sequence[PersonaData], retrie
     out = {}
     for s in systems:
         rs = [retrievals[(s, p.persona_id)] for p in personas]
-        latencies = [lat for r in rs for (_t, _i, lat) in r.results.values()]
+        latencies = [lat for r in rs for (_t, _i, lat) in r.results.values() if lat is not None]
         coverage = [r.write_coverage for r in rs if r.write_coverage is not None]
         traces = [len(p.traces) for p, r in zip(personas, rs) if r.write_coverage is not None]
         out[s] = {"build_seconds": sum(r.build_seconds for r in rs), "retrieval_p50_ms": percentile(latencies, 50),

@@ -8,7 +8,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
@@ -88,8 +88,9 @@ class Retrieval:
     llm_calls: int
     llm_tokens: int
     items: int
-    results: dict[str, tuple[tuple[str, ...], tuple[tuple[str, ...], ...], float]] = field(default_factory=dict)
-    # question_id -> (texts, trace ids per item, latency ms)
+    results: dict[str, tuple[tuple[str, ...], tuple[tuple[str, ...], ...], float | None]] = field(default_factory=dict)
+    # question_id -> (texts, trace ids per item, latency ms; None when not measured: a results file)
+    kinds: dict[str, tuple[str, ...]] = field(default_factory=dict)  # question_id -> each item's kind
     diagnosis: dict[str, tuple[EvidenceDiagnosis, ...] | None] = field(default_factory=dict)  # write, read rank
     write_coverage: float | None = None  # share of the persona's traces its stored memory represents
 
@@ -119,6 +120,7 @@ def build_and_retrieve(system: str, persona: PersonaData, k_max: int, llm: Calla
         items = memory.retrieve(q.view(), k_max)
         latency = (time.perf_counter() - t0) * 1000
         out.results[q.question_id] = (tuple(i.text for i in items), tuple(i.trace_ids for i in items), latency)
+        out.kinds[q.question_id] = tuple(i.kind for i in items)
         if supports is not None:
             out.diagnosis[q.question_id] = diagnose_question(
                 memory, q.question_time, list(zip(q.statements, q.evidence_sets)), items, supports)
@@ -144,27 +146,39 @@ def context_for(system: str, texts: tuple[str, ...], k: int) -> list[str]:
     return list(texts) if system == "full_context" else list(texts[:k])
 
 
+@dataclass(frozen=True)
+class GivenAnswer:
+    """A question's answers made elsewhere (a results file): each one given replaces the answerer's."""
+
+    choice_id: str | None = None
+    answer: str | None = None
+
+
 def answer_and_judge(system: str, k: int, persona: PersonaData, retrieval: Retrieval, run: Callable,
-                     workers: int = 8) -> list[Outcome]:
+                     workers: int = 8, given: Mapping[str, GivenAnswer] | None = None) -> list[Outcome]:
     def one(q: EvalQuestion) -> Outcome:
         memories = context_for(system, retrieval.results[q.question_id][0], k)
         when = q.question_time.isoformat(sep=" ", timespec="minutes")
-        free = run(E.ANSWER_FREE, AnswerInput(persona_name=persona.name, question=q.question, question_time=when,
-                                              memories=memories, mode="free", language=persona.language))
+        own = (given or {}).get(q.question_id, GivenAnswer())
+        free_answer = own.answer if own.answer is not None else run(E.ANSWER_FREE, AnswerInput(
+            persona_name=persona.name, question=q.question, question_time=when, memories=memories, mode="free",
+            language=persona.language)).answer
         choice = None
-        if q.choices:
+        if q.choices and own.choice_id is not None:
+            choice = own.choice_id
+        elif q.choices:
             choice = run(E.ANSWER_CHOICE, AnswerInput(persona_name=persona.name, question=q.question, question_time=when,
                                                       memories=memories, mode="choice", choices=list(q.choices),
                                                       language=persona.language)).choice_id
         verdict, reason = {}, None
         try:
             v = run(E.JUDGE, JudgeInput(question=q.question, question_type=q.question_type, reference_answer=q.answer,
-                                        candidate_answer=free.answer, gold_statements=list(q.statements),
+                                        candidate_answer=free_answer, gold_statements=list(q.statements),
                                         retrieved=memories, language=persona.language))
             verdict = {"qa_consistency": v.qa_consistency, "mem_covered": v.mem_covered, "mem_helpful": v.mem_helpful}
         except LLMError as exc:  # an unparseable verdict is unscored with its reason, never 0
             reason = str(exc)[:500]
-        return Outcome(q.question_id, sum(estimate_tokens(m) for m in memories), free.answer, choice, verdict, reason)
+        return Outcome(q.question_id, sum(estimate_tokens(m) for m in memories), free_answer, choice, verdict, reason)
 
     if workers <= 1:
         return [one(q) for q in persona.questions]
@@ -200,3 +214,11 @@ def percentile(values: list[float], p: float) -> float | None:
 
 def retrieved_json(retrieval: Retrieval, qid: str) -> str:
     return json.dumps([t for item in retrieval.results[qid][1] for t in item])
+
+
+def retrieved_items_json(retrieval: Retrieval, qid: str) -> str:
+    """The retrieved items in rank order (text, trace ids, kind): what a results file carries."""
+    texts, trace_ids, _ = retrieval.results[qid]
+    kinds = retrieval.kinds.get(qid) or ("trace",) * len(texts)
+    return json.dumps([{"text": t, "trace_ids": list(ids), "kind": kind}
+                       for t, ids, kind in zip(texts, trace_ids, kinds, strict=True)], ensure_ascii=False)

@@ -1,0 +1,50 @@
+"""Scoring a results file as Prefect tasks: reading it against the benchmark, the read diagnosis of its
+items (the judge's support check, cached like a built-in's retrieval), and answering and judging with the
+file's own choices and answers where it gives them."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from prefect import task
+from prefect.cache_policies import INPUTS, NO_CACHE, TASK_SOURCE
+
+from clonemem import runtime
+from clonemem.evaluation import stages as E
+from clonemem.evaluation.diagnosis import judge_supports
+from clonemem.evaluation.results_file import FileRetrieval, ResolvedFile, file_retrieval, given_answers, read_and_resolve
+from clonemem.evaluation.run import Outcome, PersonaData, Retrieval, answer_and_judge
+from clonemem.llm.types import Paid
+from clonemem.tasks.caching import StagePolicy
+from clonemem.tasks.evaluation import EVAL_STAGES
+from clonemem.tasks.generation import _transient_only
+from clonemem.warehouse import Warehouse
+
+MODULES = ("clonemem.evaluation.run", "clonemem.evaluation.diagnosis", "clonemem.evaluation.results_file")
+
+
+@task(cache_policy=NO_CACHE, task_run_name="read results file {path}")
+def read_results_task(warehouse_path: str, benchmark_id: str, path: str, allow_missing: bool) -> ResolvedFile:
+    """Every line checked and mapped to the benchmark's ids, or the first problem as an error."""
+    with Warehouse.open_reader(warehouse_path) as wh:
+        return read_and_resolve(wh, benchmark_id, path, allow_missing)
+
+
+@task(cache_policy=INPUTS + TASK_SOURCE + StagePolicy(stage_names=(E.SUPPORT.name,), modules=MODULES),
+      persist_result=True, retries=1, retry_condition_fn=_transient_only,
+      task_run_name="read {system} {persona.person_key}")
+def file_retrieve_task(system: str, persona: PersonaData, lines: Mapping[str, FileRetrieval]) -> Paid[Retrieval]:
+    """The file's items as the persona's retrieval, with each question's read diagnosis."""
+    return runtime.paid(lambda rec: file_retrieval(system, persona, lines, judge_supports(rec.run, persona.language)))
+
+
+@task(cache_policy=INPUTS + TASK_SOURCE + StagePolicy(stage_names=EVAL_STAGES, modules=MODULES),
+      persist_result=True, retries=1, retry_condition_fn=_transient_only,
+      task_run_name="answer {system} k={k} {persona.person_key}")
+def file_answer_task(system: str, k: int, persona: PersonaData, retrieval: Retrieval,
+                     lines: Mapping[str, FileRetrieval]) -> Paid[list[Outcome]]:
+    """The file's choices and answers where given, the answerer's otherwise; the judge scores every answer."""
+    rt = runtime.current()
+    workers = rt.config.evaluation.concurrency if (rt.model("answerer").api.waits or rt.model("judge").api.waits) else 1
+    return runtime.paid(lambda rec: answer_and_judge(system, k, persona, retrieval, rec.run, workers=workers,
+                                                     given=given_answers(lines)))
