@@ -604,6 +604,9 @@ def leave(code: object) -> None:
     import os
     import threading
 
+    from clonemem import interrupts
+
+    interrupts.finishing()  # a Ctrl-C while threads drain: exit 130 at once, no traceback
     if code is not None and not isinstance(code, int):
         print(code, file=sys.stderr)
         code = 1

@@ -27,6 +27,7 @@ KEPT_WRITING = "interrupted: finished work is landed or cached; run again to res
 KEPT_READING = "interrupted: nothing was written"
 
 _received = threading.Event()
+_finishing = threading.Event()  # the command is done and its process is leaving: nothing left to unwind
 _writes = False
 _leaving = threading.Lock()
 
@@ -47,8 +48,14 @@ def note_writes() -> None:
     _writes = True
 
 
+def finishing() -> None:
+    """The command has returned; a Ctrl-C from now on (while worker threads drain) leaves at once."""
+    _finishing.set()
+
+
 def _on_sigint(signum: int, frame: FrameType | None) -> None:
-    if _received.is_set():  # a second Ctrl-C: no more unwinding
+    if _received.is_set() or _finishing.is_set():  # a second Ctrl-C, or nothing left to unwind
+        _received.set()
         leave()
     _received.set()
     timer = threading.Timer(DEADLINE_S, leave)

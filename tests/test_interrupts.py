@@ -116,6 +116,7 @@ def test_ctrl_c_during_generate_ends_it_within_5_s_with_exit_130(tmp_path: Path)
         if term.proc.poll() is None:
             term.proc.kill()
     out = term.text()
+    print(f"ended {took:.2f} s after Ctrl-C")
     assert term.proc.returncode == 130, term.tail()
     assert took < 5, (took, term.tail())
     assert "interrupted: finished work is landed or cached; run again to resume" in out
@@ -137,6 +138,7 @@ def test_ctrl_c_during_a_long_sql_query_is_exit_130(tmp_path: Path) -> None:
         if term.proc.poll() is None:
             term.proc.kill()
     out = term.text()
+    print(f"ended {took:.2f} s after Ctrl-C")
     assert term.proc.returncode == 130, term.tail()
     assert took < 5, (took, term.tail())
     assert "interrupted: nothing was written" in out
