@@ -3,9 +3,11 @@
 A terminal's Ctrl-C sends SIGINT to the whole foreground process group. The ephemeral Prefect server
 runs in its own session (``clonemem.prefect_env``), so only this process gets it; this module then:
 
-- raises KeyboardInterrupt in the main thread (Python's default), and remembers the interrupt, so an
-  error it causes on the way out (DuckDB's "Query interrupted", a refused connection) still counts as
-  the interrupt and not as a failure;
+- raises KeyboardInterrupt in the main thread (as Python does), and remembers the interrupt, so an
+  error it causes on the way out (a stopped query, a refused connection) still counts as the
+  interrupt and not as a failure;
+- tells work running in C code at once, from a watcher thread woken by the signal's wakeup fd (a
+  DuckDB query runs Python's signal handlers only when it returns): see ``interrupting``;
 - leaves without waiting for worker threads (Prefect's task threads would finish their whole batch),
   after stopping the Prefect server this process started. Leaving like this is safe: every landing is
   one transaction, so an interrupted one is as if never begun, and finished tasks are in the cache;
@@ -19,6 +21,8 @@ import os
 import signal
 import sys
 import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from types import FrameType
 from typing import NoReturn
 
@@ -27,14 +31,20 @@ KEPT_WRITING = "interrupted: finished work is landed or cached; run again to res
 KEPT_READING = "interrupted: nothing was written"
 
 _received = threading.Event()
+_raised = threading.Event()  # KeyboardInterrupt was raised in the main thread (once is enough)
 _finishing = threading.Event()  # the command is done and its process is leaving: nothing left to unwind
 _writes = False
 _leaving = threading.Lock()
+_hooks: list[Callable[[], None]] = []
 
 
 def install() -> None:
-    """Take over SIGINT for this process (the CLI's main thread)."""
+    """Take over SIGINT for this process (call from the main thread, first thing)."""
     signal.signal(signal.SIGINT, _on_sigint)
+    read_end, write_end = os.pipe()
+    os.set_blocking(write_end, False)
+    signal.set_wakeup_fd(write_end, warn_on_full_buffer=False)  # written by the C-level handler at once
+    threading.Thread(target=_watch, args=(read_end,), name="clonemem-interrupts", daemon=True).start()
 
 
 def received() -> bool:
@@ -53,15 +63,50 @@ def finishing() -> None:
     _finishing.set()
 
 
+@contextmanager
+def interrupting(stop: Callable[[], None]) -> Iterator[None]:
+    """Within this block a Ctrl-C also calls ``stop`` at once, from another thread: for work that runs in
+    C code and would notice the signal only when done (``stop`` makes it raise, e.g. a DuckDB
+    connection's ``interrupt``)."""
+    _hooks.append(stop)
+    try:
+        yield
+    finally:
+        _hooks.remove(stop)
+
+
 def _on_sigint(signum: int, frame: FrameType | None) -> None:
-    if _received.is_set() or _finishing.is_set():  # a second Ctrl-C, or nothing left to unwind
-        _received.set()
-        leave()
     _received.set()
-    timer = threading.Timer(DEADLINE_S, leave)
-    timer.daemon = True
-    timer.start()
+    if _finishing.is_set() or _raised.is_set():
+        return  # the watcher thread leaves
+    _raised.set()
     raise KeyboardInterrupt
+
+
+def _watch(fd: int) -> None:
+    count = 0
+    while True:
+        try:
+            data = os.read(fd, 64)
+        except OSError:
+            return
+        if not data:
+            return
+        for signum in data:
+            if signum != signal.SIGINT:
+                continue
+            count += 1
+            if count > 1 or _finishing.is_set():
+                leave()
+            _received.set()
+            for stop in list(_hooks):
+                try:
+                    stop()
+                except Exception:  # noqa: BLE001 - best effort: the deadline still ends the command
+                    pass
+            timer = threading.Timer(DEADLINE_S, leave)
+            timer.daemon = True
+            timer.start()
 
 
 def leave() -> NoReturn:

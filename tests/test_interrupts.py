@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from clonemem import release
+from clonemem.interrupts import DEADLINE_S
 from clonemem.demo import fixture_files
 from clonemem.warehouse import Warehouse
 from tests.dashboard_kit import descendants
@@ -141,5 +142,6 @@ def test_ctrl_c_during_a_long_sql_query_is_exit_130(tmp_path: Path) -> None:
     print(f"ended {took:.2f} s after Ctrl-C")
     assert term.proc.returncode == 130, term.tail()
     assert took < 5, (took, term.tail())
+    assert took < DEADLINE_S, took  # the query itself was stopped, before the safety deadline would end it
     assert "interrupted: nothing was written" in out
     assert "Traceback" not in out and "error:" not in out, term.tail()
