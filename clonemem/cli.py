@@ -50,19 +50,32 @@ def handles_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
 
     @wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        from clonemem.errors import exit_code_for, one_line, user_errors
+        from clonemem import interrupts
+        from clonemem.errors import exit_code_for, one_line, significant, unreachable_prefect_api, user_errors
 
         try:
             return fn(*args, **kwargs)
         except (typer.Exit, typer.Abort, KeyboardInterrupt):
             raise
         except Exception as exc:
+            if interrupts.received():  # whatever Ctrl-C broke on its way out (a query, a connection)
+                raise KeyboardInterrupt from exc
             if State.debug:
                 raise
             import duckdb
 
+            from clonemem.memory.errors import MemorySystemFailed
+
             if isinstance(exc, duckdb.Error):
                 fail(one_line(exc))
+            url = unreachable_prefect_api(exc)
+            if url is not None:
+                fail(f"cannot reach the Prefect API at {url}: start that Prefect server, or unset "
+                     "PREFECT_API_URL to run on a temporary local one")
+            exc = significant(exc)  # Prefect may re-raise a task's error wrapped
+            if isinstance(exc, MemorySystemFailed):
+                fail(f"{exc}; nothing was stored: fix the system, or leave it out of --systems, and run again",
+                     ExitCode.SYSTEMS_FAILED)
             if isinstance(exc, user_errors()) or exit_code_for(exc) != ExitCode.ERROR:
                 fail(str(exc), exit_code_for(exc))  # the project's messages: one line per problem
             fail(f"{type(exc).__name__}: {one_line(exc)} (unexpected; re-run with --debug for the traceback)")
@@ -76,9 +89,11 @@ def writing(warehouse: Path, *, runs_flows: bool = True) -> Iterator[None]:
 
     Every command that writes runs flows, so this is also where the ephemeral Prefect server is
     tied to this process's life."""
+    from clonemem import interrupts
     from clonemem.prefect_env import die_with_parent_server
     from clonemem.warehouse.lock import writer_lock
 
+    interrupts.note_writes()
     if runs_flows:
         die_with_parent_server()
     with writer_lock(warehouse.expanduser().resolve(), wait_s=State.wait):
@@ -223,8 +238,12 @@ def generate(
     if (persona is None) != (bundle is None):
         fail("--persona and --bundle go together", code=2)
     if persona is not None and bundle is not None:
+        from clonemem import interrupts
         from clonemem.flows.generation import generate_persona_flow
+        from clonemem.prefect_env import die_with_parent_server
 
+        interrupts.note_writes()  # the bundle, and the task cache
+        die_with_parent_server()
         out = generate_persona_flow(persona, str(bundle), cfg)
         typer.echo(f"persona {persona} written to {bundle} ({out.failures} failed items)", err=True)
         return
@@ -411,8 +430,8 @@ def _write_json(path: Path, result: Any) -> None:
 def evaluate(
     benchmark: Annotated[str, typer.Argument(help="benchmark id or name")],
     systems: Annotated[str, typer.Option("--systems", help="comma-separated; see `clonemem systems`")] = "",
-    k: Annotated[str, typer.Option("--k", help="retrieval depths, comma-separated [default: 5,10,20; with "
-                                               "--retrievals: the most items on any line]")] = "",
+    k: Annotated[str, typer.Option("--k", help="retrieval depths, comma-separated [default: the config's evaluation.k; "
+                                               "with --retrievals: the most items on any line]")] = "",
     json_out: Annotated[Path | None, typer.Option("--json", help="also write the results to this JSON file")] = None,
     config: Annotated[Path | None, typer.Option("--config", help="run configuration (models, bootstrap)")] = None,
     force: Annotated[bool, typer.Option("--force", help="evaluate a benchmark that did not pass the gate")] = False,
@@ -437,21 +456,13 @@ def evaluate(
     if retrievals is not None or name is not None or allow_missing:
         return _evaluate_results_file(benchmark, retrievals, name, systems, k, json_out, cfg, force, allow_missing)
     names = _csv(systems, "--systems") if systems else list(cfg.evaluation.systems)
-    ks = _ks(k or "5,10,20")
+    ks = _ks(k) if k else sorted(set(cfg.evaluation.k))
     _precheck_evaluation(benchmark, names, force)
     from clonemem.progress import shown
 
+    # failures map to exit codes in handles_errors: 5 only for MemorySystemFailed, 6 at the budget
     with writing(State.warehouse), shown():
-        try:
-            result = evaluate_flow(str(State.warehouse.expanduser().resolve()), benchmark, names, ks, force, cfg)
-        except Exception as exc:
-            if State.debug:
-                raise
-            from clonemem.errors import one_line
-
-            fail(f"evaluation failed, nothing was stored: {type(exc).__name__}: {one_line(exc)}; fix the failing "
-                 "system (or leave it out of --systems) and run again; --debug shows the traceback",
-                 ExitCode.SYSTEMS_FAILED)
+        result = evaluate_flow(str(State.warehouse.expanduser().resolve()), benchmark, names, ks, force, cfg)
     typer.echo(leaderboard(result))
     if json_out is not None:
         _write_json(json_out, result)
@@ -649,6 +660,9 @@ def dashboard(
 
 
 def main() -> None:
+    from clonemem import interrupts
+
+    interrupts.install()
     try:
         app()
         code: object = 0
@@ -656,6 +670,8 @@ def main() -> None:
         code = exc.code
     except KeyboardInterrupt:  # pragma: no cover
         code = int(ExitCode.INTERRUPTED)
+    if interrupts.received():  # exit 130 now: no waiting for worker threads (see clonemem.interrupts)
+        interrupts.leave()
     leave(code)
 
 
@@ -671,6 +687,9 @@ def leave(code: object) -> None:
     import os
     import threading
 
+    from clonemem import interrupts
+
+    interrupts.finishing()  # a Ctrl-C while threads drain: exit 130 at once, no traceback
     if code is not None and not isinstance(code, int):
         print(code, file=sys.stderr)
         code = 1

@@ -41,7 +41,7 @@ def configure(*, debug: bool | None = None) -> None:
         os.environ.setdefault(key, value)
 
 
-# -- the ephemeral server dies with this process ---------------------------------------------------
+# -- the ephemeral server dies with this process, and only by its hand -----------------------------
 
 # Prefect starts its temporary server with a plain Popen and stops it from an atexit hook, which a
 # SIGKILL of this process never runs: the uvicorn child would stay behind, orphaned. The server is
@@ -49,6 +49,9 @@ def configure(*, debug: bool | None = None) -> None:
 # process has; when this process dies, for any reason, the kernel closes the write end, the read
 # returns EOF, and the watchdog stops the server (SIGTERM, then SIGKILL after a grace period). This
 # works whichever thread started the server (PR_SET_PDEATHSIG would fire when that *thread* exits).
+# The server also runs in a session of its own: a terminal's Ctrl-C goes to the whole foreground
+# process group, and a server that died with it left the interrupted command failing on refused
+# connections instead of stopping; this process stops it (``stop_servers``, ``clonemem.interrupts``).
 _WATCHDOG = """
 import os, runpy, signal, sys, threading, time
 fd = int(sys.argv.pop(1))
@@ -64,6 +67,7 @@ runpy.run_module("uvicorn", run_name="__main__", alter_sys=True)
 """
 
 _pipe_write_end: int | None = None
+_servers: list = []  # the server processes started here (subprocess.Popen)
 
 
 def die_with_parent_server() -> None:
@@ -88,7 +92,10 @@ def die_with_parent_server() -> None:
             args = kwargs.pop("args", None) if not a else a[0]
             if list(args[1:3]) != ["-m", "uvicorn"]:
                 return real_popen(args, *a[1:], **kwargs)
-            return real_popen([args[0], "-c", _WATCHDOG, str(read_end), *args[3:]], pass_fds=(read_end,), **kwargs)
+            process = real_popen([args[0], "-c", _WATCHDOG, str(read_end), *args[3:]], pass_fds=(read_end,),
+                                 start_new_session=True, **kwargs)
+            _servers.append(process)
+            return process
 
         server_module.subprocess.Popen = popen
         try:
@@ -97,3 +104,18 @@ def die_with_parent_server() -> None:
             server_module.subprocess.Popen = real_popen
 
     server_module.SubprocessASGIServer._run_uvicorn_command = run_uvicorn_under_watchdog
+
+
+def stop_servers(grace_s: float = 1.5) -> None:
+    """Stop the Prefect servers this process started (SIGTERM, SIGKILL after ``grace_s``) and reap them."""
+    import subprocess
+
+    for process in _servers:
+        if process.poll() is None:
+            process.terminate()
+    for process in _servers:
+        try:
+            process.wait(grace_s)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()

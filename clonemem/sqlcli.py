@@ -39,8 +39,10 @@ def run(source: Path | Warehouse, query: str, *, max_rows: int = DEFAULT_MAX_ROW
             rows = cur.fetchmany(max_rows + 1) if columns else []
             out.append(Result(columns, rows[:max_rows], len(rows) > max_rows))
         return out
-    with open_guarded(source, max_rows=max_rows, timeout_s=timeout_s) as con:
-        return con.query(query)
+    from clonemem.interrupts import interrupting
+
+    with open_guarded(source, max_rows=max_rows, timeout_s=timeout_s) as con, interrupting(con.interrupt):
+        return con.query(query)  # Ctrl-C stops the query at once (DuckDB would notice it only at the end)
 
 
 def _cell(value: object) -> str:

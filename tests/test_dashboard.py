@@ -465,10 +465,12 @@ def test_cli_starts_streamlit_on_loopback_headless(monkeypatch, tmp_path: Path) 
     result = CliRunner().invoke(cli_app, ["dashboard", "--warehouse", str(tmp_path / "w.duckdb"), "--port", "8765"])
     assert result.exit_code == 0, result.output
     argv = got[0]
-    assert argv[:4] == [sys.executable, "-m", "streamlit", "run"] and argv[4].endswith("clonemem/dashboard/app.py")
+    assert argv[:4] == [sys.executable, "-m", "clonemem.dashboard.serve", "run"]  # Streamlit's run, guarded
+    assert argv[4].endswith("clonemem/dashboard/app.py")
     opts = dict(zip(argv[5:argv.index("--")], argv[6:argv.index("--")]))
     assert opts["--server.address"] == "127.0.0.1" and opts["--server.port"] == "8765"
     assert opts["--server.headless"] == "true" and opts["--browser.gatherUsageStats"] == "false"
+    assert opts["--server.enableXsrfProtection"] == "true" and opts["--server.enableCORS"] == "true"
     assert argv[argv.index("--") + 1:] == ["--warehouse", str((tmp_path / "w.duckdb").resolve())]
     assert "no warehouse at" in result.output
     assert command(Path("/w"), 1, "py")[-2:] == ["--warehouse", "/w"]

@@ -182,6 +182,10 @@ class GuardedConnection:
         truncated = len(rows) > self.limits.max_rows
         return QueryResult(columns, rows[: self.limits.max_rows], truncated)
 
+    def interrupt(self) -> None:
+        """Stop the running query (from another thread; it raises in the thread that runs it)."""
+        self._con.interrupt()
+
     def close(self) -> None:
         with self._lock:
             self._con.close()

@@ -23,10 +23,14 @@ PAGES: tuple[tuple[str, str, str], ...] = (
 
 
 def command(warehouse: Path, port: int, python: str) -> list[str]:
-    """The ``streamlit run`` command line of ``clonemem dashboard``: bound to 127.0.0.1, headless (no
-    browser opened), no usage statistics, no file watching; the warehouse passed to the app."""
-    return [python, "-m", "streamlit", "run", str(APP),
+    """The command line of ``clonemem dashboard``: Streamlit's ``run`` through ``clonemem.dashboard.serve``
+    (which refuses any request not addressed to 127.0.0.1:PORT or localhost:PORT, and stops Streamlit's
+    address lookups), bound to 127.0.0.1, headless (no browser opened), XSRF and CORS protection on, no
+    usage statistics, no file watching or rerun on save; the warehouse passed to the app."""
+    return [python, "-m", "clonemem.dashboard.serve", "run", str(APP),
             "--server.address", "127.0.0.1", "--server.port", str(port), "--server.headless", "true",
+            "--server.enableXsrfProtection", "true", "--server.enableCORS", "true",
             "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none",
-            "--server.runOnSave", "false", "--global.developmentMode", "false", "--client.toolbarMode", "viewer",
+            "--server.runOnSave", "false", "--server.allowRunOnSave", "false",
+            "--global.developmentMode", "false", "--client.toolbarMode", "viewer",
             "--", "--warehouse", str(warehouse)]

@@ -8,8 +8,9 @@ from __future__ import annotations
 import datetime as dt
 import json
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -21,6 +22,7 @@ from clonemem.llm.types import LLMError, estimate_tokens
 from clonemem.memory import SYSTEMS
 from clonemem.memory.base import BuildContext, MemoryTrace, QuestionView
 from clonemem.memory.coverage import write_coverage
+from clonemem.memory.errors import MemorySystemFailed
 from clonemem.schemas.evaluation import AnswerInput, JudgeInput
 from clonemem.schemas.qa import Choice
 from clonemem.schemas.results import DIAGNOSIS
@@ -95,40 +97,61 @@ class Retrieval:
     write_coverage: float | None = None  # share of the persona's traces its stored memory represents
 
 
+@contextmanager
+def system_work(system: str, what: str) -> Iterator[None]:
+    """Run a step of the system's own code: whatever it raises is the system's failure (exit 5), named
+    with the step. The LLM layer's errors keep their meaning (a budget stop, a provider's refusal, a
+    transient error Prefect retries), whoever made the call."""
+    try:
+        yield
+    except (LLMError, MemorySystemFailed):
+        raise
+    except Exception as exc:
+        first = (str(exc).strip().splitlines() or [""])[0]
+        raise MemorySystemFailed(system, f"{what} failed: {type(exc).__name__}{': ' + first if first else ''}") from exc
+
+
 def build_and_retrieve(system: str, persona: PersonaData, k_max: int, llm: Callable, seed: int,
                        usage: Callable[[], tuple[int, int]], full_context_tokens: int = 8000,
                        supports: Supports | None = None) -> Retrieval:
     """Build, retrieve for every question, and (given ``supports``, the judge's support check) diagnose
-    each question's evidence: written in the stored memory, and at which rank it was read."""
-    memory = SYSTEMS.get(system)()
+    each question's evidence: written in the stored memory, and at which rank it was read. A failure of
+    the system's code raises :class:`MemorySystemFailed`."""
+    factory = SYSTEMS.get(system)  # an unknown or unimportable name is the user's error, not the system's
+    with system_work(system, "creating it"):
+        memory = factory()
     declared = {s.name for s in memory.llm_stages}
 
     def step(stage_name: str, inp):  # noqa: ANN001, ANN202 - only declared stages: they are what the cache key covers
         if stage_name not in declared:
-            raise RuntimeError(f"memory system {system!r} called stage {stage_name!r}, which its class does not "
-                               "declare in llm_stages")
+            raise MemorySystemFailed(system, f"called stage {stage_name!r}, which its class does not declare in "
+                                             "llm_stages")
         return llm(stage_name, inp)
 
     ctx = BuildContext(llm=step, language=persona.language, seed=seed, full_context_tokens=full_context_tokens)
     started = time.perf_counter()
-    memory.build(persona.traces, ctx)
+    with system_work(system, f"build for persona {persona.person_key}"):
+        memory.build(persona.traces, ctx)
     build = time.perf_counter() - started
     calls, tokens = usage()
     out = Retrieval(system, persona.persona_id, build, calls, tokens, int(ctx.stats.get("items", 0)))
     for q in persona.questions:
-        t0 = time.perf_counter()
-        items = memory.retrieve(q.view(), k_max)
-        latency = (time.perf_counter() - t0) * 1000
-        out.results[q.question_id] = (tuple(i.text for i in items), tuple(i.trace_ids for i in items), latency)
-        out.kinds[q.question_id] = tuple(i.kind for i in items)
+        with system_work(system, f"retrieve for question {q.question_id}"):
+            t0 = time.perf_counter()
+            items = memory.retrieve(q.view(), k_max)
+            latency = (time.perf_counter() - t0) * 1000
+            out.results[q.question_id] = (tuple(i.text for i in items), tuple(i.trace_ids for i in items), latency)
+            out.kinds[q.question_id] = tuple(i.kind for i in items)
         if supports is not None:
-            out.diagnosis[q.question_id] = diagnose_question(
-                memory, q.question_time, list(zip(q.statements, q.evidence_sets)), items, supports)
+            with system_work(system, f"listing its stored memory for question {q.question_id}"):
+                out.diagnosis[q.question_id] = diagnose_question(
+                    memory, q.question_time, list(zip(q.statements, q.evidence_sets)), items, supports)
     if persona.traces:
-        try:
-            out.write_coverage = write_coverage(memory, persona.traces)
-        except NotImplementedError:  # a system that cannot list its stored memory: coverage unknown
-            pass
+        with system_work(system, "listing its stored memory"):
+            try:
+                out.write_coverage = write_coverage(memory, persona.traces)
+            except NotImplementedError:  # a system that cannot list its stored memory: coverage unknown
+                pass
     return out
 
 
