@@ -479,6 +479,10 @@ def sql(
     fmt: Annotated[str, typer.Option("--format", help="table, csv or json")] = "table",
     max_rows: Annotated[int, typer.Option("--max-rows", min=1, help="cut each result at this many rows")] = 10_000,
     timeout: Annotated[float, typer.Option("--timeout", min=0.001, help="stop a query after this many seconds")] = 30.0,
+    memory_limit: Annotated[str | None, typer.Option(
+        "--memory-limit", help="memory a query may use, e.g. 512MB [default: $CLONEMEM_SQL_MEMORY_LIMIT or 1GB]")] = None,
+    temp_limit: Annotated[str | None, typer.Option(
+        "--temp-limit", help="disk a query may spill to, e.g. 2GB [default: $CLONEMEM_SQL_TEMP_LIMIT or 1GB]")] = None,
 ) -> None:
     """Run read-only ad-hoc SQL over the warehouse (no writes, no files, no network, no settings)."""
     from clonemem import sqlcli
@@ -486,7 +490,8 @@ def sql(
     if fmt not in sqlcli.FORMATS:
         fail(f"--format must be one of {', '.join(sqlcli.FORMATS)}", code=ExitCode.USAGE)
     sqlcli.check_read_only(query)
-    for result in sqlcli.run(State.warehouse, query, max_rows=max_rows, timeout_s=timeout):
+    for result in sqlcli.run(State.warehouse, query, max_rows=max_rows, timeout_s=timeout,
+                             memory_limit=memory_limit, temp_limit=temp_limit):
         typer.echo(sqlcli.FORMATS[fmt](result))
         if result.truncated and fmt != "table":
             typer.echo(f"note: result cut at {max_rows} rows (--max-rows)", err=True)

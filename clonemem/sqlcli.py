@@ -25,8 +25,10 @@ def check_read_only(query: str) -> None:
 
 
 def run(source: Path | Warehouse, query: str, *, max_rows: int = DEFAULT_MAX_ROWS,
-        timeout_s: float = DEFAULT_TIMEOUT_S) -> list[Result]:
-    """Run a query through the guarded connection on the warehouse at ``source``.
+        timeout_s: float = DEFAULT_TIMEOUT_S, memory_limit: str | None = None,
+        temp_limit: str | None = None) -> list[Result]:
+    """Run a query through the guarded connection on the warehouse at ``source`` (``memory_limit`` and
+    ``temp_limit``: DuckDB sizes, None for ``$CLONEMEM_SQL_MEMORY_LIMIT``/``$CLONEMEM_SQL_TEMP_LIMIT`` or 1 GB).
 
     An open :class:`Warehouse` (the pipeline's own fixed queries, e.g. the demo's summary) is
     queried directly after the same statement check.
@@ -39,7 +41,8 @@ def run(source: Path | Warehouse, query: str, *, max_rows: int = DEFAULT_MAX_ROW
             rows = cur.fetchmany(max_rows + 1) if columns else []
             out.append(Result(columns, rows[:max_rows], len(rows) > max_rows))
         return out
-    with open_guarded(source, max_rows=max_rows, timeout_s=timeout_s) as con:
+    with open_guarded(source, max_rows=max_rows, timeout_s=timeout_s, memory_limit=memory_limit,
+                      temp_limit=temp_limit) as con:
         return con.query(query)
 
 
