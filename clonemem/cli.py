@@ -34,6 +34,7 @@ class State:
     explicit: bool = False  # --warehouse or $CLONEMEM_WAREHOUSE given: it beats a config's `warehouse`
     debug: bool = False
     wait: float | None = None  # --wait: seconds a writer waits for another writer (None: the default)
+    command: str | None = None  # "clonemem generate": what the writer lock's file calls this process
 
 
 def fail(message: str, code: int = ExitCode.ERROR) -> None:
@@ -81,12 +82,13 @@ def writing(warehouse: Path, *, runs_flows: bool = True) -> Iterator[None]:
 
     if runs_flows:
         die_with_parent_server()
-    with writer_lock(warehouse.expanduser().resolve(), wait_s=State.wait):
+    with writer_lock(warehouse.expanduser().resolve(), wait_s=State.wait, command=State.command):
         yield
 
 
 @app.callback()
 def main_options(
+    ctx: typer.Context,
     warehouse: Annotated[
         Path | None,
         typer.Option("--warehouse", envvar="CLONEMEM_WAREHOUSE", help="DuckDB warehouse file [default: ./clonemem.duckdb]"),
@@ -102,6 +104,7 @@ def main_options(
     State.explicit = warehouse is not None
     State.debug = debug
     State.wait = wait
+    State.command = f"clonemem {ctx.invoked_subcommand}" if ctx.invoked_subcommand else None
 
 
 def _warehouse_for(config: Any) -> Path:

@@ -56,22 +56,11 @@ def default_wait() -> float:
 
 
 def current_command() -> str:
-    """What to call this process in the lock file: the CLI command being run (``clonemem generate``),
-    wherever its global options (``--wait 0``, ``--warehouse PATH``) put it on the command line."""
+    """What to call this process in the lock file when the caller does not say (the CLI names its
+    subcommand): the whole command line, shortened, so the command is in it wherever options put it."""
     program = Path(sys.argv[0]).name if sys.argv and sys.argv[0] else "python"
-    try:
-        import click  # the CLI's parser: when a command runs, its context knows the command's name
-
-        ctx = click.get_current_context(silent=True)
-    except ImportError:
-        ctx = None
-    if ctx is not None and ctx.info_name:
-        names = []
-        while ctx is not None:
-            names.append(ctx.info_name or "")
-            ctx = ctx.parent
-        return " ".join([program, *reversed(names[:-1])])  # the root's info_name is the program's
-    return " ".join([program, *(a for a in sys.argv[1:3] if not a.startswith("-"))])
+    line = " ".join([program, *sys.argv[1:]])
+    return line if len(line) <= 120 else line[:119] + "…"
 
 
 def read_holder(warehouse: Path) -> Holder | None:
