@@ -34,6 +34,7 @@ class State:
     explicit: bool = False  # --warehouse or $CLONEMEM_WAREHOUSE given: it beats a config's `warehouse`
     debug: bool = False
     wait: float | None = None  # --wait: seconds a writer waits for another writer (None: the default)
+    command: str | None = None  # "clonemem generate": what the writer lock's file calls this process
 
 
 def fail(message: str, code: int = ExitCode.ERROR) -> None:
@@ -96,12 +97,13 @@ def writing(warehouse: Path, *, runs_flows: bool = True) -> Iterator[None]:
     interrupts.note_writes()
     if runs_flows:
         die_with_parent_server()
-    with writer_lock(warehouse.expanduser().resolve(), wait_s=State.wait):
+    with writer_lock(warehouse.expanduser().resolve(), wait_s=State.wait, command=State.command):
         yield
 
 
 @app.callback()
 def main_options(
+    ctx: typer.Context,
     warehouse: Annotated[
         Path | None,
         typer.Option("--warehouse", envvar="CLONEMEM_WAREHOUSE", help="DuckDB warehouse file [default: ./clonemem.duckdb]"),
@@ -117,6 +119,7 @@ def main_options(
     State.explicit = warehouse is not None
     State.debug = debug
     State.wait = wait
+    State.command = f"clonemem {ctx.invoked_subcommand}" if ctx.invoked_subcommand else None
 
 
 def _warehouse_for(config: Any) -> Path:
@@ -573,6 +576,10 @@ def sql(
     fmt: Annotated[str, typer.Option("--format", help="table, csv or json")] = "table",
     max_rows: Annotated[int, typer.Option("--max-rows", min=1, help="cut each result at this many rows")] = 10_000,
     timeout: Annotated[float, typer.Option("--timeout", min=0.001, help="stop a query after this many seconds")] = 30.0,
+    memory_limit: Annotated[str | None, typer.Option(
+        "--memory-limit", help="memory a query may use, e.g. 512MB [default: $CLONEMEM_SQL_MEMORY_LIMIT or 1GB]")] = None,
+    temp_limit: Annotated[str | None, typer.Option(
+        "--temp-limit", help="disk a query may spill to, e.g. 2GB [default: $CLONEMEM_SQL_TEMP_LIMIT or 1GB]")] = None,
 ) -> None:
     """Run read-only ad-hoc SQL over the warehouse (no writes, no files, no network, no settings)."""
     from clonemem import sqlcli
@@ -580,7 +587,8 @@ def sql(
     if fmt not in sqlcli.FORMATS:
         fail(f"--format must be one of {', '.join(sqlcli.FORMATS)}", code=ExitCode.USAGE)
     sqlcli.check_read_only(query)
-    for result in sqlcli.run(State.warehouse, query, max_rows=max_rows, timeout_s=timeout):
+    for result in sqlcli.run(State.warehouse, query, max_rows=max_rows, timeout_s=timeout,
+                             memory_limit=memory_limit, temp_limit=temp_limit):
         typer.echo(sqlcli.FORMATS[fmt](result))
         if result.truncated and fmt != "table":
             typer.echo(f"note: result cut at {max_rows} rows (--max-rows)", err=True)

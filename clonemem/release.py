@@ -24,7 +24,7 @@ from pydantic import ValidationError
 
 from clonemem.ids import benchmark_id, content_id, persona_id
 from clonemem.schemas import question_types
-from clonemem.schemas.config import DIMENSIONS, QUESTION_TYPES
+from clonemem.schemas.config import DIMENSIONS
 from clonemem.schemas.release import QUESTION_KEYS, ReleaseFile, ReleaseQuestion
 from clonemem.warehouse import Warehouse
 from clonemem.warehouse.catalog import resolve_benchmark
@@ -342,7 +342,7 @@ def persona_rows(persona: ParsedPersona, benchmark_name: str, seq: int) -> Perso
         qtype = canonical_question_type(q.question_type, q.locomo_category)
         rows.add("questions", {
             "question_id": qid, "benchmark_id": bid, "persona_id": pid, "external_id": q.id, "seq": qi,
-            "question": q.question, "question_type": qtype, "question_type_known": qtype in QUESTION_TYPES,
+            "question": q.question, "question_type": qtype, "question_type_known": qtype in question_types.names(),
             "dimension": q.dimension, "dimension_known": q.dimension in DIMENSIONS,
             "question_time": _naive_utc(q.question_time), "answer": q.answer, "correct_choice_id": q.correct_choice_id,
             "arc_id": None, "segment_id": None, "plan": None, "source_question_type": q.question_type,
@@ -458,7 +458,7 @@ def _summary(wh: Warehouse, bid: str, name: str, personas: Sequence[ParsedPerson
     relabelled: Counter[str] = Counter()
     for q in questions:
         qtype = canonical_question_type(q.question_type, q.locomo_category)
-        if qtype not in QUESTION_TYPES:
+        if qtype not in question_types.names():
             unknown[qtype] += 1
         elif qtype != q.question_type:
             relabelled[f"{q.question_type} -> {qtype}"] += 1

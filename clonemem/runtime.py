@@ -8,7 +8,7 @@ each task's cache key through :class:`clonemem.tasks.caching.StagePolicy`.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TypeVar
@@ -76,14 +76,16 @@ def current() -> Runtime:
 
 class Recorder:
     """The models of the current run, with every call recorded here: a task returns its result with
-    the calls that produced it (:class:`Paid`), so both land (and are cached) together."""
+    the calls that produced it (:class:`Paid`), so both land (and are cached) together. ``covers``
+    (stage name -> role) limits its models to the stages the task's cache key covers."""
 
-    def __init__(self, runtime: Runtime) -> None:
+    def __init__(self, runtime: Runtime, covers: Mapping[str, str] | None = None) -> None:
         self._runtime = runtime
         self._sink = MemorySink()
+        self._covers = covers
 
     def model(self, role: Role) -> Model:
-        return self._runtime.model(role).recording_to(self._sink)
+        return self._runtime.model(role).recording_to(self._sink, self._covers)
 
     def run(self, stage, inp):  # noqa: ANN001, ANN201 - a clonemem.stages.Stage and its input
         return stage.run(self.model(stage.role), inp)
@@ -93,10 +95,13 @@ class Recorder:
         return tuple(self._sink.records)
 
 
-def paid(body: Callable[[Recorder], T]) -> Paid[T]:
-    """Run ``body`` with a recorder of the current run; a failure carries the calls it spent (``exc.calls``)."""
+def paid(body: Callable[[Recorder], T], *, covers: Mapping[str, str] | None) -> Paid[T]:
+    """Run ``body`` with a recorder of the current run; a failure carries the calls it spent (``exc.calls``).
+
+    ``covers`` is what the calling task's cache key covers (``clonemem.tasks.caching.covered_stages()``;
+    None only where nothing is cached): a stage call outside it raises ``StageNotCovered``."""
     rt = current()
-    rec = Recorder(rt)
+    rec = Recorder(rt, covers)
     try:
         return Paid(body(rec), _stamped(rec.calls, rt.warehouse))
     except Exception as exc:

@@ -25,8 +25,10 @@ def check_read_only(query: str) -> None:
 
 
 def run(source: Path | Warehouse, query: str, *, max_rows: int = DEFAULT_MAX_ROWS,
-        timeout_s: float = DEFAULT_TIMEOUT_S) -> list[Result]:
-    """Run a query through the guarded connection on the warehouse at ``source``.
+        timeout_s: float = DEFAULT_TIMEOUT_S, memory_limit: str | None = None,
+        temp_limit: str | None = None) -> list[Result]:
+    """Run a query through the guarded connection on the warehouse at ``source`` (``memory_limit`` and
+    ``temp_limit``: DuckDB sizes, None for ``$CLONEMEM_SQL_MEMORY_LIMIT``/``$CLONEMEM_SQL_TEMP_LIMIT`` or 1 GB).
 
     An open :class:`Warehouse` (the pipeline's own fixed queries, e.g. the demo's summary) is
     queried directly after the same statement check.
@@ -41,7 +43,8 @@ def run(source: Path | Warehouse, query: str, *, max_rows: int = DEFAULT_MAX_ROW
         return out
     from clonemem.interrupts import interrupting
 
-    with open_guarded(source, max_rows=max_rows, timeout_s=timeout_s) as con, interrupting(con.interrupt):
+    with open_guarded(source, max_rows=max_rows, timeout_s=timeout_s, memory_limit=memory_limit,
+                      temp_limit=temp_limit) as con, interrupting(con.interrupt):
         return con.query(query)  # Ctrl-C stops the query at once (DuckDB would notice it only at the end)
 
 

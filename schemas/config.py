@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import stat
 import tomllib
 from pathlib import Path
 from typing import Annotated, Literal
@@ -19,9 +20,9 @@ from clonemem.schemas.question_types import names as _declared_question_types
 Role = Literal["generator", "qa_writer", "validator", "extractor", "answerer", "judge"]
 ROLES: tuple[Role, ...] = ("generator", "qa_writer", "validator", "extractor", "answerer", "judge")
 Language = Literal["en", "zh"]
-# the question types are declared once, with their rules, in clonemem.schemas.question_types; a name is
-# checked against the declarations when it is validated (a type declared later is known from then on)
-QUESTION_TYPES: tuple[str, ...] = _declared_question_types()
+# the question types are declared once, with their rules, in clonemem.schemas.question_types, and read
+# from there when needed (no copy here): a name is checked against the declarations when it is validated,
+# and the defaults are built from them when a config is made, so a type declared later is known from then on
 
 
 def _declared_type(name: str) -> str:
@@ -201,10 +202,11 @@ class QAConfig(_Section):
     window_days: PosInt = 90
     stride_days: PosInt = 45
     questions_per_type: dict[QuestionType, NonNegInt] = Field(
-        default_factory=lambda: {t: 1 for t in QUESTION_TYPES}, description="per active segment, at most"
+        default_factory=lambda: {t: 1 for t in _declared_question_types()}, description="per active segment, at most"
     )
     # at most every declared type (more would try a type twice on one segment)
-    types_per_segment: Annotated[int, Field(ge=1), AfterValidator(_at_most_every_type)] = len(QUESTION_TYPES)
+    types_per_segment: Annotated[int, Field(ge=1), AfterValidator(_at_most_every_type)] = Field(
+        default_factory=lambda: len(_declared_question_types()))
     max_questions_per_persona: PosInt = 150
     distractor_rounds: PosInt = 3
 
@@ -242,7 +244,7 @@ class RunConfig(_Section):
     max_cost_usd: Annotated[float, Field(gt=0)] | None = Field(
         default=None, description="stop before a call would take this run's new spend over it (cached work is free)")
     generation: GenerationConfig = GenerationConfig()
-    qa: QAConfig = QAConfig()
+    qa: QAConfig = Field(default_factory=QAConfig)  # built when a config is made: the types declared by then
     gate: GateConfig = GateConfig()
     evaluation: EvaluationConfig = EvaluationConfig()
 
@@ -321,15 +323,30 @@ def load_config(path: str | Path | None = None, *, check_keys: bool = True, allo
     return config
 
 
+MAX_CONFIG_BYTES = 1_000_000  # a run config is a few kB; anything near this is not one
+
+
 def _read_toml(path: Path, source: str) -> dict:
+    # checked before reading: a device (/dev/zero) or a FIFO would be read without end, or block
     try:
-        raw = path.read_bytes()
+        info = path.stat()
+        if stat.S_ISDIR(info.st_mode):
+            raise IsADirectoryError
+        if not stat.S_ISREG(info.st_mode):
+            raise ConfigError(f"{source}: not a regular file (a device, pipe or socket); pass a .toml file")
+        if info.st_size > MAX_CONFIG_BYTES:
+            raise ConfigError(f"{source}: {info.st_size:,} bytes, over the {MAX_CONFIG_BYTES:,}-byte limit "
+                              "for a config file")
+        with path.open("rb") as fh:
+            raw = fh.read(MAX_CONFIG_BYTES + 1)  # bounded even if the file grew since the check
     except FileNotFoundError:
         raise ConfigError(f"{source}: no such config file") from None
     except IsADirectoryError:
         raise ConfigError(f"{source}: is a folder, not a config file (pass a .toml file)") from None
     except OSError as exc:
         raise ConfigError(f"{source}: cannot read the config file: {exc.strerror or exc}") from None
+    if len(raw) > MAX_CONFIG_BYTES:
+        raise ConfigError(f"{source}: over the {MAX_CONFIG_BYTES:,}-byte limit for a config file")
     try:
         text = raw.decode("utf-8-sig")  # a byte-order mark is harmless
     except UnicodeDecodeError as exc:

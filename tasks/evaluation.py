@@ -21,7 +21,7 @@ from clonemem.evaluation.run import Outcome, PersonaData, Retrieval, answer_and_
 from clonemem.llm.types import CallRecord, Paid
 from clonemem.schemas.results import EvaluationResult
 from clonemem.stages import STAGES
-from clonemem.tasks.caching import MemorySystemPolicy, StagePolicy
+from clonemem.tasks.caching import MemorySystemPolicy, StagePolicy, covered_stages
 from clonemem.tasks.generation import _transient_only
 from clonemem.warehouse import Warehouse
 from clonemem.warehouse.catalog import require_gate_passed
@@ -53,7 +53,7 @@ def retrieve_task(system: str, persona: PersonaData, k_max: int, full_context_to
                                   runtime.current().config.seed, usage, full_context_tokens,
                                   supports=judge_supports(rec.run, persona.language))
 
-    return runtime.paid(body)
+    return runtime.paid(body, covers=covered_stages())
 
 
 @task(cache_policy=INPUTS + TASK_SOURCE + StagePolicy(stage_names=EVAL_STAGES, modules=("clonemem.evaluation.run",)),
@@ -65,7 +65,8 @@ def answer_task(system: str, k: int, persona: PersonaData, retrieval: Retrieval)
     rt = runtime.current()
     waits = rt.model("answerer").api.waits or rt.model("judge").api.waits
     workers = rt.config.evaluation.concurrency if waits else 1  # computing calls gain nothing from threads
-    return runtime.paid(lambda rec: answer_and_judge(system, k, persona, retrieval, rec.run, workers=workers))
+    return runtime.paid(lambda rec: answer_and_judge(system, k, persona, retrieval, rec.run, workers=workers),
+                        covers=covered_stages())
 
 
 @task(cache_policy=NO_CACHE, task_run_name="land evaluation {run.benchmark}")

@@ -13,9 +13,9 @@ from clonemem import runtime
 from clonemem.generation.stages import STAGES, Stage
 from clonemem.generation.assemble import Assembly
 from clonemem.generation.land import ensure_benchmark, land_persona
-from clonemem.llm.types import CallRecord, LiveProviderDisabled, Paid, PermanentError
+from clonemem.llm.types import CallRecord, LiveProviderDisabled, Paid, PermanentError, StageNotCovered
 from clonemem.schemas.config import RunConfig
-from clonemem.tasks.caching import StagePolicy
+from clonemem.tasks.caching import StagePolicy, covered_stages
 from clonemem.warehouse import Warehouse
 from clonemem.warehouse.runs import FailureRecord, RunRecord, record_run
 
@@ -23,7 +23,7 @@ from clonemem.warehouse.runs import FailureRecord, RunRecord, record_run
 def _transient_only(task: Task, task_run: object, state: object) -> bool:
     try:
         state.result()  # type: ignore[attr-defined]
-    except (PermanentError, LiveProviderDisabled, TypeError):
+    except (PermanentError, LiveProviderDisabled, StageNotCovered, TypeError):
         return False
     except Exception:
         return True
@@ -36,7 +36,7 @@ def run_stage(stage_name: str, item: str, inp: BaseModel) -> Paid[BaseModel]:
     """Run one generation step (``item`` names it, e.g. E2P1D3T1) through the role's model; the result
     carries the calls it made (cached with it, landed with the persona)."""
     stage = STAGES.get(stage_name)
-    return runtime.paid(lambda rec: rec.run(stage, inp))
+    return runtime.paid(lambda rec: rec.run(stage, inp), covers=covered_stages())
 
 
 _TASKS: dict[str, Task] = {}

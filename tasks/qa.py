@@ -18,7 +18,7 @@ from clonemem.qa.segments import persona_segments
 from clonemem.schemas.config import QAConfig
 from clonemem.schemas.qa import Segment
 from clonemem.schemas.results import CueStats
-from clonemem.tasks.caching import StagePolicy
+from clonemem.tasks.caching import StagePolicy, covered_stages
 from clonemem.tasks.generation import _transient_only
 from clonemem.warehouse import Warehouse
 
@@ -37,7 +37,7 @@ QA_STAGES = (Q.PLAN.name, Q.WRITE.name, Q.SUFFICIENCY.name, Q.DISTRACTORS.name, 
       persist_result=True, retries=2, retry_delay_seconds=0.2, retry_condition_fn=_transient_only, task_run_name="qa {question_type} {segment.segment_id}")
 def qa_item(segment: Segment, question_type: str, rounds: int) -> Paid[ItemResult]:
     """Plan, write, validate and convert one candidate item (each LLM step through its role's model)."""
-    return runtime.paid(lambda rec: run_item(segment, question_type, rounds, rec.run))
+    return runtime.paid(lambda rec: run_item(segment, question_type, rounds, rec.run), covers=covered_stages())
 
 
 @task(cache_policy=NO_CACHE, task_run_name="segments {benchmark_id}")

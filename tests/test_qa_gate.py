@@ -13,7 +13,8 @@ from clonemem import release
 from clonemem import text as textutil
 from clonemem.offline import OfflineCall
 from clonemem.offline.world.qa import check_choice
-from clonemem.schemas.config import DIMENSIONS, QUESTION_TYPES, RunConfig
+from clonemem.schemas.config import DIMENSIONS, RunConfig
+from clonemem.schemas.question_types import names as question_type_names
 from clonemem.schemas.qa import E_TEXT, Choice, ChoiceInput
 from clonemem.warehouse import Warehouse
 
@@ -42,7 +43,7 @@ def rows(path: Path, sql: str) -> list[tuple]:
 def test_questions_cover_types_and_dimensions(bench: Path) -> None:
     types = {r[0] for r in rows(bench, "SELECT DISTINCT question_type FROM questions")}
     dims = {r[0] for r in rows(bench, "SELECT DISTINCT dimension FROM questions")}
-    assert types == set(QUESTION_TYPES) and dims == set(DIMENSIONS)
+    assert types == set(question_type_names()) and dims == set(DIMENSIONS)
     assert rows(bench, "SELECT gate_status FROM benchmarks")[0][0] == "passed"
 
 

@@ -11,11 +11,11 @@ from clonemem.offline.world.qa import qa_lexicon
 from clonemem.schemas import question_types
 from clonemem.qa.pipeline import run_item
 from clonemem.schemas.question_types import QuestionTypeSpec
-from clonemem.schemas.config import QUESTION_TYPES, RunConfig
+from clonemem.schemas.config import RunConfig
 
 
 def test_the_paper_types_in_their_order() -> None:
-    assert QUESTION_TYPES == question_types.names() == (
+    assert question_types.names() == (
         "single_point_factual", "comparison", "trajectory", "pattern", "causal", "counterfactual", "inferential",
         "unanswerable")
     assert question_types.abstaining() == ("unanswerable",)
@@ -133,8 +133,11 @@ def test_a_toy_type_declared_in_a_test_goes_through_qa_and_the_gate(tmp_path) ->
             dims = {d for (d,) in r.rows("SELECT DISTINCT dimension FROM questions WHERE question_type = 'habit_probe'")}
             cited = r.rows("SELECT min(n) FROM (SELECT count(*) AS n FROM question_evidence JOIN questions USING "
                            "(question_id) WHERE question_type = 'habit_probe' GROUP BY question_id)")[0][0]
+            known = {k for (k,) in r.rows("SELECT DISTINCT question_type_known FROM questions "
+                                          "WHERE question_type = 'habit_probe'")}
             files = release.export_release(r, "toy", tmp_path / "out")
         assert dims == {"experience"} and cited >= 2  # its dimensions and its evidence minimum hold
+        assert known == {True}  # landed as a declared type, not as an unknown one
         assert {e.question_type for e in got.evaluation.by_question_type} >= {"habit_probe"}
         exported = json.loads(files[0].read_text("utf-8"))["questions"]
         assert any(q["question_type"] == "habit_probe" for q in exported)

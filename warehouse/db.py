@@ -11,10 +11,9 @@ a CLI command can hold it across the stages it runs); a second writer waits, the
 from __future__ import annotations
 
 import shutil
-import tempfile
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -22,6 +21,7 @@ from typing import Any
 import duckdb
 import polars as pl
 
+from clonemem.warehouse import scratch
 from clonemem.warehouse.lock import WarehouseBusy, default_wait, is_held_elsewhere, writer_lock
 from clonemem.warehouse.migrate import apply_migrations, apply_views
 
@@ -98,7 +98,7 @@ class Warehouse:
             # otherwise hold a DuckDB object until interpreter exit, where duckdb prints "leaked" dumps
             self.con = _ClosedConnection(str(self.path))  # type: ignore[assignment]
         if self._snapshot_dir is not None:
-            shutil.rmtree(self._snapshot_dir, ignore_errors=True)
+            scratch.release(self._snapshot_dir)
         if self._writer_lock is not None:
             self._writer_lock.__exit__(None, None, None)
             self._writer_lock = None
@@ -199,15 +199,20 @@ def _connect_writer(path: Path, wait_s: float) -> duckdb.DuckDBPyConnection:
 
 
 def _snapshot(path: Path) -> Path:
-    """Copy the warehouse (and its WAL) to a fresh temporary folder; returns the folder."""
-    snap = Path(tempfile.mkdtemp(prefix="clonemem-snapshot-"))
-    shutil.copy2(path, snap / path.name)
-    wal = path.with_name(path.name + ".wal")
-    if wal.exists():
-        try:
-            shutil.copy2(wal, snap / wal.name)
-        except FileNotFoundError:  # checkpointed away while copying
-            pass
+    """Copy the warehouse (and its WAL) to a fresh temporary folder owned by this process (see
+    :mod:`.scratch`: removed on close, at exit, or by the next reader once this process is gone)."""
+    snap = scratch.make(scratch.SNAPSHOT)
+    try:
+        shutil.copy2(path, snap / path.name)
+        wal = path.with_name(path.name + ".wal")
+        if wal.exists():
+            try:
+                shutil.copy2(wal, snap / wal.name)
+            except FileNotFoundError:  # checkpointed away while copying
+                pass
+    except BaseException:
+        scratch.release(snap)
+        raise
     return snap
 
 
@@ -217,6 +222,7 @@ def reader_file(path: Path) -> tuple[Path, Path | None]:
     Returns ``(file, snapshot_dir)``; the caller removes ``snapshot_dir`` when done.
     """
     path = Path(path).expanduser().resolve()
+    scratch.sweep()  # snapshot copies and spill folders of readers that were killed
     if not path.exists():
         raise WarehouseError(f"no warehouse at {path} (run `clonemem demo` or `clonemem import-release` first)")
     if not path.is_file():
@@ -227,8 +233,10 @@ def reader_file(path: Path) -> tuple[Path, Path | None]:
     return path, None
 
 
-def connect_reader(path: Path, config: dict | None = None) -> tuple[duckdb.DuckDBPyConnection, Path | None]:
-    """A read-only connection (optionally with ``config``) and the snapshot folder it reads, if any."""
+def connect_reader(path: Path, config: dict | Callable[[Path], dict] | None = None,
+                   ) -> tuple[duckdb.DuckDBPyConnection, Path | None]:
+    """A read-only connection (optionally with ``config``, or the config for the file it opens: the
+    warehouse or a snapshot copy) and the snapshot folder it reads, if any."""
     last: Exception | None = None
     for attempt in range(4):
         file, snap = reader_file(path) if attempt == 0 else (None, None)
@@ -236,10 +244,10 @@ def connect_reader(path: Path, config: dict | None = None) -> tuple[duckdb.DuckD
             snap = _snapshot(path)
             file = snap / path.name
         try:
-            return duckdb.connect(str(file), read_only=True, config=dict(config or {})), snap
+            settings = config(file) if callable(config) else dict(config or {})
+            return duckdb.connect(str(file), read_only=True, config=settings), snap
         except duckdb.Error as exc:
-            if snap is not None:
-                shutil.rmtree(snap, ignore_errors=True)
+            scratch.release(snap)
             last = exc
             if snap is None and not _is_lock_conflict(exc):
                 raise WarehouseError(f"cannot open warehouse {path}: {_first_line(exc)}") from None

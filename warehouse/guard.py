@@ -8,7 +8,14 @@ switches, set when the connection opens and then locked, not from a keyword filt
   (``read_csv``, ``read_text``, ``COPY … TO``, ``EXPORT DATABASE``, logging to files …);
 - extensions are never installed or loaded (``autoinstall``/``autoload_known_extensions`` off,
   no community or unsigned extensions), so nothing is downloaded;
-- ``memory_limit`` and ``threads`` bound the resources a query may use;
+- ``memory_limit``, ``max_temp_directory_size`` and ``threads`` bound the resources a query may use
+  (memory and spill space: ``$CLONEMEM_SQL_MEMORY_LIMIT`` and ``$CLONEMEM_SQL_TEMP_LIMIT``, or
+  ``clonemem sql --memory-limit/--temp-limit``, 1 GB each by default); a query needing more fails with
+  one line saying which bound it met;
+- spilling goes to a folder of this process's own in the system's temporary folder
+  (``clonemem-sqltmp-<pid>-*``, or inside a snapshot copy's folder), never beside the warehouse; it
+  is removed when the last connection using it closes, and a killed process's is removed by the next
+  reader (:mod:`clonemem.warehouse.scratch`);
 - ``lock_configuration = true`` last: no ``SET``/``RESET``/``PRAGMA`` can undo any of the above.
 
 A statement-type check runs first as a second line, so that refusals read well: only queries
@@ -29,9 +36,10 @@ Refusals and failures raise :class:`SqlRefused` (a ``ValueError``) with one clea
 
 from __future__ import annotations
 
+import os
 import re
-import shutil
 import threading
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,6 +47,9 @@ from types import TracebackType
 
 import duckdb
 import polars as pl
+
+from clonemem.ids import stable_hash
+from clonemem.warehouse import scratch
 
 DEFAULT_MAX_ROWS = 10_000
 DEFAULT_TIMEOUT_S = 30.0
@@ -51,9 +62,13 @@ _CONFIG = {
     "allow_community_extensions": False,
     "allow_unsigned_extensions": False,
     "allow_unredacted_secrets": False,
-    "memory_limit": "1GB",
     "threads": 2,
 }
+MEMORY_ENV = "CLONEMEM_SQL_MEMORY_LIMIT"
+TEMP_ENV = "CLONEMEM_SQL_TEMP_LIMIT"
+DEFAULT_MEMORY_LIMIT = "1GB"
+DEFAULT_TEMP_LIMIT = "1GB"
+_SIZE = re.compile(r"^\s*\d+(\.\d+)?\s*(B|KB|MB|GB|TB|KiB|MiB|GiB|TiB)\s*$", re.IGNORECASE)
 
 # Statement types that only read. EXPLAIN is checked further (no ANALYZE); PRAGMA and CALL can
 # change settings or invoke logging, and the views/SELECTs cover what they would show.
@@ -77,6 +92,20 @@ class QueryResult:
 class Limits:
     max_rows: int = DEFAULT_MAX_ROWS
     timeout_s: float = DEFAULT_TIMEOUT_S
+    memory_limit: str = DEFAULT_MEMORY_LIMIT
+    temp_limit: str = DEFAULT_TEMP_LIMIT
+
+
+def size_limit(value: str | None, env: str, default: str) -> str:
+    """A DuckDB size (``512MB``, ``2GB``): ``value``, else ``$env``, else ``default``; checked here so a
+    typo is one line naming where it came from, not DuckDB's parser error."""
+    source, chosen = ("--" + env.removeprefix("CLONEMEM_SQL_").lower().replace("_", "-"), value) if value else (
+        f"${env}", os.environ.get(env) or None)
+    if chosen is None:
+        return default
+    if not _SIZE.match(chosen):
+        raise SqlRefused(f"{source}: {chosen!r} is not a size (write it like 512MB or 2GB)")
+    return chosen.replace(" ", "")
 
 
 def check_statements(query: str, parser: duckdb.DuckDBPyConnection | None = None) -> list[str]:
@@ -98,13 +127,32 @@ def check_statements(query: str, parser: duckdb.DuckDBPyConnection | None = None
         raise SqlRefused("empty query")
     out = []
     for stmt in statements:
-        kind = stmt.type.name
+        try:
+            kind = stmt.type.name
+        except ValueError:  # a statement type this DuckDB's Python enum does not list (UPDATE EXTENSIONS)
+            kind = "UNKNOWN"
         if kind == "EXPLAIN":
             _check_explain(stmt.query, None if own else parser)
         elif kind not in _READ_TYPES:
-            _refuse(f"{kind} statements are")
+            _refuse(f"{statement_name(stmt.query, kind)} statements are")
         out.append(stmt.query)
     return out
+
+
+_LEADING_COMMENTS = re.compile(r"^(\s+|--[^\n]*(\n|$)|/\*.*?\*/)*", re.DOTALL)
+_KEYWORD = re.compile(r"(FORCE\s+)?([A-Za-z]+)", re.IGNORECASE)
+
+
+def statement_name(sql: str, kind: str) -> str:
+    """What a refusal calls a statement: its leading keyword as written (DuckDB files INSTALL under
+    LOAD, CHECKPOINT under CALL, ANALYZE under VACUUM, USE and RESET under SET), else DuckDB's type
+    (a ``WITH … INSERT`` is an INSERT)."""
+    m = _KEYWORD.match(sql, _LEADING_COMMENTS.match(sql).end())
+    if m is None or m[2].upper() == "WITH":
+        return kind.replace("_", " ")
+    if kind == "UNKNOWN":  # no type to go by: its first two words (UPDATE EXTENSIONS)
+        return " ".join(sql[m.start():].split()[:2]).upper()
+    return ("FORCE " if m[1] else "") + m[2].upper()
 
 
 def _refuse(what: str) -> None:
@@ -125,10 +173,13 @@ def _check_explain(sql: str, parser: duckdb.DuckDBPyConnection | None = None) ->
 class GuardedConnection:
     """A locked-down read-only connection; see the module docstring."""
 
-    def __init__(self, con: duckdb.DuckDBPyConnection, limits: Limits, snapshot_dir: Path | None = None):
+    def __init__(self, con: duckdb.DuckDBPyConnection, limits: Limits, snapshot_dir: Path | None = None,
+                 spill: Path | None = None):
         self._con = con
         self.limits = limits
         self._snapshot_dir = snapshot_dir
+        self._spill = spill  # the shared spill folder this connection holds a count on (None in a snapshot)
+        self._temp_folder = spill or (snapshot_dir / "spill" if snapshot_dir is not None else None)
         self._lock = threading.Lock()
 
     @property
@@ -155,30 +206,29 @@ class GuardedConnection:
 
     def _run(self, stmt: str, params: Sequence[object] | Mapping[str, object] | None = None) -> QueryResult:
         with self._lock:
-            timer = threading.Timer(self.limits.timeout_s, self._con.interrupt)
-            timed_out = threading.Event()
-            timer.function = lambda: (timed_out.set(), self._con.interrupt())
-            timer.daemon = True
-            timer.start()
+            watch = _Watch(self._con, self.limits, self._temp_folder)
             try:
                 cur = self._con.execute(stmt, params) if params else self._con.execute(stmt)
                 columns = [d[0] for d in cur.description] if cur.description else []
                 rows = cur.fetchmany(self.limits.max_rows + 1) if columns else []
-            except duckdb.InterruptException:
-                raise SqlRefused(f"query stopped after the {self.limits.timeout_s:g} s time limit") from None
+            except duckdb.OutOfMemoryException as exc:
+                raise SqlRefused(
+                    f"query stopped: it needs more than the SQL surface's {self.limits.memory_limit} of memory and "
+                    f"{self.limits.temp_limit} of spill space (narrow it, or raise --memory-limit/--temp-limit, "
+                    f"${MEMORY_ENV}/${TEMP_ENV}): {_first_line(exc)}") from None
             except duckdb.PermissionException as exc:
                 raise SqlRefused(f"refused: the SQL surface cannot touch files, the network, extensions or "
                                  f"settings ({_first_line(exc)})") from None
-            except duckdb.InvalidInputException as exc:
-                if "configuration has been locked" in str(exc):
+            except duckdb.Error as exc:
+                if watch.stopped_for:
+                    raise SqlRefused(watch.stopped_for) from None
+                if isinstance(exc, duckdb.InterruptException):
+                    raise SqlRefused("query interrupted") from None
+                if isinstance(exc, duckdb.InvalidInputException) and "configuration has been locked" in str(exc):
                     raise SqlRefused(f"refused: the SQL surface cannot change settings ({_first_line(exc)})") from None
                 raise SqlRefused(_first_line(exc)) from None
-            except duckdb.Error as exc:
-                if timed_out.is_set():
-                    raise SqlRefused(f"query stopped after the {self.limits.timeout_s:g} s time limit") from None
-                raise SqlRefused(_first_line(exc)) from None
             finally:
-                timer.cancel()
+                watch.stop()
         truncated = len(rows) > self.limits.max_rows
         return QueryResult(columns, rows[: self.limits.max_rows], truncated)
 
@@ -188,10 +238,14 @@ class GuardedConnection:
 
     def close(self) -> None:
         with self._lock:
+            if self._con is None:
+                return
             self._con.close()
-        if self._snapshot_dir is not None:
-            shutil.rmtree(self._snapshot_dir, ignore_errors=True)
-            self._snapshot_dir = None
+            self._con = None  # type: ignore[assignment]
+        scratch.release(self._snapshot_dir)
+        self._snapshot_dir = None
+        _drop_spill(self._spill)
+        self._spill = None
 
     def __enter__(self) -> GuardedConnection:
         return self
@@ -200,22 +254,142 @@ class GuardedConnection:
         self.close()
 
 
-def open_guarded(path: str | Path, *, max_rows: int = DEFAULT_MAX_ROWS,
-                 timeout_s: float = DEFAULT_TIMEOUT_S) -> GuardedConnection:
-    """Open the warehouse at ``path`` for guarded ad-hoc reads (a snapshot copy beside a running writer)."""
+def open_guarded(path: str | Path, *, max_rows: int = DEFAULT_MAX_ROWS, timeout_s: float = DEFAULT_TIMEOUT_S,
+                 memory_limit: str | None = None, temp_limit: str | None = None) -> GuardedConnection:
+    """Open the warehouse at ``path`` for guarded ad-hoc reads (a snapshot copy beside a running writer).
+
+    ``memory_limit`` and ``temp_limit`` (DuckDB sizes) default to ``$CLONEMEM_SQL_MEMORY_LIMIT`` and
+    ``$CLONEMEM_SQL_TEMP_LIMIT``, else 1 GB each."""
     from clonemem.warehouse.db import WarehouseError, connect_reader
 
     if max_rows < 1 or timeout_s <= 0:
         raise ValueError("max_rows must be >= 1 and timeout_s > 0")
-    con, snapshot_dir = connect_reader(Path(path).expanduser().resolve(), _CONFIG)
+    limits = Limits(max_rows, timeout_s, size_limit(memory_limit, MEMORY_ENV, DEFAULT_MEMORY_LIMIT),
+                    size_limit(temp_limit, TEMP_ENV, DEFAULT_TEMP_LIMIT))
+    warehouse = Path(path).expanduser().resolve()
+    spill = _take_spill(warehouse)  # counted before connecting: a closing neighbour keeps it
+
+    def config_for(file: Path) -> dict:
+        # a snapshot spills inside its own folder (removed with it); the warehouse into this process's folder
+        folder = file.parent / "spill" if file != warehouse else spill
+        return {**_CONFIG, "memory_limit": limits.memory_limit, "max_temp_directory_size": limits.temp_limit,
+                "temp_directory": str(folder)}
+
     try:
+        con, snapshot_dir = connect_reader(warehouse, config_for)
+    except BaseException:
+        _drop_spill(spill)
+        raise
+    if snapshot_dir is not None:
+        _drop_spill(spill)
+        spill = None
+    try:
+        _quiet(con)
         _lock_configuration(con)
     except duckdb.Error as exc:
         con.close()
-        if snapshot_dir is not None:
-            shutil.rmtree(snapshot_dir, ignore_errors=True)
+        scratch.release(snapshot_dir)
+        _drop_spill(spill)
         raise WarehouseError(f"cannot open warehouse {path}: {_first_line(exc)}") from None
-    return GuardedConnection(con, Limits(max_rows, timeout_s), snapshot_dir)
+    return GuardedConnection(con, limits, snapshot_dir, spill)
+
+
+class _Watch:
+    """Stops the running query (``interrupt``) at the time limit, or once the spill folder holds more than
+    the temp limit: DuckDB's own ``max_temp_directory_size`` is set too, but its sorts and aggregates were
+    seen writing several times that, so the bound is kept by watching the folder."""
+
+    POLL_S = 0.05
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, limits: Limits, folder: Path | None):
+        self.stopped_for: str | None = None
+        self._con, self._limits, self._folder = con, limits, folder
+        self._max_bytes = size_bytes(limits.temp_limit)
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="clonemem-sql-watch", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        deadline = time.monotonic() + self._limits.timeout_s
+        while not self._done.wait(min(self.POLL_S, max(0.0, deadline - time.monotonic()))):
+            if time.monotonic() >= deadline:
+                self._stop(f"query stopped after the {self._limits.timeout_s:g} s time limit")
+                return
+            if self._folder is not None and folder_bytes(self._folder) > self._max_bytes:
+                self._stop(f"query stopped: it spilled more than the SQL surface's {self._limits.temp_limit} of "
+                           f"temporary space (narrow it, or raise --temp-limit / ${TEMP_ENV})")
+                return
+
+    def _stop(self, why: str) -> None:
+        self.stopped_for = why
+        self._con.interrupt()
+
+    def stop(self) -> None:
+        self._done.set()
+        self._thread.join()
+
+
+def folder_bytes(folder: Path) -> int:
+    """Bytes on disk of the files in ``folder`` (DuckDB's spill files; missing: 0)."""
+    total = 0
+    try:
+        with os.scandir(folder) as entries:
+            for entry in entries:
+                try:
+                    total += entry.stat(follow_symlinks=False).st_blocks * 512
+                except OSError:  # removed while counting
+                    pass
+    except OSError:
+        return 0
+    return total
+
+
+_UNITS = {"B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12,
+          "KIB": 2**10, "MIB": 2**20, "GIB": 2**30, "TIB": 2**40}
+
+
+def size_bytes(size: str) -> int:
+    """``512MB`` -> 512,000,000 (DuckDB's reading: KB = 1000 B, KiB = 1024 B)."""
+    m = re.match(r"^\s*(\d+(?:\.\d+)?)\s*([A-Za-z]+)\s*$", size)
+    if m is None or m[2].upper() not in _UNITS:
+        raise SqlRefused(f"{size!r} is not a size (write it like 512MB or 2GB)")
+    return int(float(m[1]) * _UNITS[m[2].upper()])
+
+
+# One spill folder per (process, warehouse): connections of a process to one file share a DuckDB
+# instance, whose settings (its temp_directory among them) must be the same for all of them. The folder
+# is removed when the last of them closes (DuckDB has removed its files by then).
+_spills: dict[Path, int] = {}
+_spills_lock = threading.Lock()
+
+
+def _take_spill(warehouse: Path) -> Path:
+    key = stable_hash(str(warehouse))[:12]
+    with _spills_lock:
+        folder = scratch.named(scratch.SPILL, key)
+        _spills[folder] = _spills.get(folder, 0) + 1
+    return folder
+
+
+def _drop_spill(folder: Path | None) -> None:
+    if folder is None:
+        return
+    with _spills_lock:
+        left = _spills.get(folder, 1) - 1
+        if left > 0:
+            _spills[folder] = left
+            return
+        _spills.pop(folder, None)
+        scratch.release(folder)
+
+
+def _quiet(con: duckdb.DuckDBPyConnection) -> None:
+    """No progress bar on stdout (a per-connection setting; refused once the instance is locked, when an
+    earlier connection has already set it for itself and this one is served the same way)."""
+    try:
+        con.execute("SET enable_progress_bar = false")
+    except duckdb.InvalidInputException:
+        pass
 
 
 def _lock_configuration(con: duckdb.DuckDBPyConnection) -> None:

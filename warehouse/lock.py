@@ -56,8 +56,11 @@ def default_wait() -> float:
 
 
 def current_command() -> str:
-    argv = [Path(sys.argv[0]).name if sys.argv else "python", *sys.argv[1:3]]
-    return " ".join(argv)
+    """What to call this process in the lock file when the caller does not say (the CLI names its
+    subcommand): the whole command line, shortened, so the command is in it wherever options put it."""
+    program = Path(sys.argv[0]).name if sys.argv and sys.argv[0] else "python"
+    line = " ".join([program, *sys.argv[1:]])
+    return line if len(line) <= 120 else line[:119] + "…"
 
 
 def read_holder(warehouse: Path) -> Holder | None:

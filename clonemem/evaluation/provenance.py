@@ -47,7 +47,7 @@ def system_provenance(name: str, config: RunConfig, given: Mapping[str, str] | N
         return SystemProvenance(system=name, code_hash=code_hash(RESULTS_FILE_READER),
                                 extra={str(k): str(v) for k, v in given.items()})
     factory = SYSTEMS.get(name)
-    stages = getattr(factory, "llm_stages", ())
+    stages = factory.llm_stages  # type: ignore[attr-defined]  # declared on every factory (tasks/caching.py checks it)
     extra = {**dict(getattr(factory, "provenance_extra", None) or {}), **dict(given or {})}
     return SystemProvenance(system=name, code_hash=code_hash(factory.__module__),
                             llm_stages={s.name: str(config.models.ref(s.role)) for s in stages},

@@ -14,7 +14,7 @@ import random
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Protocol, TypeVar
@@ -36,6 +36,7 @@ from clonemem.llm.types import (
     Message,
     OfflineAnswer,
     PermanentError,
+    StageNotCovered,
     TransientError,
     Usage,
     estimate_tokens,
@@ -144,6 +145,7 @@ class Model:
         run_id: str | None = None,
         sleep: Callable[[float], None] = time.sleep,
         budget: Budget | None = None,
+        covers: Mapping[str, str] | None = None,
     ) -> None:
         self.api = api
         self.role = role
@@ -155,17 +157,19 @@ class Model:
         self._limiter = limiter
         self._sleep = sleep
         self.budget = budget
+        self.covers = covers  # stage name -> role a cached task's key covers (None: no restriction)
         self._usage_lock = threading.Lock()
 
     @property
     def ref(self) -> str:
         return self.api.ref
 
-    def recording_to(self, sink: CallSink) -> Model:
+    def recording_to(self, sink: CallSink, covers: Mapping[str, str] | None = None) -> Model:
         """This model with its calls recorded to ``sink`` (same provider, limits and retry policy; its own
-        usage totals): a task records the calls it makes, to return them with its result."""
+        usage totals): a task records the calls it makes, to return them with its result. ``covers``
+        (stage name -> role) are the only stages it may then run: those its task's cache key covers."""
         return Model(self.api, self.role, self.policy, self._limiter, self.price, sink, self.run_id, self._sleep,
-                     self.budget)
+                     self.budget, covers)
 
     @property
     def is_offline(self) -> bool:
@@ -176,6 +180,12 @@ class Model:
     def request(self, stage: str, prompt: prompts.Prompt, schema: type[BaseModel] | None = None, *,
                 inputs_key: str = "", offline: OfflineAnswer | None = None, max_tokens: int = 4096) -> GenerateRequest:
         """Build a request from a rendered prompt; structured requests carry the JSON schema instruction."""
+        if self.covers is not None and self.covers.get(stage) != self.role:
+            why = (f"its key covers it through the {self.covers[stage]} role's model, not the {self.role} role's"
+                   if stage in self.covers else
+                   f"its key covers only {', '.join(sorted(self.covers)) or 'no stage'}")
+            raise StageNotCovered(f"stage {stage!r} called inside a cached task that does not key on it ({why}); "
+                                  "add it to the task's cache policy (or the memory system's llm_stages)")
         user = prompt.user
         if schema is not None:
             user += "\n\n" + _json_instruction(schema)

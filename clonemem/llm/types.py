@@ -139,6 +139,12 @@ class Usage:
 # -- errors ------------------------------------------------------------------------------------
 
 
+class StageNotCovered(RuntimeError):
+    """A call, inside a cached task, to a stage its cache key does not cover (or through a model of
+    another role than the one keyed): its result would be served later for a model or template it
+    was never made with. A programming error, so neither retried nor recorded as an unscored answer."""
+
+
 class LLMError(RuntimeError):
     """Base of every error the LLM layer raises; messages never contain API keys."""
 

@@ -7,7 +7,8 @@ from collections.abc import Sequence
 
 from clonemem.qa.cues import CUE_ITEMS_SQL, cue_credits
 from clonemem.qa.pipeline import ItemResult
-from clonemem.schemas.config import DIMENSIONS, QUESTION_TYPES
+from clonemem.schemas import question_types
+from clonemem.schemas.config import DIMENSIONS
 from clonemem.schemas.qa import Segment
 from clonemem.schemas.results import CueStats
 from clonemem.qa.segments import segment_row
@@ -41,7 +42,7 @@ def qa_rows(persona_id: str, benchmark_id: str, segments: list[Segment], results
         rows["questions"].append({
             "question_id": r.question_id, "benchmark_id": benchmark_id, "persona_id": persona_id,
             "external_id": r.question_id, "seq": seq, "question": r.question, "question_type": r.question_type,
-            "question_type_known": r.question_type in QUESTION_TYPES, "dimension": seg.arc.dimension,
+            "question_type_known": r.question_type in question_types.names(), "dimension": seg.arc.dimension,
             "dimension_known": seg.arc.dimension in DIMENSIONS, "question_time": r.question_time,
             "answer": r.answer, "correct_choice_id": r.correct_choice_id, "arc_id": arc_ids[seg.arc.key],
             "segment_id": r.segment_id, "plan": r.plan.model_dump_json() if r.plan else None})
