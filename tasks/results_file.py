@@ -15,7 +15,7 @@ from clonemem.evaluation.diagnosis import judge_supports
 from clonemem.evaluation.results_file import FileRetrieval, ResolvedFile, file_retrieval, given_answers, read_and_resolve
 from clonemem.evaluation.run import Outcome, PersonaData, Retrieval, answer_and_judge
 from clonemem.llm.types import Paid
-from clonemem.tasks.caching import StagePolicy
+from clonemem.tasks.caching import StagePolicy, covered_stages
 from clonemem.tasks.evaluation import EVAL_STAGES
 from clonemem.tasks.generation import _transient_only
 from clonemem.warehouse import Warehouse
@@ -35,7 +35,8 @@ def read_results_task(warehouse_path: str, benchmark_id: str, path: str, allow_m
       task_run_name="read {system} {persona.person_key}")
 def file_retrieve_task(system: str, persona: PersonaData, lines: Mapping[str, FileRetrieval]) -> Paid[Retrieval]:
     """The file's items as the persona's retrieval, with each question's read diagnosis."""
-    return runtime.paid(lambda rec: file_retrieval(system, persona, lines, judge_supports(rec.run, persona.language)))
+    return runtime.paid(lambda rec: file_retrieval(system, persona, lines, judge_supports(rec.run, persona.language)),
+                        covers=covered_stages())
 
 
 @task(cache_policy=INPUTS + TASK_SOURCE + StagePolicy(stage_names=EVAL_STAGES, modules=MODULES),
@@ -47,4 +48,4 @@ def file_answer_task(system: str, k: int, persona: PersonaData, retrieval: Retri
     rt = runtime.current()
     workers = rt.config.evaluation.concurrency if (rt.model("answerer").api.waits or rt.model("judge").api.waits) else 1
     return runtime.paid(lambda rec: answer_and_judge(system, k, persona, retrieval, rec.run, workers=workers,
-                                                     given=given_answers(lines)))
+                                                     given=given_answers(lines)), covers=covered_stages())
