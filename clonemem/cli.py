@@ -166,8 +166,26 @@ def _import(format_name: str, paths: list[Path], name: str, replace: bool, appen
 
     die_with_parent_server()
     warehouse = State.warehouse.expanduser().resolve()
-    summary = import_flow(format_name, [str(p) for p in paths], name, str(warehouse), mode, State.wait)
+    with _prefect_quiet():
+        summary = import_flow(format_name, [str(p) for p in paths], name, str(warehouse), mode, State.wait)
     _print_import(summary, State.warehouse)
+
+
+@contextmanager
+def _prefect_quiet() -> Iterator[None]:
+    """No log records while the import flow runs (unless --debug): a refused import is the task's failure,
+    which Prefect logs with its traceback, and the CLI reports it itself, in one line."""
+    import logging
+
+    if State.debug:
+        yield
+        return
+    before = logging.root.manager.disable
+    logging.disable(logging.ERROR)
+    try:
+        yield
+    finally:
+        logging.disable(before)
 
 
 def _import_mode(replace: bool, append: bool) -> str:
