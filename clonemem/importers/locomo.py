@@ -10,6 +10,10 @@ stays with its turn. Each question becomes a free-text item asked a day after th
 evidence item per referenced turn. Evidence references that are not one clean turn id are split,
 normalised or, when they name no turn, reported with their JSON path; all of it is counted in the
 import summary and stored in ``import_notes``.
+
+Registered as ``locomo``. Its own fields: the category (stored in ``questions.source_category``, its
+label in ``source_question_type``) and the adversarial trap answer (``questions.adversarial_answer``);
+its type mapping is :data:`CATEGORIES`.
 """
 
 from __future__ import annotations
