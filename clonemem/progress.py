@@ -82,8 +82,10 @@ class Bars:
 
 
 @contextmanager
-def shown(out: TextIO = sys.stderr) -> Iterator[None]:
-    """Show progress for the duration: bars on a terminal, plain lines otherwise."""
+def shown(out: TextIO | None = None) -> Iterator[None]:
+    """Show progress for the duration: bars on a terminal, plain lines otherwise (on the stderr of the
+    moment, not of the import: a test's CliRunner swaps it per command)."""
+    out = sys.stderr if out is None else out
     if out.isatty():
         with Bars(out) as bars, listening(bars):
             yield
