@@ -4,6 +4,8 @@ works for a format added in a test, and names that are refused when blank."""
 from __future__ import annotations
 
 import ast
+import importlib
+import sys
 import datetime as dt
 import json
 from pathlib import Path
@@ -209,3 +211,56 @@ def test_the_import_flow_imports_only_tasks_and_schemas() -> None:
     for name in ("imports.py", "release.py"):
         project = {m for m in _imports(ROOT / "flows" / name) if m.startswith("clonemem")}
         assert all(m.startswith(("clonemem.tasks", "clonemem.schemas", "clonemem.flows")) for m in project), project
+
+
+# -- the parse cache follows the importer's code ---------------------------------------------------
+
+TOY_MODULE = '''
+from clonemem.importers.release import ReleaseImporter
+
+
+class Copy(ReleaseImporter):
+    name = "release_copy"
+'''
+
+
+def _fresh() -> None:
+    from clonemem.codehash import _code_hash, closure
+
+    _code_hash.cache_clear()
+    closure.cache_clear()
+    importlib.invalidate_caches()
+
+
+@pytest.mark.prefect
+def test_editing_an_importer_parses_its_files_again(tmp_path: Path, demo_file: Path) -> None:
+    from prefect import flow
+
+    from clonemem.tasks.imports import parse_file
+
+    pkg = tmp_path / "toyformat"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "fmt.py").write_text(TOY_MODULE)
+    sys.path.insert(0, str(tmp_path))
+    _fresh()
+    data = demo_file.read_bytes()
+
+    @flow
+    def parse_once() -> str:
+        return parse_file("release_copy", data, str(tmp_path / "demo.json"), return_state=True).name
+
+    try:
+        module = importlib.import_module("toyformat.fmt")
+        with IMPORTERS.added("release_copy", module.Copy):
+            assert parse_once() == "Completed"
+            assert parse_once() == "Cached"
+            (pkg / "fmt.py").write_text(TOY_MODULE + "\n# a change to the importer's code\n")
+            _fresh()
+            assert parse_once() == "Completed"
+            assert parse_once() == "Cached"
+    finally:
+        sys.path.remove(str(tmp_path))
+        sys.modules.pop("toyformat.fmt", None)
+        sys.modules.pop("toyformat", None)
+        _fresh()
