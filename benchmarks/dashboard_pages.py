@@ -95,7 +95,7 @@ def _cli(warehouse: Path, env: dict[str, str], *args: str) -> float:
 
 
 def build(folder: Path, personas: int, traces: int, questions: int) -> tuple[Path, dict]:
-    from clonemem import locomo, release
+    from clonemem.importers import import_files
     from clonemem.warehouse import Warehouse
 
     path = folder / "wh.duckdb"
@@ -108,9 +108,9 @@ def build(folder: Path, personas: int, traces: int, questions: int) -> tuple[Pat
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
     with Warehouse.open_writer(path) as wh:
-        release.import_release_files(wh, files, "big")
+        import_files(wh, "release", files, "big")
         if LOCOMO_DEV.is_dir():
-            locomo.import_locomo_files(wh, sorted(LOCOMO_DEV.glob("*.json")), "locomo-dev")
+            import_files(wh, "locomo", sorted(LOCOMO_DEV.glob("*.json")), "locomo-dev")
     timings["imports_s"] = round(time.perf_counter() - t0, 1)
     env = {**os.environ, "PREFECT_HOME": str(folder / "prefect"), "CLONEMEM_LOCK_WAIT": "600"}
     config = folder / "tiny.toml"

@@ -15,7 +15,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from clonemem import locomo, release
+from clonemem.importers.base import ImportSummary, expand_paths, load_personas
+from clonemem.importers.locomo import parse_locomo_paths
 from clonemem.warehouse import Warehouse
 
 DEFAULT_DEV = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo-dev"
@@ -35,13 +36,13 @@ def wrap_as_locomo10(files: list[Path], out: Path) -> Path:
     return out
 
 
-def timed_import(paths: list[Path], warehouse: Path) -> tuple[release.ImportSummary, float, float]:
+def timed_import(paths: list[Path], warehouse: Path) -> tuple[ImportSummary, float, float]:
     t0 = time.perf_counter()
-    personas = locomo.parse_locomo_paths(paths)
+    personas = parse_locomo_paths(paths)
     t1 = time.perf_counter()
     with Warehouse.open_writer(warehouse) as wh:
         t2 = time.perf_counter()
-        summary = release.load_personas(wh, personas, "locomo")
+        summary = load_personas(wh, personas, "locomo")
         t3 = time.perf_counter()
     return summary, t1 - t0, t3 - t2
 
@@ -51,7 +52,7 @@ def main() -> None:
     parser.add_argument("paths", nargs="*", type=Path, default=[DEFAULT_DEV])
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
-    files = release.expand_paths(args.paths)
+    files = expand_paths(args.paths)
     out: dict = {"benchmark": "import_locomo", "files": [f.name for f in files]}
     with tempfile.TemporaryDirectory() as tmp:
         combined = wrap_as_locomo10(files, Path(tmp) / "locomo10.json")
@@ -73,7 +74,7 @@ def main() -> None:
     print(json.dumps(out, indent=2))
 
 
-def _by_category(summary: release.ImportSummary, warehouse: Path) -> dict[str, int]:
+def _by_category(summary: ImportSummary, warehouse: Path) -> dict[str, int]:
     with Warehouse.open_reader(warehouse) as wh:
         return {f"{c} {label}": n for c, label, n in wh.rows(
             "SELECT source_category, source_question_type, count(*) FROM questions WHERE benchmark_id = ? "

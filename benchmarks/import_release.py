@@ -16,7 +16,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from clonemem import release
+from clonemem.exporters.release import export_release
+from clonemem.importers.base import load_personas
+from clonemem.importers.release import parse_release_persona
 from clonemem.warehouse import Warehouse
 
 WORDS = ("morning meeting project deadline sister coffee train weekend garden letter worried excited tired "
@@ -64,13 +66,13 @@ def main() -> None:
         runs = []
         for r in range(args.repeat):
             t0 = time.perf_counter()
-            parsed = release.parse_release_persona(path)
+            parsed = parse_release_persona(path)
             t1 = time.perf_counter()
             with Warehouse.open_writer(Path(tmp) / f"wh{r}.duckdb") as wh:
                 t2 = time.perf_counter()
-                summary = release.load_personas(wh, [parsed], "bench")
+                summary = load_personas(wh, [parsed], "bench")
                 t3 = time.perf_counter()
-                release.export_release(wh, "bench", Path(tmp) / f"out{r}")
+                export_release(wh, "bench", Path(tmp) / f"out{r}")
                 t4 = time.perf_counter()
             runs.append({"parse_s": t1 - t0, "load_s": t3 - t2, "import_total_s": (t1 - t0) + (t3 - t2), "export_s": t4 - t3})
         best = min(runs, key=lambda x: x["import_total_s"])

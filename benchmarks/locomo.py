@@ -35,7 +35,7 @@ TARGETS = {5: 0.62, 10: 0.72}  # issue 9: the best system, on these and on unsee
 
 
 def run(paths: list[Path], systems: list[str], ks: list[int]) -> dict:
-    from clonemem import locomo, release
+    from clonemem.importers import import_files
     from clonemem.flows.evaluation import evaluate_flow
     from clonemem.memory import embed
     from clonemem.schemas.config import RunConfig
@@ -44,7 +44,7 @@ def run(paths: list[Path], systems: list[str], ks: list[int]) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         warehouse = Path(tmp) / "locomo.duckdb"
         with Warehouse.open_writer(warehouse) as wh:
-            summary = release.load_personas(wh, locomo.parse_locomo_paths(paths), "locomo-dev")
+            summary = import_files(wh, "locomo", paths, "locomo-dev")
         t0 = time.perf_counter()
         result = evaluate_flow(RunConfig().model_dump(mode="json"), str(warehouse), "locomo-dev", systems, ks,
                                force=True)

@@ -46,12 +46,12 @@ LOCOMO_DEV = Path(os.environ.get("CLONEMEM_LOCOMO_DEV", "/work/shared/data/locom
 
 def locomo(paths: list[str], workdir: Path) -> list:
     from clonemem.evaluation.run import load_benchmark
-    from clonemem.locomo import import_locomo_files
+    from clonemem.importers import import_files
     from clonemem.warehouse import Warehouse
     from clonemem.warehouse.catalog import resolve_benchmark
 
     with Warehouse.open_writer(workdir / "locomo.duckdb") as wh:
-        import_locomo_files(wh, paths, "locomo")
+        import_files(wh, "locomo", paths, "locomo")
         return load_benchmark(wh, resolve_benchmark(wh, "locomo")[0])
 
 

@@ -128,7 +128,20 @@ def _warehouse_for(config: Any) -> Path:
     return config.warehouse
 
 
-# -- release files -----------------------------------------------------------------------------
+# -- imports and export ------------------------------------------------------------------------
+
+
+@app.command("import")
+@handles_errors
+def import_cmd(
+    format_name: Annotated[str, typer.Argument(metavar="FORMAT", help="source format: release, locomo, or one a plugin registers (clonemem.importers)")],
+    paths: Annotated[list[Path], typer.Argument(help="files or folders (every file of the format, recursively)")],
+    name: Annotated[str, typer.Option("--name", help="benchmark name")],
+    replace: Annotated[bool, typer.Option("--replace", help="replace an existing benchmark of that name (atomically)")] = False,
+    append: Annotated[bool, typer.Option("--append", help="add these personas to an existing benchmark")] = False,
+) -> None:
+    """Load files of a registered format as a benchmark (all files or nothing), through the import flow."""
+    _import(format_name, paths, name, replace, append)
 
 
 @app.command("import-release")
@@ -139,13 +152,8 @@ def import_release(
     replace: Annotated[bool, typer.Option("--replace", help="replace an existing benchmark of that name (atomically)")] = False,
     append: Annotated[bool, typer.Option("--append", help="add these personas to an existing benchmark")] = False,
 ) -> None:
-    """Load CloneMem release files as a benchmark (all files or nothing)."""
-    from clonemem import release
-
-    mode = _import_mode(replace, append)
-    summary = release.import_into_warehouse(State.warehouse, lambda: release.parse_release_paths(paths), name, mode,
-                                           wait_s=State.wait)
-    _print_import(summary, State.warehouse)
+    """Load CloneMem release files as a benchmark (all files or nothing); `import release` by its earlier name."""
+    _import("release", paths, name, replace, append)
 
 
 @app.command("import-locomo")
@@ -156,13 +164,46 @@ def import_locomo(
     replace: Annotated[bool, typer.Option("--replace", help="replace an existing benchmark of that name (atomically)")] = False,
     append: Annotated[bool, typer.Option("--append", help="add these conversations to an existing benchmark")] = False,
 ) -> None:
-    """Load LoCoMo conversations as a benchmark: one persona per conversation, one trace per turn."""
-    from clonemem import locomo, release
+    """Load LoCoMo conversations as a benchmark: one persona per conversation, one trace per turn; `import locomo`."""
+    _import("locomo", paths, name, replace, append)
 
+
+def _import(format_name: str, paths: list[Path], name: str, replace: bool, append: bool) -> None:
+    """Every import command: check the request, then run the import flow (the deployment's path too).
+
+    The writer lock is not held around the flow: files are parsed before the warehouse is touched, so a
+    bad file leaves no warehouse (nor lock file) behind; the landing task waits for the lock itself."""
+    from clonemem.importers import importer
+
+    if not name.strip():
+        fail("--name must not be empty or blank", code=ExitCode.USAGE)
     mode = _import_mode(replace, append)
-    summary = release.import_into_warehouse(State.warehouse, lambda: locomo.parse_locomo_paths(paths), name, mode,
-                                           wait_s=State.wait)
+    importer(format_name)  # an unknown format fails here, before Prefect starts
+    from clonemem.flows.imports import import_flow
+    from clonemem.prefect_env import die_with_parent_server
+
+    die_with_parent_server()
+    warehouse = State.warehouse.expanduser().resolve()
+    with _prefect_quiet():
+        summary = import_flow(format_name, [str(p) for p in paths], name, str(warehouse), mode, State.wait)
     _print_import(summary, State.warehouse)
+
+
+@contextmanager
+def _prefect_quiet() -> Iterator[None]:
+    """No log records while the import flow runs (unless --debug): a refused import is the task's failure,
+    which Prefect logs with its traceback, and the CLI reports it itself, in one line."""
+    import logging
+
+    if State.debug:
+        yield
+        return
+    before = logging.root.manager.disable
+    logging.disable(logging.ERROR)
+    try:
+        yield
+    finally:
+        logging.disable(before)
 
 
 def _import_mode(replace: bool, append: bool) -> str:
@@ -209,14 +250,14 @@ def export_release(
     )] = "questions",
 ) -> None:
     """Write a benchmark in the CloneMem release format, one JSON file per persona."""
-    from clonemem import release
+    from clonemem.exporters.release import export_release as export
     from clonemem.schemas.release import QUESTION_KEYS
     from clonemem.warehouse import Warehouse
 
     if questions_key not in QUESTION_KEYS:
         fail(f"--questions-key must be one of {', '.join(QUESTION_KEYS)}, got {questions_key!r}", code=2)
     with Warehouse.open_reader(State.warehouse) as wh:
-        written = release.export_release(wh, benchmark, out, questions_key)
+        written = export(wh, benchmark, out, questions_key)
     for path in written:
         typer.echo(str(path))
 

@@ -39,7 +39,7 @@ def user_errors() -> tuple[type[BaseException], ...]:
     from clonemem.warehouse.catalog import EvaluationRefused
     from clonemem.llm.types import LLMError
     from clonemem.registry import RegistryError
-    from clonemem.release import ReleaseError
+    from clonemem.importers.base import ImportFailed as ReleaseError
     from clonemem.schemas.config import ConfigError
     from clonemem.warehouse.catalog import UnknownBenchmark
     from clonemem.warehouse.db import WarehouseError

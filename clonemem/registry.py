@@ -98,6 +98,25 @@ class Registry(Generic[T]):
         hint = f"; did you mean {close[0]!r}?" if close else ""
         return f"unknown {self.kind} {name!r}{hint} (known: {', '.join(names) or 'none'})"
 
+    def remove(self, name: str) -> None:
+        """Forget ``name`` (eager or lazy): the counterpart of :meth:`add`, for tests and plugins that
+        register something for a while."""
+        if name not in self._items and name not in self._lazy:
+            raise RegistryError(self._unknown(name))
+        self._items.pop(name, None)
+        self._lazy.pop(name, None)
+
+    @contextmanager
+    def added(self, name: str, obj: T) -> Iterator[T]:
+        """Register ``name`` for the block and remove it after (a name already taken is refused)."""
+        if name in self:
+            raise RegistryError(f"{self.kind} {name!r} is already registered")
+        self.add(name, obj)
+        try:
+            yield obj
+        finally:
+            self.remove(name)
+
     @contextmanager
     def override(self, name: str, obj: T) -> Iterator[None]:
         """Temporarily bind ``name`` to ``obj`` (tests use this for scripted handlers)."""

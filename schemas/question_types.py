@@ -111,7 +111,7 @@ def declared(spec: QuestionTypeSpec) -> Iterator[QuestionTypeSpec]:
     try:
         yield spec
     finally:
-        QUESTION_TYPES._items.pop(spec.name, None)  # noqa: SLF001
+        QUESTION_TYPES.remove(spec.name)
         _DECLARED.remove(spec.name)
 
 

@@ -47,10 +47,6 @@ class ReleaseQuestion(_Release):
     evidence: list[ReleaseEvidence] = Field(default_factory=list)
     choices: list[ReleaseChoice] = Field(default_factory=list)
     correct_choice_id: str | None = None
-    # Written by this project's export for benchmarks imported from LoCoMo (absent elsewhere), so
-    # that such a benchmark survives a trip through the release format.
-    locomo_category: int | None = None
-    adversarial_answer: str | None = None
 
 
 class ReleaseFile(_Release):

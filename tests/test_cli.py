@@ -119,7 +119,7 @@ def test_bad_config_paths_give_one_line(tmp_path: Path) -> None:
 
 
 def test_unexpected_errors_are_one_line_and_debug_keeps_the_traceback(tmp_path: Path, monkeypatch) -> None:
-    from clonemem import release
+    from clonemem.exporters import release
 
     def boom(*_a, **_k):
         raise KeyError("surprise")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,8 @@ def test_import_flow_caches_parsing_across_runs(tmp_path: Path, demo_file: Path)
     from clonemem.warehouse import Warehouse
 
     wh_path = str(tmp_path / "wh.duckdb")
+    # a copy of its own: the CLI's imports (earlier tests) run this flow's tasks too, and share the cache
+    demo_file = Path(shutil.copy(demo_file, tmp_path / demo_file.name))
     first: State = import_release_flow([str(demo_file)], "bench", wh_path, return_state=True)
     # the same name again replaces the benchmark; the unchanged file's parse is served from the cache
     second: State = import_release_flow([str(demo_file)], "bench", wh_path, "replace", return_state=True)

@@ -1,0 +1,1 @@
+"""Exporters: a benchmark in the warehouse written out in a published format."""

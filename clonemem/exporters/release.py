@@ -1,0 +1,130 @@
+"""Export of a benchmark in the CloneMem release format (the README, "Release format"): one JSON file
+per persona, each written atomically. Questions carry the source's labels (``inference``), so an
+imported release is reproduced byte for byte; a question with a source category (a LoCoMo import)
+also carries ``locomo_category`` and ``adversarial_answer``, which the release importer reads back.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import re
+import tempfile
+import unicodedata
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+
+from clonemem.schemas.release import QUESTION_KEYS
+from clonemem.warehouse import Warehouse
+from clonemem.warehouse.catalog import resolve_benchmark
+
+
+def _iso(value: dt.datetime) -> str:
+    return value.isoformat()
+
+
+def export_persona(wh: Warehouse, pid: str, questions_key: str = "questions") -> dict:
+    """One persona as a release document; question types as the source labelled them (``inference``)."""
+    if questions_key not in QUESTION_KEYS:
+        raise ValueError(f"questions_key must be one of {', '.join(QUESTION_KEYS)}, got {questions_key!r}")
+    (person_key, person_name, bid) = wh.rows(
+        "SELECT person_key, person_name, benchmark_id FROM personas WHERE persona_id = ?", [pid])[0]
+    context = [
+        {"id": ext, "medium": medium, "event_date": _iso(date), "content": content}
+        for ext, medium, date, content in wh.rows(
+            "SELECT external_id, medium, event_date, content FROM traces WHERE persona_id = ? ORDER BY seq, external_id",
+            [pid])
+    ]
+    ext_of = dict(wh.rows("SELECT trace_id, external_id FROM traces WHERE persona_id = ?", [pid]))
+    q_traces = _grouped(wh.rows(
+        "SELECT qt.question_id, qt.trace_id FROM question_traces qt JOIN questions q USING (question_id) "
+        "WHERE q.persona_id = ? ORDER BY qt.question_id, qt.seq", [pid]))
+    q_choices = _grouped(wh.rows(
+        "SELECT c.question_id, {'id': c.choice_id, 'text': c.text} FROM question_choices c "
+        "JOIN questions q USING (question_id) WHERE q.persona_id = ? ORDER BY c.question_id, c.seq", [pid]))
+    q_evidence = _grouped(wh.rows(
+        "SELECT qe.question_id, {'statement': e.statement, 'ids': "
+        "  coalesce((SELECT list(et.trace_id ORDER BY et.seq) FROM evidence_traces et "
+        "            WHERE et.evidence_id = e.evidence_id), [])} "
+        "FROM question_evidence qe JOIN evidence e USING (evidence_id) JOIN questions q USING (question_id) "
+        "WHERE q.persona_id = ? ORDER BY qe.question_id, qe.seq", [pid]))
+    questions = []
+    for (qid, ext, question, qtype, qtime, answer, dim, correct, category, trap) in wh.rows(
+        "SELECT question_id, external_id, question, coalesce(source_question_type, question_type), question_time, "
+        "answer, dimension, correct_choice_id, source_category, adversarial_answer "
+        "FROM questions WHERE persona_id = ? ORDER BY seq, external_id", [pid]):
+        item = {
+            "id": ext, "question": question, "question_type": qtype, "question_time": _iso(qtime),
+            "answer": answer, "dimension": dim,
+            "digital_trace_ids": [ext_of[t] for t in q_traces.get(qid, [])],
+            "evidence": [{"statement": e["statement"], "digital_trace_ids": [ext_of[t] for t in e["ids"]]}
+                         for e in q_evidence.get(qid, [])],
+            "choices": q_choices.get(qid, []),
+            "correct_choice_id": correct,
+        }
+        if category is not None:  # extra fields (other readers ignore them): a LoCoMo import survives export
+            item["locomo_category"] = category
+        if trap is not None:
+            item["adversarial_answer"] = trap
+        questions.append(item)
+    out: dict = {"person_name": person_name, "person_id": person_key, "context": context, questions_key: questions}
+    source, offline = wh.rows("SELECT source, is_offline FROM benchmarks WHERE benchmark_id = ?", [bid])[0]
+    if source == "generated":
+        # Extra top-level field (importers ignore unknown fields): provenance, and the offline label.
+        out["generated_by"] = {"pipeline": "clonemem", "offline": bool(offline)}
+    return out
+
+
+def _grouped(rows: list[tuple]) -> dict:
+    out: dict = {}
+    for key, value in rows:
+        out.setdefault(key, []).append(value)
+    return out
+
+
+_UNSAFE = re.compile(r"[^\w.-]+")
+
+
+def _safe_name(text: str) -> str:
+    name = _UNSAFE.sub("_", unicodedata.normalize("NFC", text)).lstrip(".")
+    return name or "persona"
+
+
+def export_file_names(rows: Sequence[tuple[str, str, str | None, str | None]]) -> list[str]:
+    """A file name per persona (persona_id, key, language, source_file): an imported persona keeps its
+    source file's name (``…_benchmark_zh.json``), others get ``<person_id>_benchmark_<lang>.json``, so the
+    language survives a round trip; clashes get the persona's position appended."""
+    names = []
+    for _, key, lang, source_file in rows:
+        if source_file and source_file.lower().endswith(".json"):
+            names.append(_safe_name(source_file))
+        else:
+            names.append(_safe_name(f"{key}_benchmark_{lang}" if lang else key) + ".json")
+    counts = Counter(names)
+    return [n if counts[n] == 1 else f"{n[:-5]}-{i}.json" for i, n in enumerate(names)]
+
+
+def export_release(wh: Warehouse, ref: str, out_dir: str | Path, questions_key: str = "questions") -> list[Path]:
+    """Write one file per persona of the benchmark; each file appears whole or not at all."""
+    bid, _ = resolve_benchmark(wh, ref)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    rows = wh.rows("SELECT persona_id, person_key, language, source_file FROM personas WHERE benchmark_id = ? "
+                   "ORDER BY seq", [bid])
+    written = []
+    for (pid, *_), file_name in zip(rows, export_file_names(rows), strict=True):
+        doc = export_persona(wh, pid, questions_key)
+        target = out / file_name
+        fd, tmp = tempfile.mkstemp(dir=out, prefix=".export-", suffix=".json")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                json.dump(doc, fh, ensure_ascii=False, indent=1)
+                fh.write("\n")
+            os.replace(tmp, target)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+        written.append(target)
+    return written

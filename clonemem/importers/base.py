@@ -1,0 +1,423 @@
+"""What every importer shares: problems with file and JSON path, reading files and folders, the parsed
+persona every format produces, and the landing of a whole import in one transaction.
+
+An importer (one module per source format, registered in :data:`clonemem.importers.IMPORTERS`) only
+turns one file's text into :class:`ParsedPersona` objects; everything else is here. Import reads and
+validates every file completely before the warehouse is even opened; a file that fails loads nothing,
+the whole import is one transaction, and a failed import into a warehouse that did not exist leaves
+no file behind.
+"""
+
+from __future__ import annotations
+
+import codecs
+import datetime as dt
+import json
+import re
+from abc import ABC, abstractmethod
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import ClassVar, TypeVar
+
+from clonemem.ids import benchmark_id, content_id, persona_id
+from clonemem.schemas import question_types
+from clonemem.schemas.config import DIMENSIONS
+from clonemem.schemas.imports import ImportMode, ImportNote, ImportSummary
+from clonemem.schemas.release import ReleaseFile
+from clonemem.warehouse import Warehouse
+from clonemem.warehouse.content import PersonaRows
+from clonemem.warehouse.landing import Landing, PersonaLanding, land
+
+MAX_REPORTED_PROBLEMS = 20
+
+__all__ = ["ImportFailed", "ImportMode", "ImportNote", "ImportSummary", "Importer", "ParsedPersona", "Problem",
+           "QuestionSource", "check_benchmark_name", "decode_text", "detect_language", "expand_paths",
+           "import_into_warehouse", "json_path", "load_personas", "parse_each", "persona_rows", "read_bytes",
+           "read_text", "validation_message"]
+
+
+@dataclass(frozen=True)
+class Problem:
+    file: str
+    path: str  # JSON path, e.g. $.questions[3].evidence[0].digital_trace_ids[1]
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.file}: {self.path}: {self.message}" if self.path else f"{self.file}: {self.message}"
+
+
+class ImportFailed(ValueError):
+    """One or more input files are malformed, or the import is not allowed; nothing was loaded."""
+
+    def __init__(self, problems: Sequence[Problem]):
+        self.problems = list(problems)
+        shown = [str(p) for p in self.problems[:MAX_REPORTED_PROBLEMS]]
+        if len(self.problems) > MAX_REPORTED_PROBLEMS:
+            shown.append(f"... and {len(self.problems) - MAX_REPORTED_PROBLEMS} more problems")
+        super().__init__("\n".join(shown))
+
+
+def json_path(loc: Iterable[str | int]) -> str:
+    out = "$"
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else f".{part}"
+    return out
+
+
+def validation_message(err: dict) -> str:
+    """One pydantic error as a short message that shows what was found."""
+    if err["type"] == "missing":
+        return "required field is missing"
+    got = err.get("input")
+    shown = json.dumps(got, ensure_ascii=False, default=str) if not isinstance(got, dict | list) else type(got).__name__
+    if len(shown) > 60:
+        shown = shown[:57] + "..."
+    return f"{err['msg']} (got {shown})"
+
+
+def check_benchmark_name(name: str) -> None:
+    """A benchmark is found by its name: an empty or blank one could never be named again."""
+    if not name.strip():
+        raise ImportFailed([Problem("benchmark name", "", "must not be empty or blank (give --name)")])
+
+
+# -- reading files -----------------------------------------------------------------------------
+
+
+def expand_paths(paths: Sequence[str | Path], suffixes: Sequence[str] = (".json",)) -> list[Path]:
+    """Files as given, and every file with one of ``suffixes`` under a folder (recursively, sorted, hidden
+    ones skipped); one problem per bad path."""
+    files: list[Path] = []
+    problems: list[Problem] = []
+    for raw in paths:
+        path = Path(raw)
+        if path.is_dir():
+            found = sorted(p for p in path.rglob("*")
+                           if p.name.endswith(tuple(suffixes)) and p.is_file()
+                           and not any(part.startswith(".") for part in p.relative_to(path).parts))
+            if not found:
+                kinds = " or ".join(f"*{s}" for s in suffixes)
+                problems.append(Problem(str(path), "$", f"folder holds no {kinds} files"))
+            files.extend(found)
+        elif path.is_file():
+            files.append(path)
+        elif path.exists():
+            problems.append(Problem(str(path), "$", "not a regular file"))
+        else:
+            problems.append(Problem(str(path), "$", "no such file or folder"))
+    if problems:
+        raise ImportFailed(problems)
+    seen: set[Path] = set()
+    unique = []
+    for f in files:  # a file named twice (directly and through its folder) is read once
+        key = f.resolve()
+        if key not in seen:
+            seen.add(key)
+            unique.append(f)
+    return unique
+
+
+_OTHER_BOMS = ((codecs.BOM_UTF32_LE, "UTF-32"), (codecs.BOM_UTF32_BE, "UTF-32"),
+               (codecs.BOM_UTF16_LE, "UTF-16"), (codecs.BOM_UTF16_BE, "UTF-16"))
+
+
+def decode_text(data: bytes, file: str) -> str:
+    """UTF-8 text (a UTF-8 byte-order mark is dropped); anything else is one clear problem."""
+    if data.startswith(codecs.BOM_UTF8):
+        data = data[len(codecs.BOM_UTF8):]
+    else:
+        for bom, name in _OTHER_BOMS:
+            if data.startswith(bom):
+                raise ImportFailed([Problem(file, "$", f"file is {name} encoded; save it as UTF-8")])
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ImportFailed([Problem(file, "$", f"not UTF-8 text (byte 0x{data[exc.start]:02x} at offset {exc.start}); "
+                                               "save it as UTF-8")]) from None
+
+
+def read_bytes(path: str | Path) -> bytes:
+    path = Path(path)
+    if path.is_dir():
+        raise ImportFailed([Problem(str(path), "$", "is a folder, not a file")])
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        raise ImportFailed([Problem(str(path), "$", "no such file")]) from None
+    except OSError as exc:
+        raise ImportFailed([Problem(str(path), "$", f"cannot read file: {exc.strerror or exc}")]) from None
+
+
+def read_text(path: str | Path) -> str:
+    return decode_text(read_bytes(path), str(path))
+
+
+# -- language ----------------------------------------------------------------------------------
+
+_LANGUAGE_SUFFIX = re.compile(r"(?:^|[_.-])(en|zh)\.json$", re.IGNORECASE)
+
+
+def _is_cjk(ch: str) -> bool:
+    return "\u4e00" <= ch <= "\u9fff" or "\u3400" <= ch <= "\u4dbf" or "\uf900" <= ch <= "\ufaff"
+
+
+def detect_language(file_name: str | None, texts: Iterable[str]) -> str | None:
+    """``en``/``zh`` from a ``…_en.json``/``…_zh.json`` name, else from the share of Chinese characters."""
+    if file_name:
+        m = _LANGUAGE_SUFFIX.search(Path(file_name).name)
+        if m:
+            return m.group(1).lower()
+    letters = cjk = 0
+    for text in texts:
+        for ch in text:
+            if ch.isalpha():
+                letters += 1
+                cjk += _is_cjk(ch)
+    if letters == 0:
+        return None
+    return "zh" if cjk / letters >= 0.3 else "en"
+
+
+# -- what every importer produces --------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class QuestionSource:
+    """What the importer decided about one question beyond the release format: the project's question
+    type (each format maps its own labels), and the source's own extras (warehouse columns
+    ``source_category`` and ``adversarial_answer``)."""
+
+    question_type: str
+    category: int | None = None
+    adversarial_answer: str | None = None
+
+
+@dataclass(frozen=True)
+class ParsedPersona:
+    """One persona read from a source file, checked and ready to land: its content in the release
+    model, and per question (in order) what its source said beyond it."""
+
+    file: str  # the path as given (messages)
+    release: ReleaseFile
+    language: str | None
+    source_format: str = "clonemem"
+    notes: tuple[ImportNote, ...] = ()
+    sources: tuple[QuestionSource, ...] = ()
+
+    def __post_init__(self) -> None:
+        if len(self.sources) != len(self.release.items):
+            raise ValueError(f"{self.file}: {len(self.release.items)} questions but {len(self.sources)} question "
+                             "sources; an importer gives one QuestionSource per question")
+
+    @property
+    def key(self) -> tuple[str, str | None]:
+        """A persona's identity within a benchmark: the same person may come in two languages."""
+        return (self.release.person_id, self.language)
+
+
+class Importer(ABC):
+    """One source format. Subclasses declare their name and parse one file's text; reading paths and
+    folders, collecting every problem of every file, and landing are shared."""
+
+    name: ClassVar[str]  # the registry name (`clonemem import NAME ...`)
+    description: ClassVar[str]  # one line for help texts
+    source_format: ClassVar[str]  # recorded in the benchmark's config_json `formats`
+    suffixes: ClassVar[tuple[str, ...]] = (".json",)  # files picked up from a folder
+
+    @abstractmethod
+    def parse_text(self, text: str, file: str) -> list[ParsedPersona]:
+        """Every persona in one file; raise :class:`ImportFailed` listing every problem found."""
+
+    def parse_bytes(self, data: bytes, file: str) -> list[ParsedPersona]:
+        return self.parse_text(decode_text(data, file), file)
+
+    def parse_file(self, path: str | Path) -> list[ParsedPersona]:
+        return self.parse_bytes(read_bytes(path), str(path))
+
+    def parse_paths(self, paths: Sequence[str | Path]) -> list[ParsedPersona]:
+        """Every file under the paths, parsed; all problems of all files in one error."""
+        return parse_each(expand_paths(paths, self.suffixes), self.parse_file)
+
+
+F = TypeVar("F")
+
+
+def parse_each(files: Sequence[F], parse_one: Callable[[F], Sequence[ParsedPersona]]) -> list[ParsedPersona]:
+    """The one parse-every-file loop (direct imports and the import flow's cached tasks): every file is
+    parsed, and the problems of all of them are raised together."""
+    parsed: list[ParsedPersona] = []
+    problems: list[Problem] = []
+    for file in files:
+        try:
+            parsed.extend(parse_one(file))
+        except ImportFailed as exc:
+            problems.extend(exc.problems)
+    if problems:
+        raise ImportFailed(problems)
+    return parsed
+
+
+# -- rows --------------------------------------------------------------------------------------
+
+
+def _naive_utc(value: dt.datetime) -> dt.datetime:
+    """Timestamps are stored as naive UTC; naive inputs are taken as they are."""
+    if value.tzinfo is None:
+        return value
+    return value.astimezone(dt.UTC).replace(tzinfo=None)
+
+
+def persona_rows(persona: ParsedPersona, benchmark_name: str, seq: int) -> PersonaRows:
+    release = persona.release
+    bid = benchmark_id(benchmark_name)
+    pid = persona_id(benchmark_name, release.person_id, persona.language)
+    rows = PersonaRows(pid)
+    trace_key = {t.id: content_id(pid, "trace", t.id) for t in release.context}
+    dates = [_naive_utc(t.event_date) for t in release.context]
+    source_file = Path(persona.file).name
+    rows.add("personas", {
+        "persona_id": pid, "benchmark_id": bid, "person_key": release.person_id, "seq": seq,
+        "person_name": release.person_name, "language": persona.language, "big_five": None, "profile": None,
+        "narrative": None, "timeline_start": min(dates, default=None), "timeline_end": max(dates, default=None),
+        "source_file": source_file,
+    })
+    for i, t in enumerate(release.context):
+        rows.add("traces", {
+            "trace_id": trace_key[t.id], "persona_id": pid, "external_id": t.id, "seq": i, "medium": t.medium,
+            "event_date": dates[i], "content": t.content, "detailed_event_id": None, "intent": None,
+            "audience": None, "key_information": None, "is_noise": False,
+        })
+    for qi, (q, source) in enumerate(zip(release.items, persona.sources, strict=True)):
+        qid = content_id(pid, "question", q.id)
+        qtype = source.question_type
+        rows.add("questions", {
+            "question_id": qid, "benchmark_id": bid, "persona_id": pid, "external_id": q.id, "seq": qi,
+            "question": q.question, "question_type": qtype, "question_type_known": qtype in question_types.names(),
+            "dimension": q.dimension, "dimension_known": q.dimension in DIMENSIONS,
+            "question_time": _naive_utc(q.question_time), "answer": q.answer, "correct_choice_id": q.correct_choice_id,
+            "arc_id": None, "segment_id": None, "plan": None, "source_question_type": q.question_type,
+            "source_category": source.category, "adversarial_answer": source.adversarial_answer,
+        })
+        for ti, tid in enumerate(q.digital_trace_ids):
+            rows.add("question_traces", {"question_id": qid, "seq": ti, "trace_id": trace_key[tid]})
+        for ci, choice in enumerate(q.choices):
+            rows.add("question_choices", {"question_id": qid, "seq": ci, "choice_id": choice.id, "text": choice.text})
+        for ei, ev in enumerate(q.evidence):
+            eid = content_id(qid, "evidence", ei)
+            rows.add("evidence", {"evidence_id": eid, "persona_id": pid, "detailed_event_id": None, "seq": ei,
+                                  "kind": None, "statement": ev.statement})
+            rows.add("question_evidence", {"question_id": qid, "seq": ei, "evidence_id": eid})
+            for ti, tid in enumerate(ev.digital_trace_ids):
+                rows.add("evidence_traces", {"evidence_id": eid, "trace_id": trace_key[tid], "seq": ti})
+    for ni, note in enumerate(persona.notes):
+        rows.add("import_notes", {"benchmark_id": bid, "persona_id": pid, "seq": ni, "source_file": source_file,
+                                  "json_path": note.path, "kind": note.kind, "raw": note.raw, "resolved": note.resolved})
+    return rows
+
+
+# -- landing -----------------------------------------------------------------------------------
+
+
+def _check_batch(personas: Sequence[ParsedPersona]) -> None:
+    problems, seen = [], {}
+    for p in personas:
+        if p.key in seen:
+            lang = f", both {p.language}" if p.language else ""
+            problems.append(Problem(p.file, "$.person_id", f"person {p.release.person_id!r} is also in "
+                                    f"{seen[p.key]}{lang}; a release size (e.g. 100k/, 500k/) is a benchmark of its own: "
+                                    "import each under its own --name"))
+        seen.setdefault(p.key, p.file)
+    if problems:
+        raise ImportFailed(problems)
+
+
+def load_personas(wh: Warehouse, personas: Sequence[ParsedPersona], name: str,
+                  mode: ImportMode = "create") -> ImportSummary:
+    """Land parsed personas as benchmark ``name`` in one transaction.
+
+    An existing benchmark is refused unless ``mode`` is ``replace`` (its content is swapped atomically)
+    or ``append`` (the personas are added; one that is already there is refused)."""
+    check_benchmark_name(name)
+    _check_batch(personas)
+    bid = benchmark_id(name)
+    existing = wh.rows("SELECT source, config_json::VARCHAR FROM benchmarks WHERE benchmark_id = ?", [bid])
+    old_personas: list[tuple[str, str, str | None, str]] = []
+    old_config: dict = {}
+    if existing:
+        source, config_json = existing[0]
+        if source != "imported":
+            raise ImportFailed([Problem(f"benchmark {name!r}", "", f"exists and was {source}; "
+                                                                   "import under another --name")])
+        if mode == "create":
+            raise ImportFailed([Problem(f"benchmark {name!r}", "", "already exists; add --replace to replace it "
+                                                                   "or --append to add to it")])
+        old_personas = wh.rows("SELECT persona_id, person_key, language, source_file FROM personas "
+                               "WHERE benchmark_id = ? ORDER BY seq", [bid])
+        old_config = json.loads(config_json) if config_json else {}
+    appending = bool(existing) and mode == "append"
+    if appending:
+        held = {(key, lang): f for _, key, lang, f in old_personas}
+        clashes = [Problem(p.file, "$.person_id", f"person {p.release.person_id!r} ({p.language}) is already in "
+                                                  f"benchmark {name!r} (from {held[p.key]}); use --replace")
+                   for p in personas if p.key in held]
+        if clashes:
+            raise ImportFailed(clashes)
+    first_seq = len(old_personas) if appending else 0
+    if appending:
+        first_seq = (wh.scalar("SELECT coalesce(max(seq) + 1, 0) FROM personas WHERE benchmark_id = ?", [bid]) or 0)
+    all_rows = [persona_rows(p, name, first_seq + i) for i, p in enumerate(personas)]
+    files = {Path(p.file).name for p in personas} | (set(old_config.get("files", [])) if appending else set())
+    formats = {p.source_format for p in personas} | (set(old_config.get("formats", [])) if appending else set())
+    languages = {p.language for p in personas} | ({lang for _, _, lang, _ in old_personas} if appending else set())
+    land(wh, Landing(
+        bid, "persona", [PersonaLanding(rows) for rows in all_rows], completes=True,
+        benchmark={"benchmark_id": bid, "name": name, "source": "imported", "is_offline": False,
+                   "language": next(iter(languages)) if len(languages) == 1 else None,
+                   "config_json": json.dumps({"files": sorted(files), "formats": sorted(formats)}, ensure_ascii=False),
+                   "gate_status": "pending"},  # new content: any earlier gate verdict no longer applies
+        drop_personas=[pid for pid, *_ in old_personas] if existing and not appending else ()))
+    return _summary(wh, bid, name, personas, "appended" if appending else "replaced" if existing else "created")
+
+
+def _summary(wh: Warehouse, bid: str, name: str, personas: Sequence[ParsedPersona], mode: str) -> ImportSummary:
+    questions = [(q, s) for p in personas for q, s in zip(p.release.items, p.sources, strict=True)]
+    unknown: Counter[str] = Counter()
+    relabelled: Counter[str] = Counter()
+    for q, source in questions:
+        if source.question_type not in question_types.names():
+            unknown[source.question_type] += 1
+        elif source.question_type != q.question_type:
+            relabelled[f"{q.question_type} -> {source.question_type}"] += 1
+    totals = wh.rows("SELECT personas, traces, questions FROM v_benchmarks WHERE id = ?", [bid])[0]
+    return ImportSummary(
+        benchmark_id=bid, name=name, personas=len(personas),
+        traces=sum(len(p.release.context) for p in personas), questions=len(questions),
+        free_text_only=sum(1 for q, _ in questions if not q.choices),
+        unknown_question_types=dict(sorted(unknown.items())),
+        evidence_without_traces=sum(1 for q, _ in questions for e in q.evidence if not e.digital_trace_ids),
+        mode=mode, total_personas=totals[0], total_traces=totals[1], total_questions=totals[2],
+        languages=dict(sorted(Counter(p.language or "unknown" for p in personas).items())),
+        relabelled=dict(sorted(relabelled.items())),
+        questions_without_evidence=sum(1 for q, _ in questions if not q.evidence),
+        notes=tuple(n for p in personas for n in p.notes),
+    )
+
+
+def import_into_warehouse(warehouse_path: str | Path, parse: Callable[[], Sequence[ParsedPersona]], name: str,
+                          mode: ImportMode = "create", *, wait_s: float | None = None) -> ImportSummary:
+    """Parse first (the warehouse is not touched by a bad file), then land; a failed import into a
+    warehouse that did not exist leaves no file behind (nor its lock file)."""
+    check_benchmark_name(name)
+    personas = parse()
+    path = Path(warehouse_path).expanduser().resolve()
+    existed = path.exists()
+    try:
+        with Warehouse.open_writer(path, wait_s=wait_s) as wh:
+            return load_personas(wh, personas, name, mode)
+    except BaseException:
+        if not existed:
+            for leftover in (path, path.with_name(path.name + ".wal"), path.with_name(path.name + ".lock")):
+                leftover.unlink(missing_ok=True)
+        raise

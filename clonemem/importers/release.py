@@ -1,0 +1,151 @@
+"""The CloneMem release format (the README, "Release format"): one JSON file per persona.
+
+Its fields are the release schema (``schemas/release.py``); its question types are the project's,
+under the published files' own labels where they differ (``inference`` → ``inferential``, declared
+as aliases in ``schemas/question_types.py``). A file this project exported from a benchmark imported
+from another format carries that format's extras per question (see :class:`_ExportedQuestion`), read
+back here so such a benchmark survives the trip.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import ClassVar
+
+from pydantic import ValidationError
+
+from clonemem.importers import locomo
+from clonemem.importers.base import (
+    ImportFailed,
+    Importer,
+    ParsedPersona,
+    Problem,
+    QuestionSource,
+    decode_text,
+    detect_language,
+    json_path,
+    read_text,
+    validation_message,
+)
+from clonemem.schemas import question_types
+from clonemem.schemas.release import QUESTION_KEYS, ReleaseFile, ReleaseQuestion
+
+SOURCE_FORMAT = "clonemem"
+
+
+def project_type(label: str) -> str:
+    """The project's type for a release label (unknown labels are kept as they are, and flagged)."""
+    return question_types.aliases().get(label, label)
+
+
+class _ExportedQuestion(ReleaseQuestion):
+    """A release question plus the per-question extras the exporter writes for a question that has a
+    source category (``clonemem/exporters/release.py``); other readers ignore them."""
+
+    locomo_category: int | None = None
+    adversarial_answer: str | None = None
+
+    def source(self) -> QuestionSource:
+        if self.locomo_category is not None:
+            return QuestionSource(locomo.project_type(self.locomo_category, self.question_type),
+                                  self.locomo_category, self.adversarial_answer)
+        return QuestionSource(project_type(self.question_type), None, self.adversarial_answer)
+
+
+class _ReleaseFileIn(ReleaseFile):
+    questions: list[_ExportedQuestion] | None = None  # type: ignore[assignment]
+    qa_items: list[_ExportedQuestion] | None = None  # type: ignore[assignment]
+
+
+def parse_release_text(data: bytes | str, file: str) -> ReleaseFile:
+    """Parse and check one release file; raise ImportFailed listing every problem found."""
+    text = decode_text(data, file) if isinstance(data, bytes) else data.removeprefix("\ufeff")
+    try:
+        release = _ReleaseFileIn.model_validate_json(text)
+    except ValidationError as exc:
+        problems = []
+        for err in exc.errors(include_url=False):
+            if err["type"] == "json_invalid":
+                problems.append(Problem(file, "$", f"not valid JSON: {err['ctx'].get('error', err['msg'])}"))
+            else:
+                problems.append(Problem(file, json_path(err["loc"]), validation_message(err)))
+        raise ImportFailed(problems) from None
+    problems = check_references(release, file)
+    if problems:
+        raise ImportFailed(problems)
+    return release
+
+
+def check_references(release: ReleaseFile, file: str) -> list[Problem]:
+    """Checks the schema cannot express: one question list, unique ids, trace ids that exist, choices."""
+    problems: list[Problem] = []
+    if release.questions is not None and release.qa_items is not None:
+        problems.append(Problem(file, "$", "both `questions` and `qa_items` are present; a file has one question list"))
+    elif release.questions is None and release.qa_items is None:
+        problems.append(Problem(file, "$.questions", "required field is missing (the question list, "
+                                                     f"under `{QUESTION_KEYS[0]}` or `{QUESTION_KEYS[1]}`)"))
+    key = release.questions_key
+    trace_ids: dict[str, int] = {}
+    for i, trace in enumerate(release.context):
+        if trace.id in trace_ids:
+            problems.append(Problem(file, f"$.context[{i}].id",
+                                    f"duplicate trace id {trace.id!r} (first at $.context[{trace_ids[trace.id]}])"))
+        else:
+            trace_ids[trace.id] = i
+    question_ids: dict[str, int] = {}
+    for qi, q in enumerate(release.items):
+        base = f"$.{key}[{qi}]"
+        if q.id in question_ids:
+            problems.append(Problem(file, f"{base}.id",
+                                    f"duplicate question id {q.id!r} (first at $.{key}[{question_ids[q.id]}])"))
+        else:
+            question_ids[q.id] = qi
+        for ti, tid in enumerate(q.digital_trace_ids):
+            if tid not in trace_ids:
+                problems.append(Problem(file, f"{base}.digital_trace_ids[{ti}]", f"trace {tid!r} is not in context"))
+        for ei, ev in enumerate(q.evidence):
+            for ti, tid in enumerate(ev.digital_trace_ids):
+                if tid not in trace_ids:
+                    problems.append(Problem(file, f"{base}.evidence[{ei}].digital_trace_ids[{ti}]",
+                                            f"evidence names trace {tid!r}, which is not in context"))
+        choice_ids = [c.id for c in q.choices]
+        seen: set[str] = set()
+        for ci, cid in enumerate(choice_ids):
+            if cid in seen:
+                problems.append(Problem(file, f"{base}.choices[{ci}].id", f"duplicate choice id {cid!r}"))
+            seen.add(cid)
+        if q.choices and q.correct_choice_id is None:
+            problems.append(Problem(file, f"{base}.correct_choice_id", "choices are given but correct_choice_id is null"))
+        elif q.correct_choice_id is not None and q.correct_choice_id not in seen:
+            where = "is not one of the choice ids" if q.choices else "is set but choices is empty"
+            problems.append(Problem(file, f"{base}.correct_choice_id", f"{q.correct_choice_id!r} {where}"))
+    return problems
+
+
+def _sources(release: ReleaseFile) -> tuple[QuestionSource, ...]:
+    return tuple(q.source() if isinstance(q, _ExportedQuestion) else QuestionSource(project_type(q.question_type))
+                 for q in release.items)
+
+
+def parse_release_persona(path: str | Path, text: str | None = None) -> ParsedPersona:
+    rel = parse_release_text(read_text(path) if text is None else text, str(path))
+    return ParsedPersona(str(path), rel, detect_language(str(path), (t.content for t in rel.context)),
+                         SOURCE_FORMAT, sources=_sources(rel))
+
+
+class ReleaseImporter(Importer):
+    name: ClassVar[str] = "release"
+    description: ClassVar[str] = "CloneMem release files (one JSON file per persona; `questions` or `qa_items`)"
+    source_format: ClassVar[str] = SOURCE_FORMAT
+
+    def parse_text(self, text: str, file: str) -> list[ParsedPersona]:
+        return [parse_release_persona(file, text)]
+
+
+def parse_release_paths(paths: list[str | Path] | tuple[str | Path, ...]) -> list[ParsedPersona]:
+    """Every release file under the paths, parsed; all problems of all files in one error."""
+    return ReleaseImporter().parse_paths(paths)
+
+
+__all__ = ["ReleaseImporter", "check_references", "parse_release_paths", "parse_release_persona",
+           "parse_release_text", "project_type"]
