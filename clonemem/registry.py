@@ -28,10 +28,17 @@ class RegistryError(LookupError):
 
 
 class Registry(Generic[T]):
-    def __init__(self, kind: str, entry_point_group: str | None = None, allow_import_paths: bool = False) -> None:
+    """``accepts`` checks what is registered (eagerly on ``add``, lazily when an entry is first imported),
+    so a wrong object fails where it is registered, with its name, not later where it is used;
+    ``expected`` says what it should have been."""
+
+    def __init__(self, kind: str, entry_point_group: str | None = None, allow_import_paths: bool = False,
+                 accepts: Callable[[object], bool] | None = None, expected: str = "") -> None:
         self.kind = kind
         self.entry_point_group = entry_point_group
         self.allow_import_paths = allow_import_paths
+        self.accepts = accepts
+        self.expected = expected
         self._items: dict[str, T] = {}
         self._lazy: dict[str, tuple[str, str | None]] = {}
         self._plugins_loaded = entry_point_group is None
@@ -48,7 +55,12 @@ class Registry(Generic[T]):
     def add(self, name: str, obj: T) -> None:
         if name in self._items:
             raise RegistryError(f"{self.kind} {name!r} is already registered")
-        self._items[name] = obj
+        self._items[name] = self._checked(name, obj)
+
+    def _checked(self, name: str, obj: T) -> T:
+        if self.accepts is not None and not self.accepts(obj):
+            raise RegistryError(f"{self.kind} {name!r} must be {self.expected or 'of the registry kind'}, got {obj!r}")
+        return obj
 
     def add_lazy(self, name: str, target: str, install_hint: str | None = None) -> None:
         """Register ``"package.module:attr"`` to be imported on first ``get``."""
@@ -77,9 +89,10 @@ class Registry(Generic[T]):
             extra = f"; install it with: {hint}" if hint else ""
             raise RegistryError(f"{self.kind} {name!r} needs a missing dependency ({exc.name}){extra}") from exc
         try:
-            return getattr(module, attr)
+            obj = getattr(module, attr)
         except AttributeError:
             raise RegistryError(f"{self.kind} {name!r}: module {module_name!r} has no attribute {attr!r}") from None
+        return self._checked(name, obj)
 
     def _load_plugins(self) -> None:
         """Add the entry points of this registry's group as lazy entries (once; built-ins win)."""
@@ -98,10 +111,12 @@ class Registry(Generic[T]):
         hint = f"; did you mean {close[0]!r}?" if close else ""
         return f"unknown {self.kind} {name!r}{hint} (known: {', '.join(names) or 'none'})"
 
-    def remove(self, name: str) -> None:
-        """Forget ``name`` (eager or lazy): the counterpart of :meth:`add`, for tests and plugins that
-        register something for a while."""
+    def remove(self, name: str, *, missing_ok: bool = False) -> None:
+        """Forget ``name`` (eager, lazy, or an import path loaded on use): the counterpart of :meth:`add`,
+        for tests and plugins that register something for a while."""
         if name not in self._items and name not in self._lazy:
+            if missing_ok:
+                return
             raise RegistryError(self._unknown(name))
         self._items.pop(name, None)
         self._lazy.pop(name, None)
@@ -116,19 +131,6 @@ class Registry(Generic[T]):
             yield obj
         finally:
             self.remove(name)
-
-    @contextmanager
-    def override(self, name: str, obj: T) -> Iterator[None]:
-        """Temporarily bind ``name`` to ``obj`` (tests use this for scripted handlers)."""
-        saved = self._items.get(name)
-        self._items[name] = obj
-        try:
-            yield
-        finally:
-            if saved is None:
-                self._items.pop(name, None)
-            else:
-                self._items[name] = saved
 
     def __contains__(self, name: object) -> bool:
         self._load_plugins()

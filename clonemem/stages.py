@@ -71,7 +71,7 @@ def _answer_offline(stage: Stage, inp: BaseModel, rng: random.Random, model: str
     return stage.offline_handler()(OfflineCall(stage=stage.name, inputs=inp, rng=rng, model=model))
 
 
-STAGES: Registry[Stage] = Registry("stage")
+STAGES: Registry[Stage] = Registry("stage", accepts=lambda s: isinstance(s, Stage), expected="a Stage")
 
 # Where the built-in stages are defined (each module registers its stages when imported); a plugin's
 # memory system declares its own stages on its class, which registers them when its module loads.

@@ -49,7 +49,8 @@ class QuestionTypeSpec:
         return getattr(importlib.import_module(module), attr)
 
 
-QUESTION_TYPES: Registry[QuestionTypeSpec] = Registry("question type")
+QUESTION_TYPES: Registry[QuestionTypeSpec] = Registry(
+    "question type", accepts=lambda s: isinstance(s, QuestionTypeSpec), expected="a QuestionTypeSpec")
 
 _OFFLINE = "clonemem.offline.world.qa:"
 

@@ -63,7 +63,7 @@ def test_a_factory_without_llm_stages_is_an_error_not_no_stages() -> None:
         with pytest.raises(TypeError, match="'undeclared_toy'.*no `llm_stages`"):
             _key("undeclared_toy", RunConfig())
     finally:
-        SYSTEMS._items.pop("undeclared_toy", None)  # noqa: SLF001
+        SYSTEMS.remove("undeclared_toy", missing_ok=True)
 
 
 def test_the_policies_say_what_they_cover() -> None:
@@ -156,4 +156,4 @@ def test_inside_a_cached_task_an_uncovered_stage_call_fails(tmp_path: Path, demo
     finally:
         sys.path.remove(str(tmp_path))
         sys.modules.pop("toyjudging", None)
-        SYSTEMS._items.pop("toyjudging:JudgingRecall", None)  # noqa: SLF001
+        SYSTEMS.remove("toyjudging:JudgingRecall", missing_ok=True)

@@ -145,5 +145,5 @@ def test_editing_a_memory_system_invalidates_its_cached_retrievals(tmp_path: Pat
         sys.path.remove(str(tmp_path))
         sys.modules.pop("toymemory.newest", None)
         sys.modules.pop("toymemory", None)
-        SYSTEMS._items.pop(name, None)
+        SYSTEMS.remove(name, missing_ok=True)
         _fresh()

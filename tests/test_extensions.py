@@ -68,8 +68,7 @@ def toy_module(tmp_path: Path):
         sys.path.remove(str(tmp_path))
         sys.modules.pop("toy_newest", None)
         for name in ("newest", "sneaky"):
-            SYSTEMS._items.pop(name, None)  # noqa: SLF001
-            SYSTEMS._lazy.pop(name, None)  # noqa: SLF001
+            SYSTEMS.remove(name, missing_ok=True)
 
 
 def test_add_a_memory_system_recipe(imported: Path, toy_module: str) -> None:
@@ -109,3 +108,31 @@ def test_add_an_expectation_recipe(imported: Path, monkeypatch: pytest.MonkeyPat
     with Warehouse.open_reader(imported) as wh:
         stored = wh.rows("SELECT success, observed FROM gate_results WHERE suite = 'toy_suite'")
     assert stored and stored[0][0] is True and "6" in stored[0][1]  # six questions observed
+
+
+def test_registries_check_what_is_registered() -> None:
+    """A wrong object fails where it is registered, naming the registry and the entry."""
+    from clonemem.importers import IMPORTERS
+    from clonemem.llm.registry import PROVIDERS
+    from clonemem.registry import RegistryError
+    from clonemem.schemas.question_types import QUESTION_TYPES
+    from clonemem.stages import STAGES
+
+    for registry, wrong in ((STAGES, "not a stage"), (PROVIDERS, object), (IMPORTERS, dict),
+                            (QUESTION_TYPES, {"name": "x"}), (SYSTEMS, 42)):
+        with pytest.raises(RegistryError, match=rf"{registry.kind} 'wrong' must be"):
+            registry.add("wrong", wrong)
+        assert "wrong" not in registry
+
+
+def test_a_lazy_entry_is_checked_when_it_is_imported() -> None:
+    from clonemem.registry import Registry, RegistryError
+
+    numbers: Registry[int] = Registry("number", accepts=lambda n: isinstance(n, int), expected="an int")
+    numbers.add_lazy("pi", "math:pi")
+    with pytest.raises(RegistryError, match="number 'pi' must be an int, got 3.14"):
+        numbers.get("pi")
+    numbers.remove("pi")
+    numbers.remove("pi", missing_ok=True)
+    with pytest.raises(RegistryError, match="unknown number 'pi'"):
+        numbers.remove("pi")

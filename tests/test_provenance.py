@@ -110,7 +110,7 @@ def test_a_code_change_changes_the_system_code_hash(tmp_path: Path, monkeypatch)
     module.write_text(source % "2" + "# edited\n")
     codehash._code_hash.cache_clear()
     codehash.closure.cache_clear()
-    SYSTEMS._items.pop("provsys.mod:Sys", None)
+    SYSTEMS.remove("provsys.mod:Sys", missing_ok=True)
     import importlib
     import sys
     sys.modules.pop("provsys.mod", None)

@@ -96,11 +96,11 @@ def test_a_new_type_is_one_declaration(monkeypatch) -> None:
 
     spec = QuestionTypeSpec("habit_probe", "temporal", "Probe a habit.", min_evidence=1, multi_point=False,
                             abstains=True, offline_evidence="clonemem.offline.world.qa:select_unanswerable")
-    monkeypatch.setitem(question_types.QUESTION_TYPES._items, spec.name, spec)  # noqa: SLF001
-    assert question_types.spec("habit_probe").distractor_count == 4
-    seg = _segment()
-    chosen, why = question_types.spec("habit_probe").offline_selector()(seg)
-    assert chosen == offline_qa.select_unanswerable(seg)[0] and why == ""
+    with question_types.declared(spec):
+        assert question_types.spec("habit_probe").distractor_count == 4
+        seg = _segment()
+        chosen, why = question_types.spec("habit_probe").offline_selector()(seg)
+        assert chosen == offline_qa.select_unanswerable(seg)[0] and why == ""
 
 
 HABIT = QuestionTypeSpec(

@@ -18,7 +18,9 @@ from clonemem.schemas.imports import ImportMode, ImportSummary
 if TYPE_CHECKING:
     from clonemem.warehouse import Warehouse
 
-IMPORTERS: Registry[type[Importer]] = Registry("importer", entry_point_group="clonemem.importers")
+IMPORTERS: Registry[type[Importer]] = Registry(
+    "importer", entry_point_group="clonemem.importers",
+    accepts=lambda c: isinstance(c, type) and issubclass(c, Importer), expected="an Importer subclass")
 IMPORTERS.add_lazy("release", "clonemem.importers.release:ReleaseImporter")
 IMPORTERS.add_lazy("locomo", "clonemem.importers.locomo:LocomoImporter")
 

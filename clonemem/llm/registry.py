@@ -11,7 +11,16 @@ from clonemem.registry import Registry
 if TYPE_CHECKING:
     from clonemem.llm.providers.base import ModelAPI
 
-PROVIDERS: Registry[type[ModelAPI]] = Registry("LLM provider", entry_point_group="clonemem.providers")
+
+
+def _is_provider(obj: object) -> bool:
+    from clonemem.llm.providers.base import ModelAPI  # on use: the config schema reads this module's names
+
+    return isinstance(obj, type) and issubclass(obj, ModelAPI)
+
+
+PROVIDERS: Registry[type[ModelAPI]] = Registry(
+    "LLM provider", entry_point_group="clonemem.providers", accepts=_is_provider, expected="a ModelAPI subclass")
 PROVIDERS.add_lazy("offline", "clonemem.llm.providers.offline:OfflineAPI")
 PROVIDERS.add_lazy("anthropic", "clonemem.llm.providers.anthropic:AnthropicAPI", "pip install anthropic")
 PROVIDERS.add_lazy("gemini", "clonemem.llm.providers.gemini:GeminiAPI", "pip install google-genai")

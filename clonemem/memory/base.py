@@ -95,4 +95,5 @@ class MemorySystem(ABC):
 # Built-ins are registered in ``clonemem.memory``; other packages add systems through the
 # ``clonemem.memory_systems`` entry-point group, or are named as ``package.module:Class``.
 SYSTEMS: Registry[Callable[[], MemorySystem]] = Registry(
-    "memory system", entry_point_group="clonemem.memory_systems", allow_import_paths=True)
+    "memory system", entry_point_group="clonemem.memory_systems", allow_import_paths=True,
+    accepts=callable, expected="a MemorySystem class or a factory returning one")
