@@ -7,13 +7,14 @@ import time
 from collections import Counter
 
 from prefect import flow
+from prefect.cache_policies import NO_CACHE
 from prefect.futures import as_completed
 from prefect.task_runners import ThreadPoolTaskRunner
 from prefect.utilities.annotations import opaque
 
 from clonemem import progress, runtime
 from clonemem.evaluation.land import EvaluationRun
-from clonemem.memory import SYSTEMS
+from clonemem.memory import SYSTEMS, remote
 from clonemem.schemas.config import RunConfig, resolve_config
 from clonemem.schemas.results import EvaluationResult
 from clonemem.tasks.context import flow_run_ids, new_run_id
@@ -26,10 +27,19 @@ def evaluate_flow(warehouse_path: str, benchmark: str, systems: list[str] | None
                   force: bool = False, config: RunConfig | str | None = None) -> EvaluationResult:
     """Score ``systems`` (default: the config's) at each k on ``benchmark`` (its id or name)."""
     cfg = resolve_config(config)
-    systems = list(systems or cfg.evaluation.systems)
     ks = sorted(set(ks or cfg.evaluation.k))
-    for name in systems:
-        SYSTEMS.get(name)  # unknown names fail here, before any work
+    # remote systems (URL, NAME=URL, a name in [evaluation.remote]) are asked their /v1/info and
+    # registered under their label while the run lasts; unknown names fail here, before any work
+    with remote.registered(list(systems or cfg.evaluation.systems), cfg.evaluation) as systems:
+        for name in systems:
+            SYSTEMS.get(name)
+        result = _evaluate(warehouse_path, benchmark, systems, ks, force, cfg)
+    publish_leaderboard(result)
+    return result
+
+
+def _evaluate(warehouse_path: str, benchmark: str, systems: list[str], ks: list[int], force: bool,
+              cfg: RunConfig) -> EvaluationResult:
     started = time.perf_counter()
     bid, name, personas = load_task(warehouse_path, benchmark, force)
     flow_run_id, _ = flow_run_ids()
@@ -39,7 +49,9 @@ def evaluate_flow(warehouse_path: str, benchmark: str, systems: list[str] | None
     # for dependencies (it was a third of a bm25 run's time); the cache key still hashes the values.
     with runtime.use(runtime.Runtime(cfg, run_id=run.eval_run_id, warehouse=warehouse_path)):
         budget = cfg.evaluation.full_context_tokens
-        retrieving = {(s, p.persona_id): retrieve_task.submit(s, opaque(p), max(ks), budget) for s in systems for p in personas}
+        replay = cfg.evaluation.replay
+        retrieving = {(s, p.persona_id): _retrieve(s).submit(s, opaque(p), max(ks), budget, replay)
+                      for s in systems for p in personas}
         retrievals = _collect(retrieving, "evaluation: build and retrieve (system × persona)")
         answering = {(s, k, p.persona_id): answer_task.submit(s, k, opaque(p),
                                                                    opaque(retrievals[(s, p.persona_id)].value))
@@ -49,9 +61,15 @@ def evaluate_flow(warehouse_path: str, benchmark: str, systems: list[str] | None
     calls = [c for paid in (*retrievals.values(), *answers.values()) for c in paid.calls]
     result = land_task(warehouse_path, run, opaque(personas), opaque({k: v.value for k, v in retrievals.items()}),
                        opaque({k: v.value for k, v in answers.items()}), opaque(calls))
-    result = result.model_copy(update={"seconds": round(time.perf_counter() - started, 2)})
-    publish_leaderboard(result)
-    return result
+    return result.model_copy(update={"seconds": round(time.perf_counter() - started, 2)})
+
+
+def _retrieve(system: str):  # noqa: ANN202 - a Prefect task
+    """The retrieval task for ``system``: a system whose results may change without its code changing (a
+    remote service) is never served from the cache, and is not retried as a whole (its calls are)."""
+    if SYSTEMS.get(system).cacheable:
+        return retrieve_task
+    return retrieve_task.with_options(cache_policy=NO_CACHE, persist_result=False, retries=0)
 
 
 def _collect(futures: dict, what: str) -> dict:

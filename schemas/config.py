@@ -223,6 +223,23 @@ class EvaluationConfig(_Section):
     full_context_tokens: PosInt = 8000
     bootstrap_samples: PosInt = 1000
     concurrency: PosInt = 8  # answerer and judge calls in flight per (system, k, persona) batch
+    # drive every system by chronological replay (``ingest`` between questions) instead of one ``build``;
+    # remote systems are always replayed
+    replay: bool = False
+    # remote memory systems (docs/memory-protocol.md) by name: name -> base URL; evaluate one by naming
+    # it in ``systems`` / ``--systems`` (which also take a URL, or NAME=URL, directly)
+    remote: dict[str, str] = Field(default_factory=dict)
+    remote_timeout_s: Annotated[float, Field(gt=0)] = 60.0  # per HTTP call
+    remote_retries: NonNegInt = 3  # transport errors and 5xx, with exponential backoff
+    remote_concurrency: PosInt = 4  # calls in flight per remote system
+
+    @field_validator("remote")
+    @classmethod
+    def _remote(cls, v: dict[str, str]) -> dict[str, str]:
+        for name, url in v.items():
+            if not url.startswith(("http://", "https://")):
+                raise ValueError(f"{name}: {url!r} is not an http:// or https:// URL")
+        return v
 
 
 class RunConfig(_Section):
