@@ -22,11 +22,12 @@ from contextlib import ExitStack, contextmanager
 from typing import Any, ClassVar, TypeVar
 
 import httpx
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from clonemem.memory.base import SYSTEMS, BuildContext, MemorySystem, MemoryTrace, QuestionView, Retrieved
 from clonemem.memory.errors import MemorySystemFailed
 from clonemem.registry import RegistryError
+from clonemem.schemas.memory_protocol import Info, Item, Items
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -42,28 +43,6 @@ class RemoteOptions(BaseModel):
     timeout_s: float = 60.0
     retries: int = 3
     concurrency: int = 4
-
-
-# -- replies ------------------------------------------------------------------------------------
-
-
-class _Reply(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-
-
-class Info(_Reply):
-    name: str = Field(min_length=1)
-    version: str
-
-
-class Item(_Reply):
-    text: str
-    trace_ids: list[str]
-    score: float | None = None
-
-
-class Items(_Reply):
-    items: list[Item]
 
 
 def _field(loc: Sequence[str | int]) -> str:
