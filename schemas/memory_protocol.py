@@ -126,3 +126,9 @@ def openapi() -> dict[str, Any]:
         },
         "components": {"schemas": schemas},
     }
+
+
+if __name__ == "__main__":  # python -m clonemem.schemas.memory_protocol > docs/memory-protocol.openapi.json
+    import json
+
+    print(json.dumps(openapi(), indent=2, ensure_ascii=False))
