@@ -82,8 +82,10 @@ class Bars:
 
 
 @contextmanager
-def shown(out: TextIO = sys.stderr) -> Iterator[None]:
-    """Show progress for the duration: bars on a terminal, plain lines otherwise."""
+def shown(out: TextIO | None = None) -> Iterator[None]:
+    """Show progress for the duration: bars on a terminal, plain lines otherwise (on ``out``, by default
+    the standard error of the moment: a stream bound at import would outlive a test runner's)."""
+    out = out or sys.stderr
     if out.isatty():
         with Bars(out) as bars, listening(bars):
             yield

@@ -273,8 +273,8 @@ def resolve_systems(specs: Sequence[str], remote: dict[str, str], options: Remot
             raise RegistryError(f"two remote systems are called {label!r} ({urls[label]}, {cls.url}); name them: "
                                 "--systems NAME=URL")
         if _registered(label):
-            raise RegistryError(f"remote system at {cls.url} is called {label!r}, which is a registered system; "
-                                f"name it: --systems NAME={cls.url}")
+            raise RegistryError(f"{label!r} is a registered system: give the remote system at {cls.url} another "
+                                f"name (--systems NAME={cls.url})")
         urls[label] = cls.url
         out.append((label, cls))
     return out
