@@ -73,15 +73,24 @@ def _retrieve(system: str):  # noqa: ANN202 - a Prefect task
 
 
 def _collect(futures: dict, what: str) -> dict:
-    """Wait for every future, reporting progress and logging each system as its last part finishes."""
+    """Wait for every future, reporting progress and logging each system as its last part finishes.
+
+    A failure is raised once every future has finished: the tasks still running need the run's context,
+    which leaving here early would tear down under them."""
     left = Counter(key[0] for key in futures)
     key_of = {id(f): k for k, f in futures.items()}
-    done = {}
+    done, failed = {}, None
     for i, fut in enumerate(as_completed(list(futures.values())), 1):
         key = key_of[id(fut)]
-        done[key] = fut.result()
+        try:
+            done[key] = fut.result()
+        except Exception as exc:
+            failed = failed or exc
+            continue
         progress.advance(what, i, len(futures))
         left[key[0]] -= 1
         if not left[key[0]]:
             log(f"{what}: {key[0]} done")
+    if failed is not None:
+        raise failed
     return {key: done[key] for key in futures}
