@@ -113,3 +113,27 @@ def test_a_bad_server_is_one_line_exit_5_and_nothing_stored(imported: Path, faul
     assert got.exit_code == 5, got.output
     assert len(errors) == 1 and url in errors[0] and expected in errors[0], got.output
     assert stored_rows(imported) == before
+
+
+@pytest.mark.slow
+def test_serve_memory_bm25_scores_as_in_process_bm25_on_a_generated_benchmark(tmp_path: Path) -> None:
+    """A generated benchmark (the pipeline's tiny offline config, two personas) through the real CLI:
+    recall of `serve-memory bm25` through its URL within 0.02 of in-process bm25 at every k."""
+    from tests.pipeline_kit import clonemem, tiny_config
+
+    wh, home = tmp_path / "wh.duckdb", tmp_path / "prefect"
+    got = clonemem(wh, home, "generate", "--config", str(tiny_config(tmp_path, personas=2)))
+    assert got.returncode == 0, got.stderr
+    with Warehouse.open_reader(wh) as r:
+        asked = dict(r.rows("SELECT external_id, question_time FROM questions"))
+    log = tmp_path / "served.jsonl"
+    with serve_memory("bm25", log) as url:
+        got = clonemem(wh, home, "evaluate", "tiny", "--systems", f"bm25,{url}", "--k", "5,10,20",
+                       "--json", str(tmp_path / "r.json"))
+    assert got.returncode == 0, got.stderr
+    by = {(r["system"], r["k"]): r["recall_flat"] for r in json.loads((tmp_path / "r.json").read_text())["results"]}
+    for k in (5, 10, 20):
+        assert abs(by[("clonemem-bm25", k)] - by[("bm25", k)]) <= 0.02, by
+    seen = queries(log)
+    assert len(seen) == len(asked) > 10
+    assert all(q["latest"] is None or dt.datetime.fromisoformat(q["latest"]) <= asked[q["question_id"]] for q in seen)

@@ -15,6 +15,7 @@ naming the URL, the call and the field.
 from __future__ import annotations
 
 import datetime as dt
+import socket
 import threading
 import time
 from collections.abc import Iterator, Sequence
@@ -61,14 +62,22 @@ def protocol_time(t: dt.datetime) -> str:
 
 # -- the client ---------------------------------------------------------------------------------
 
-_SLOTS: dict[tuple[str, int], threading.BoundedSemaphore] = {}
-_SLOTS_LOCK = threading.Lock()
+_SHARED: dict[tuple[str, RemoteOptions], tuple[httpx.Client, threading.BoundedSemaphore]] = {}
+_SHARED_LOCK = threading.Lock()
 
 
-def _slots(url: str, n: int) -> threading.BoundedSemaphore:
-    """One limit on calls in flight per URL for the whole process (every persona's task shares it)."""
-    with _SLOTS_LOCK:
-        return _SLOTS.setdefault((url, n), threading.BoundedSemaphore(n))
+def _shared(url: str, options: RemoteOptions) -> tuple[httpx.Client, threading.BoundedSemaphore]:
+    """One HTTP client (its connections kept alive, its TLS context loaded once) and one limit on calls in
+    flight per URL for the whole process: every persona's task shares them."""
+    with _SHARED_LOCK:
+        if (url, options) not in _SHARED:
+            # small bodies both ways: without TCP_NODELAY a request's body can wait for the server's ACK
+            # of its headers
+            transport = httpx.HTTPTransport(socket_options=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)],
+                                            limits=httpx.Limits(max_connections=options.concurrency))
+            _SHARED[(url, options)] = (httpx.Client(timeout=options.timeout_s, transport=transport),
+                                       threading.BoundedSemaphore(options.concurrency))
+        return _SHARED[(url, options)]
 
 
 class Client:
@@ -76,11 +85,7 @@ class Client:
 
     def __init__(self, system: str, url: str, options: RemoteOptions) -> None:
         self.system, self.url, self.options = system, url.rstrip("/"), options
-        self._http = httpx.Client(timeout=options.timeout_s)
-        self._slots = _slots(self.url, options.concurrency)
-
-    def close(self) -> None:
-        self._http.close()
+        self._http, self._slots = _shared(self.url, options)
 
     def fail(self, call: str, message: str) -> MemorySystemFailed:
         return MemorySystemFailed(self.system, f"{self.url}: {call}: {message}")
@@ -207,11 +212,6 @@ class RemoteSystem(MemorySystem):
                                  0.0 if item.score is None else item.score, "trace" if raw else "memory"))
         return out
 
-    def __del__(self) -> None:
-        client = getattr(self, "_client", None)
-        if client is not None:
-            client.close()
-
 
 # -- naming remote systems ----------------------------------------------------------------------
 
@@ -237,11 +237,7 @@ def parse_spec(spec: str, remote: dict[str, str]) -> tuple[str | None, str] | No
 
 def remote_system(name: str | None, url: str, options: RemoteOptions) -> type[RemoteSystem]:
     """A ``RemoteSystem`` class for ``url``, labelled ``name`` or, when None, by its ``/v1/info`` name."""
-    probe = Client(name or url, url, options)
-    try:
-        info = probe.call("GET", "/v1/info", Info)
-    finally:
-        probe.close()
+    info = Client(name or url, url, options).call("GET", "/v1/info", Info)
     assert info is not None
     label = name or info.name
     extra = {"remote_url": url.rstrip("/"), "remote_name": info.name, "remote_version": info.version,

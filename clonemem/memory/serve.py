@@ -149,6 +149,9 @@ def _parse(model: type[B], raw: bytes) -> B:
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"  # keep-alive: a harness's connection pool reuses one connection
+    # headers and body leave in two writes: with Nagle's algorithm the second waits for the client's
+    # delayed ACK, 40 ms a reply on loopback
+    disable_nagle_algorithm = True
     service: MemoryService
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - quiet: one line per call is noise
