@@ -14,8 +14,9 @@ from prefect.utilities.annotations import opaque
 
 from clonemem import progress, runtime
 from clonemem.evaluation.land import EvaluationRun
+from clonemem.evaluation.replay import replay_refused
 from clonemem.memory import SYSTEMS, remote
-from clonemem.schemas.config import RunConfig, resolve_config
+from clonemem.schemas.config import ConfigError, RunConfig, resolve_config
 from clonemem.schemas.results import EvaluationResult
 from clonemem.tasks.context import flow_run_ids, new_run_id
 from clonemem.tasks.evaluation import answer_task, land_task, load_task, retrieve_task
@@ -31,8 +32,12 @@ def evaluate_flow(warehouse_path: str, benchmark: str, systems: list[str] | None
     # remote systems (URL, NAME=URL, a name in [evaluation.remote]) are asked their /v1/info and
     # registered under their label while the run lasts; unknown names fail here, before any work
     with remote.registered(list(systems or cfg.evaluation.systems), cfg.evaluation) as systems:
+        live = cfg.models.ref("extractor").provider != "offline"
         for name in systems:
-            SYSTEMS.get(name)
+            factory = SYSTEMS.get(name)
+            refused = replay_refused(factory, live) if cfg.evaluation.replay else None
+            if refused:
+                raise ConfigError(refused)
         result = _evaluate(warehouse_path, benchmark, systems, ks, force, cfg)
     publish_leaderboard(result)
     return result

@@ -124,6 +124,18 @@ def test_bm25_replayed_differs_only_by_its_corpus_statistics(persona: PersonaDat
         assert abs(_recall(persona, replayed, k) - _recall(persona, batch, k)) <= 0.02
 
 
+def test_replaying_an_llm_built_system_without_its_own_ingest_is_refused_with_a_live_model() -> None:
+    from clonemem.evaluation.replay import replay_refused
+
+    mem0 = SYSTEMS.get("mem0") if "mem0" in SYSTEMS else None
+    flat = SYSTEMS.get("flat_combined")  # summarises every trace while building
+    message = replay_refused(flat, extractor_live=True)
+    assert message and "'flat_combined' calls an LLM while building" in message
+    assert replay_refused(flat, extractor_live=False) is None  # offline: rebuilding costs time, not money
+    assert replay_refused(SYSTEMS.get("bm25"), extractor_live=True) is None
+    assert mem0 is None or replay_refused(mem0, extractor_live=True)
+
+
 # -- the client: errors name the URL, the call and the field ------------------------------------
 
 

@@ -95,6 +95,20 @@ def test_a_remote_system_can_be_named_and_configured(imported: Path, tmp_path: P
     assert {r["system"] for r in json.loads((tmp_path / "b.json").read_text())["results"]} == {"theirs"}
 
 
+def test_replay_of_every_system_scores_the_built_ins_as_built(imported: Path) -> None:
+    from clonemem.flows.evaluation import evaluate_flow
+    from clonemem.schemas.config import RunConfig
+
+    systems = ["oracle", "full_context", "random", "bm25"]
+
+    def recall(replay: bool) -> dict:
+        cfg = RunConfig.model_validate({"evaluation": {"replay": replay}})
+        got = evaluate_flow(str(imported), "imported", systems, [1, 3], config=cfg)
+        return {(r.system, r.k): (r.recall_flat, r.recall_any_any, r.write_coverage) for r in got.results}
+
+    assert recall(True) == recall(False)
+
+
 @pytest.mark.parametrize(("fault", "expected"), [
     (None, "GET /v1/info: unreachable after"),
     (Faulty(status_on=("/v1/ingest", 400)), "POST /v1/ingest: HTTP 400"),

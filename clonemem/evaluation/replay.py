@@ -64,3 +64,14 @@ class Replay:
                 self.memory.ingest(step.traces, self.ctx)
                 self.seconds += time.perf_counter() - started
             yield from step.questions
+
+
+def replay_refused(factory: type[MemorySystem], extractor_live: bool) -> str | None:
+    """Why ``factory`` may not be replayed, or None. A system that calls an LLM while building and has no
+    ``ingest`` of its own would be rebuilt over its whole history at every question time (the default
+    ``ingest``): cheap offline, a multiple of the build's price with a live model."""
+    if extractor_live and factory.llm_stages and factory.ingest is MemorySystem.ingest:
+        return (f"memory system {factory.name!r} calls an LLM while building and has no incremental ingest: "
+                "replaying it with a live extractor model would pay for its history again at every question "
+                "time; evaluate it without evaluation.replay")
+    return None
