@@ -46,7 +46,8 @@ class Trace(_Body):
 
 class IngestRequest(_Body):
     """``POST /v1/ingest``: the persona's next traces, in time order; never earlier than a trace already
-    sent, and never later than the next question."""
+    sent, and never later than the next question. Idempotent per ``trace_id`` (a retried batch may
+    repeat traces: each is kept once)."""
 
     persona_id: Id
     traces: list[Trace]

@@ -202,6 +202,49 @@ def test_a_server_without_stored_has_unknown_write_coverage(persona: PersonaData
             memory.stored()
 
 
+# -- the server ----------------------------------------------------------------------------------
+
+
+def test_serve_memory_keeps_what_it_is_sent_once_in_order_and_refuses_clearly() -> None:
+    import threading
+
+    import httpx
+
+    from clonemem.memory.serve import make_server, service_for
+    from clonemem.schemas.config import RunConfig
+
+    server = make_server(service_for("bm25", RunConfig()), 0)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}"
+
+    def trace(tid: str, when: str, text: str) -> dict:
+        return {"trace_id": tid, "medium": "diary", "event_date": when, "content": text}
+
+    def ask(question: str) -> list:
+        return httpx.post(f"{url}/v1/query", json={"persona_id": "p", "question_id": "q", "question": question,
+                                                   "question_time": "2024-02-01T00:00:00", "k": 5}).json()["items"]
+
+    try:
+        assert httpx.get(f"{url}/v1/info").json()["name"] == "clonemem-bm25"
+        assert httpx.post(f"{url}/v1/query", json={"persona_id": "p", "question_id": "q", "question": "x",
+                                                   "question_time": "2024-02-01T00:00:00", "k": 5}).status_code == 404
+        assert httpx.post(f"{url}/v1/reset", json={"persona_id": "p", "language": "en"}).status_code == 204
+        batch = [trace("t1", "2024-01-01T09:00:00", "I adopted a grey cat called Pixel"),
+                 trace("t2", "2024-01-02T09:00:00", "Long hike in the hills")]
+        for _ in range(2):  # a retried batch is kept once
+            assert httpx.post(f"{url}/v1/ingest", json={"persona_id": "p", "traces": batch}).status_code == 204
+        got = ask("what is the cat called")
+        assert [i["trace_ids"] for i in got] == [["t1"], ["t2"]] and got[0]["score"] > got[1]["score"]
+        assert len(httpx.get(f"{url}/v1/stored", params={"persona_id": "p"}).json()["items"]) == 2
+        late = httpx.post(f"{url}/v1/ingest", json={"persona_id": "p", "traces": [trace("t0", "2023-12-31T00:00:00", "x")]})
+        assert late.status_code == 400 and "traces[0].event_date" in late.json()["error"]
+        bad = httpx.post(f"{url}/v1/query", json={"persona_id": "p", "question": "x"})
+        assert bad.status_code == 422 and bad.json()["error"] == "field question_id: Field required"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
 # -- the documents --------------------------------------------------------------------------------
 
 

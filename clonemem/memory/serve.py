@@ -45,6 +45,7 @@ class _Persona:
     language: str
     memory: MemorySystem
     pending: list[MemoryTrace] = field(default_factory=list)
+    ids: set[str] = field(default_factory=set)  # every trace id received
     held: int = 0
     latest: dt.datetime | None = None
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -90,14 +91,18 @@ class MemoryService:
         traces = [MemoryTrace(t.trace_id, t.medium, dt.datetime.fromisoformat(t.event_date), t.content)
                   for t in req.traces]
         with persona.lock:
-            for n, t in enumerate(traces):
-                if persona.latest is not None and t.event_date < persona.latest:
+            new = [(n, t) for n, t in enumerate(traces) if t.trace_id not in persona.ids]  # a retried batch: once
+            latest = persona.latest
+            for n, t in new:
+                if latest is not None and t.event_date < latest:
                     raise Refused(HTTPStatus.BAD_REQUEST,
                                   f"traces[{n}].event_date {t.event_date.isoformat()} is earlier than a trace already "
-                                  f"sent ({persona.latest.isoformat()}): send traces in time order")
-                persona.latest = t.event_date
-            persona.pending += traces
-            persona.held += len(traces)
+                                  f"sent ({latest.isoformat()}): send traces in time order")
+                latest = t.event_date
+            persona.latest = latest
+            persona.ids.update(t.trace_id for _, t in new)
+            persona.pending += [t for _, t in new]
+            persona.held += len(new)
 
     def _caught_up(self, persona_id: str, persona: _Persona) -> MemorySystem:
         """The persona's memory with every trace sent so far ingested (call under its lock)."""

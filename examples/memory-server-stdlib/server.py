@@ -51,7 +51,9 @@ class Memory:
         traces = [{"trace_id": t["trace_id"], "event_date": t["event_date"], "content": t["content"],
                    "words": words(t["content"])} for t in body["traces"]]
         with self.lock:
-            self.personas.setdefault(body["persona_id"], []).extend(traces)
+            held = self.personas.setdefault(body["persona_id"], [])
+            known = {t["trace_id"] for t in held}
+            held.extend(t for t in traces if t["trace_id"] not in known)  # a retried batch is kept once
 
     def query(self, body: dict) -> dict:
         with self.lock:
