@@ -229,7 +229,7 @@ class EvaluationConfig(_Section):
     # remote memory systems (docs/memory-protocol.md) by name: name -> base URL; evaluate one by naming
     # it in ``systems`` / ``--systems`` (which also take a URL, or NAME=URL, directly)
     remote: dict[str, str] = Field(default_factory=dict)
-    remote_timeout_s: Annotated[float, Field(gt=0)] = 60.0  # per HTTP call
+    remote_timeout_s: Annotated[float, Field(gt=0)] = 60.0  # per HTTP connect and read
     remote_retries: NonNegInt = 3  # transport errors and 5xx, with exponential backoff
     remote_concurrency: PosInt = 4  # calls in flight per remote system
 
