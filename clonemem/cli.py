@@ -473,7 +473,8 @@ def _write_json(path: Path, result: Any) -> None:
 @handles_errors
 def evaluate(
     benchmark: Annotated[str, typer.Argument(help="benchmark id or name")],
-    systems: Annotated[str, typer.Option("--systems", help="comma-separated; see `clonemem systems`")] = "",
+    systems: Annotated[str, typer.Option(
+        "--systems", help="comma-separated: names (see `clonemem systems`), memory-protocol URLs, NAME=URL")] = "",
     k: Annotated[str, typer.Option("--k", help="retrieval depths, comma-separated [default: the config's evaluation.k; "
                                                "with --retrievals: the most items on any line]")] = "",
     json_out: Annotated[Path | None, typer.Option("--json", help="also write the results to this JSON file")] = None,
@@ -501,7 +502,7 @@ def evaluate(
         return _evaluate_results_file(benchmark, retrievals, name, systems, k, json_out, cfg, force, allow_missing)
     names = _csv(systems, "--systems") if systems else list(cfg.evaluation.systems)
     ks = _ks(k) if k else sorted(set(cfg.evaluation.k))
-    _precheck_evaluation(benchmark, names, force)
+    _precheck_evaluation(benchmark, names, force, cfg)
     from clonemem.progress import shown
 
     # failures map to exit codes in handles_errors: 5 only for MemorySystemFailed, 6 at the budget
@@ -580,14 +581,22 @@ def export_retrievals(
     typer.echo(str(got.path))
 
 
-def _precheck_evaluation(benchmark: str, names: list[str], force: bool) -> None:
-    """Fail before the flow starts (the flow checks again, for deployments): unknown systems, an ungated benchmark."""
+def _precheck_evaluation(benchmark: str, names: list[str], force: bool, cfg: Any) -> None:
+    """Fail before the flow starts (the flow checks again, for deployments): unknown systems, remote ones
+    that do not answer ``/v1/info`` (exit 5), an ungated benchmark."""
     from clonemem.memory import SYSTEMS
+    from clonemem.memory.errors import MemorySystemFailed
+    from clonemem.memory.remote import options_of, resolve_systems
     from clonemem.warehouse import Warehouse
     from clonemem.warehouse.catalog import require_gate_passed
 
-    for name in names:
-        SYSTEMS.get(name)
+    try:
+        resolved = resolve_systems(names, cfg.evaluation.remote, options_of(cfg.evaluation))
+    except MemorySystemFailed as exc:
+        fail(f"{exc}; nothing was stored", ExitCode.SYSTEMS_FAILED)
+    for name, remote in resolved:
+        if remote is None:
+            SYSTEMS.get(name)
     with Warehouse.open_reader(State.warehouse) as wh:
         require_gate_passed(wh, benchmark, force)
 
@@ -608,6 +617,35 @@ def systems_cmd(as_json: Annotated[bool, typer.Option("--json", help="print JSON
 
 
 # -- warehouse ---------------------------------------------------------------------------------
+
+
+@app.command("serve-memory")
+@handles_errors
+def serve_memory(
+    system: Annotated[str, typer.Argument(help="a registered memory system (see `clonemem systems`)")],
+    port: Annotated[int, typer.Option("--port", min=0, max=65535, help="port on 127.0.0.1 (0: a free one)")] = 8765,
+    config: Annotated[Path | None, typer.Option("--config", help="run configuration (the extractor's model, seed)")] = None,
+    log: Annotated[Path | None, typer.Option("--log", help="append one JSON line per query: what the persona held")] = None,
+) -> None:
+    """Serve a memory system over the memory protocol (docs/memory-protocol.md) until Ctrl-C."""
+    from clonemem.memory.serve import make_server, service_for
+    from clonemem.schemas.config import load_config
+
+    service = service_for(system, load_config(config), log)
+    try:
+        server = make_server(service, port)
+    except OSError as exc:
+        fail(f"cannot listen on 127.0.0.1:{port}: {exc.strerror or exc}")
+    host, bound = server.server_address[:2]
+    typer.echo(f"serving {system} as {service.info.name} {service.info.version} at http://{host}:{bound} "
+               "(Ctrl-C stops)")
+    sys.stdout.flush()
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
 
 
 @app.command("sql")

@@ -7,14 +7,16 @@ import time
 from collections import Counter
 
 from prefect import flow
+from prefect.cache_policies import NO_CACHE
 from prefect.futures import as_completed
 from prefect.task_runners import ThreadPoolTaskRunner
 from prefect.utilities.annotations import opaque
 
 from clonemem import progress, runtime
 from clonemem.evaluation.land import EvaluationRun
-from clonemem.memory import SYSTEMS
-from clonemem.schemas.config import RunConfig, resolve_config
+from clonemem.evaluation.replay import replay_refused
+from clonemem.memory import SYSTEMS, remote
+from clonemem.schemas.config import ConfigError, RunConfig, resolve_config
 from clonemem.schemas.results import EvaluationResult
 from clonemem.tasks.context import flow_run_ids, new_run_id
 from clonemem.tasks.evaluation import answer_task, land_task, load_task, retrieve_task
@@ -26,10 +28,23 @@ def evaluate_flow(warehouse_path: str, benchmark: str, systems: list[str] | None
                   force: bool = False, config: RunConfig | str | None = None) -> EvaluationResult:
     """Score ``systems`` (default: the config's) at each k on ``benchmark`` (its id or name)."""
     cfg = resolve_config(config)
-    systems = list(systems or cfg.evaluation.systems)
     ks = sorted(set(ks or cfg.evaluation.k))
-    for name in systems:
-        SYSTEMS.get(name)  # unknown names fail here, before any work
+    # remote systems (URL, NAME=URL, a name in [evaluation.remote]) are asked their /v1/info and
+    # registered under their label while the run lasts; unknown names fail here, before any work
+    with remote.registered(list(systems or cfg.evaluation.systems), cfg.evaluation) as systems:
+        live = cfg.models.ref("extractor").provider != "offline"
+        for name in systems:
+            factory = SYSTEMS.get(name)
+            refused = replay_refused(factory, live) if cfg.evaluation.replay else None
+            if refused:
+                raise ConfigError(refused)
+        result = _evaluate(warehouse_path, benchmark, systems, ks, force, cfg)
+    publish_leaderboard(result)
+    return result
+
+
+def _evaluate(warehouse_path: str, benchmark: str, systems: list[str], ks: list[int], force: bool,
+              cfg: RunConfig) -> EvaluationResult:
     started = time.perf_counter()
     bid, name, personas = load_task(warehouse_path, benchmark, force)
     flow_run_id, _ = flow_run_ids()
@@ -39,7 +54,9 @@ def evaluate_flow(warehouse_path: str, benchmark: str, systems: list[str] | None
     # for dependencies (it was a third of a bm25 run's time); the cache key still hashes the values.
     with runtime.use(runtime.Runtime(cfg, run_id=run.eval_run_id, warehouse=warehouse_path)):
         budget = cfg.evaluation.full_context_tokens
-        retrieving = {(s, p.persona_id): retrieve_task.submit(s, opaque(p), max(ks), budget) for s in systems for p in personas}
+        replay = cfg.evaluation.replay
+        retrieving = {(s, p.persona_id): _retrieve(s).submit(s, opaque(p), max(ks), budget, replay)
+                      for s in systems for p in personas}
         retrievals = _collect(retrieving, "evaluation: build and retrieve (system × persona)")
         answering = {(s, k, p.persona_id): answer_task.submit(s, k, opaque(p),
                                                                    opaque(retrievals[(s, p.persona_id)].value))
@@ -49,21 +66,36 @@ def evaluate_flow(warehouse_path: str, benchmark: str, systems: list[str] | None
     calls = [c for paid in (*retrievals.values(), *answers.values()) for c in paid.calls]
     result = land_task(warehouse_path, run, opaque(personas), opaque({k: v.value for k, v in retrievals.items()}),
                        opaque({k: v.value for k, v in answers.items()}), opaque(calls))
-    result = result.model_copy(update={"seconds": round(time.perf_counter() - started, 2)})
-    publish_leaderboard(result)
-    return result
+    return result.model_copy(update={"seconds": round(time.perf_counter() - started, 2)})
+
+
+def _retrieve(system: str):  # noqa: ANN202 - a Prefect task
+    """The retrieval task for ``system``: a system whose results may change without its code changing (a
+    remote service) is never served from the cache, and is not retried as a whole (its calls are)."""
+    if SYSTEMS.get(system).cacheable:
+        return retrieve_task
+    return retrieve_task.with_options(cache_policy=NO_CACHE, persist_result=False, retries=0)
 
 
 def _collect(futures: dict, what: str) -> dict:
-    """Wait for every future, reporting progress and logging each system as its last part finishes."""
+    """Wait for every future, reporting progress and logging each system as its last part finishes.
+
+    A failure is raised once every future has finished: the tasks still running need the run's context,
+    which leaving here early would tear down under them."""
     left = Counter(key[0] for key in futures)
     key_of = {id(f): k for k, f in futures.items()}
-    done = {}
+    done, failed = {}, None
     for i, fut in enumerate(as_completed(list(futures.values())), 1):
         key = key_of[id(fut)]
-        done[key] = fut.result()
+        try:
+            done[key] = fut.result()
+        except Exception as exc:
+            failed = failed or exc
+            continue
         progress.advance(what, i, len(futures))
         left[key[0]] -= 1
         if not left[key[0]]:
             log(f"{what}: {key[0]} done")
+    if failed is not None:
+        raise failed
     return {key: done[key] for key in futures}

@@ -230,6 +230,23 @@ class EvaluationConfig(_Section):
     # have no evidence (the paper does) or scores them 0. Both change the numbers, so both are recorded.
     aggregate: Literal["questions", "personas"] = "questions"
     exclude_no_evidence: bool = False
+    # drive every system by chronological replay (``ingest`` between questions) instead of one ``build``;
+    # remote systems are always replayed
+    replay: bool = False
+    # remote memory systems (docs/memory-protocol.md) by name: name -> base URL; evaluate one by naming
+    # it in ``systems`` / ``--systems`` (which also take a URL, or NAME=URL, directly)
+    remote: dict[str, str] = Field(default_factory=dict)
+    remote_timeout_s: Annotated[float, Field(gt=0)] = 60.0  # per HTTP connect and read
+    remote_retries: NonNegInt = 3  # transport errors and 5xx, with exponential backoff
+    remote_concurrency: PosInt = 4  # calls in flight per remote system
+
+    @field_validator("remote")
+    @classmethod
+    def _remote(cls, v: dict[str, str]) -> dict[str, str]:
+        for name, url in v.items():
+            if not url.startswith(("http://", "https://")):
+                raise ValueError(f"{name}: {url!r} is not an http:// or https:// URL")
+        return v
 
 
 class RunConfig(_Section):

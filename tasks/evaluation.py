@@ -40,8 +40,10 @@ def load_task(warehouse_path: str, benchmark: str, force: bool) -> tuple[str, st
 @task(cache_policy=INPUTS + TASK_SOURCE + MemorySystemPolicy(modules=("clonemem.evaluation.run",))
       + StagePolicy(stage_names=(E.SUPPORT.name,), modules=("clonemem.evaluation.diagnosis",)),
       persist_result=True, retries=1, retry_condition_fn=_transient_only, task_run_name="retrieve {system} {persona.person_key}")
-def retrieve_task(system: str, persona: PersonaData, k_max: int, full_context_tokens: int = 8000) -> Paid[Retrieval]:
-    """Build ``system`` from the persona's traces and retrieve for every question (time-aware).
+def retrieve_task(system: str, persona: PersonaData, k_max: int, full_context_tokens: int = 8000,
+                  replay: bool = False) -> Paid[Retrieval]:
+    """Build ``system`` from the persona's traces and retrieve for every question (time-aware), or, with
+    ``replay`` (always for a remote system), feed it the traces in time order between the questions.
     ``full_context_tokens`` is the run's budget for the full-context baseline (an input: part of the key)."""
     def body(rec: runtime.Recorder) -> Retrieval:
         model = rec.model("extractor")  # its own usage counter: the system's spend
@@ -51,7 +53,7 @@ def retrieve_task(system: str, persona: PersonaData, k_max: int, full_context_to
 
         return build_and_retrieve(system, persona, k_max, lambda name, inp: STAGES.get(name).run(model, inp),
                                   runtime.current().config.seed, usage, full_context_tokens,
-                                  supports=judge_supports(rec.run, persona.language))
+                                  supports=judge_supports(rec.run, persona.language), replay=replay)
 
     return runtime.paid(body, covers=covered_stages())
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -18,6 +19,7 @@ import numpy as np
 from clonemem.evaluation import metrics as M
 from clonemem.evaluation import stages as E
 from clonemem.evaluation.diagnosis import EvidenceDiagnosis, Supports, diagnose_question, verdict
+from clonemem.evaluation.replay import Replay, schedule
 from clonemem.llm.types import LLMError, estimate_tokens
 from clonemem.memory import SYSTEMS
 from clonemem.memory.base import BuildContext, MemoryTrace, QuestionView
@@ -57,10 +59,16 @@ class PersonaData:
     language: str
     traces: tuple[MemoryTrace, ...]
     questions: tuple[EvalQuestion, ...]
+    # What a system outside this process is told (the release format's ids, never warehouse ids): the
+    # persona's id (its release ``person_id``; with ``@language`` when the benchmark has that person in
+    # several languages), and each trace's and question's release ``id`` by warehouse id.
+    public_id: str = ""
+    release_ids: dict[str, str] = field(default_factory=dict)
 
 
 def load_benchmark(wh: Warehouse, benchmark_id: str) -> list[PersonaData]:
     out = []
+    keys = Counter(k for (k,) in wh.rows("SELECT person_key FROM personas WHERE benchmark_id = ?", [benchmark_id]))
     for pid, key, name, language in wh.rows("SELECT persona_id, person_key, person_name, coalesce(language, 'en') "
                                             "FROM personas WHERE benchmark_id = ? ORDER BY seq", [benchmark_id]):
         traces = tuple(MemoryTrace(t, m, d, c) for t, m, d, c in wh.rows(
@@ -78,7 +86,10 @@ def load_benchmark(wh: Warehouse, benchmark_id: str) -> list[PersonaData]:
             questions.append(EvalQuestion(
                 qid, pid, q, qtype, dim, qtime, ans, correct, tuple(Choice(id=c["id"], text=c["text"]) for c in choices),
                 tuple(tuple(e["ids"]) for e in ev), tuple(e["statement"] for e in ev)))
-        out.append(PersonaData(pid, key, name, language, traces, tuple(questions)))
+        release_ids = dict(wh.rows("SELECT trace_id, external_id FROM traces WHERE persona_id = ? UNION ALL "
+                                   "SELECT question_id, external_id FROM questions WHERE persona_id = ?", [pid, pid]))
+        out.append(PersonaData(pid, key, name, language, traces, tuple(questions),
+                               key if keys[key] == 1 else f"{key}@{language}", release_ids))
     return out
 
 
@@ -111,15 +122,30 @@ def system_work(system: str, what: str) -> Iterator[None]:
         raise MemorySystemFailed(system, f"{what} failed: {type(exc).__name__}{': ' + first if first else ''}") from exc
 
 
+def _asked(system: str, questions: Iterator[EvalQuestion]) -> Iterator[EvalQuestion]:
+    """The questions in the order they are asked; in replay, getting the next one ingests the traces
+    before it, so a failure there is the system's too."""
+    while True:
+        with system_work(system, "ingest"):
+            q = next(questions, None)
+        if q is None:
+            return
+        yield q
+
+
 def build_and_retrieve(system: str, persona: PersonaData, k_max: int, llm: Callable, seed: int,
                        usage: Callable[[], tuple[int, int]], full_context_tokens: int = 8000,
-                       supports: Supports | None = None) -> Retrieval:
+                       supports: Supports | None = None, replay: bool = False) -> Retrieval:
     """Build, retrieve for every question, and (given ``supports``, the judge's support check) diagnose
     each question's evidence: written in the stored memory, and at which rank it was read. A failure of
-    the system's code raises :class:`MemorySystemFailed`."""
+    the system's code raises :class:`MemorySystemFailed`.
+
+    With ``replay`` (always, for a ``replay_only`` system) the traces are fed in time order between the
+    questions (``clonemem.evaluation.replay``) instead of built at once."""
     factory = SYSTEMS.get(system)  # an unknown or unimportable name is the user's error, not the system's
     with system_work(system, "creating it"):
         memory = factory()
+    replay = replay or factory.replay_only
     declared = {s.name for s in memory.llm_stages}
 
     def step(stage_name: str, inp):  # noqa: ANN001, ANN202 - only declared stages: they are what the cache key covers
@@ -128,24 +154,38 @@ def build_and_retrieve(system: str, persona: PersonaData, k_max: int, llm: Calla
                                              "llm_stages")
         return llm(stage_name, inp)
 
-    ctx = BuildContext(llm=step, language=persona.language, seed=seed, full_context_tokens=full_context_tokens)
-    started = time.perf_counter()
-    with system_work(system, f"build for persona {persona.person_key}"):
-        memory.build(persona.traces, ctx)
-    build = time.perf_counter() - started
-    calls, tokens = usage()
-    out = Retrieval(system, persona.persona_id, build, calls, tokens, int(ctx.stats.get("items", 0)))
-    for q in persona.questions:
+    ctx = BuildContext(llm=step, language=persona.language, seed=seed, full_context_tokens=full_context_tokens,
+                       persona_id=persona.public_id, release_ids=persona.release_ids)
+    if replay:
+        driver = Replay(memory, ctx)
+        asked = driver.run(schedule(persona.traces, persona.questions, lambda q: q.question_time))
+    else:
+        started = time.perf_counter()
+        with system_work(system, f"build for persona {persona.person_key}"):
+            memory.build(persona.traces, ctx)
+        build = time.perf_counter() - started
+        spent = usage()  # the build's calls (replay interleaves them with the questions: counted at the end)
+        asked = iter(persona.questions)
+    results, kinds, diagnosis = {}, {}, {}
+    for q in _asked(system, asked):
         with system_work(system, f"retrieve for question {q.question_id}"):
             t0 = time.perf_counter()
             items = memory.retrieve(q.view(), k_max)
             latency = (time.perf_counter() - t0) * 1000
-            out.results[q.question_id] = (tuple(i.text for i in items), tuple(i.trace_ids for i in items), latency)
-            out.kinds[q.question_id] = tuple(i.kind for i in items)
+            results[q.question_id] = (tuple(i.text for i in items), tuple(i.trace_ids for i in items), latency)
+            kinds[q.question_id] = tuple(i.kind for i in items)
         if supports is not None:
             with system_work(system, f"listing its stored memory for question {q.question_id}"):
-                out.diagnosis[q.question_id] = diagnose_question(
+                diagnosis[q.question_id] = diagnose_question(
                     memory, q.question_time, list(zip(q.statements, q.evidence_sets)), items, supports)
+    if replay:
+        build, spent = driver.seconds, usage()  # every ingest, the last (after the last question) included
+    calls, tokens = spent
+    out = Retrieval(system, persona.persona_id, build, calls, tokens, int(ctx.stats.get("items", 0)))
+    # in the benchmark's question order, whatever order they were asked in
+    out.results = {q.question_id: results[q.question_id] for q in persona.questions}
+    out.kinds = {q.question_id: kinds[q.question_id] for q in persona.questions}
+    out.diagnosis = {q.question_id: diagnosis[q.question_id] for q in persona.questions if q.question_id in diagnosis}
     if persona.traces:
         with system_work(system, "listing its stored memory"):
             try:

@@ -1,10 +1,18 @@
 """The memory-system interface (SPEC §5).
 
-A system is built once per persona from all of its traces, then answers retrieval queries "as of" a
-question's time: only traces dated at or before ``as_of`` may contribute, which every system
-enforces through timestamps on what it stores (a consolidated memory keeps its versions with the
-time each became valid), never by rebuilding per question. Every retrieved item carries the trace
-ids it came from, so recall over trace ids is computable for every system.
+A system is fed a persona's traces in one of two ways:
+
+* batch (``build``): every trace at once, then retrieval queries "as of" a question's time: only
+  traces dated at or before ``as_of`` may contribute, which every built-in enforces through timestamps
+  on what it stores (a consolidated memory keeps its versions with the time each became valid), never
+  by rebuilding per question;
+* chronological replay (``ingest``, driven by ``clonemem.evaluation.replay``): traces arrive in time
+  order, and before each question the system has been given every trace dated at or before the
+  question's time and nothing later. A system that only stores what it is given (a remote service)
+  can only be evaluated this way (``replay_only``).
+
+Every retrieved item carries the trace ids it came from, so recall over trace ids is computable for
+every system.
 """
 
 from __future__ import annotations
@@ -62,6 +70,10 @@ class BuildContext:
     seed: int = 0
     stats: dict = field(default_factory=dict)
     full_context_tokens: int = 8000  # the run's `evaluation.full_context_tokens` (the full-context baseline's budget)
+    # What a system outside this process is told instead of warehouse ids: the persona's release id, and
+    # the release id of each trace and question (warehouse id -> release `id`).
+    persona_id: str = ""
+    release_ids: Mapping[str, str] = field(default_factory=dict)
 
 
 class MemorySystem(ABC):
@@ -74,10 +86,29 @@ class MemorySystem(ABC):
     # What the code hash and stage models cannot show of where results came from (a remote system's URL
     # and `/v1/info` version, a results file's hash): merged into the system's provenance on evaluation.
     provenance_extra: ClassVar[Mapping[str, str]] = {}
+    # Set for a system that holds only what it was given (a remote service): evaluation feeds it by
+    # chronological replay, never ``build``.
+    replay_only: ClassVar[bool] = False
+    # False for a system whose results are not a function of its code and inputs (a remote service may
+    # change between runs): its retrievals are never served from the task cache.
+    cacheable: ClassVar[bool] = True
 
     @abstractmethod
     def build(self, traces: Sequence[MemoryTrace], ctx: BuildContext) -> None:
         """Ingest every trace of one persona, in time order."""
+
+    def reset(self, ctx: BuildContext) -> None:
+        """Start an empty memory for the persona of ``ctx`` before replay (a fresh instance is empty)."""
+
+    def ingest(self, traces: Sequence[MemoryTrace], ctx: BuildContext) -> None:
+        """Add the next traces of the persona (in time order, none earlier than those already given).
+
+        The default keeps everything received and rebuilds over it with ``build``: exact (the system
+        then holds only the past), and cheap for the raw retrievers, whose index is rebuilt in
+        milliseconds; a system that calls an LLM while building should override it to add only the
+        new traces (the default would pay for the old ones again)."""
+        self._ingested: list[MemoryTrace] = [*getattr(self, "_ingested", ()), *traces]
+        self.build(self._ingested, ctx)
 
     @abstractmethod
     def retrieve(self, question: QuestionView, k: int) -> list[Retrieved]:

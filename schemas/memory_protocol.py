@@ -1,0 +1,135 @@
+"""The memory protocol, version 1 (docs/memory-protocol.md): the JSON bodies of its calls.
+
+Both ends use these models: the client of a remote system (``clonemem.memory.remote``) validates
+replies with them, ``clonemem serve-memory`` validates requests, and the OpenAPI file in docs/ is
+generated from them (``openapi()``; a test keeps the file equal to it). Unknown fields are ignored
+on both sides, so a later minor version may add fields.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+VERSION = "1"
+# A time as the benchmark writes it: local to the persona, no zone, to the second.
+ProtocolTime = Annotated[str, Field(pattern=r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}$",
+                                    examples=["2024-03-01T18:30:00"])]
+Id = Annotated[str, Field(min_length=1)]
+
+
+class _Body(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+
+class Info(_Body):
+    """``GET /v1/info``: what the system is called (results are labelled with it) and its version."""
+
+    name: Id
+    version: str
+
+
+class ResetRequest(_Body):
+    """``POST /v1/reset``: forget everything about this persona; it starts again with no traces."""
+
+    persona_id: Id
+    language: str = Field(description="the persona's language: en, zh, ...")
+
+
+class Trace(_Body):
+    trace_id: Id = Field(description="the release file's context[].id")
+    medium: str = Field(description="diary, chat_private, email, conversation_turn, ...")
+    event_date: ProtocolTime
+    content: str
+
+
+class IngestRequest(_Body):
+    """``POST /v1/ingest``: the persona's next traces, in time order; never earlier than a trace already
+    sent, and never later than the next question. Idempotent per ``trace_id`` (a retried batch may
+    repeat traces: each is kept once)."""
+
+    persona_id: Id
+    traces: list[Trace]
+
+
+class QueryRequest(_Body):
+    """``POST /v1/query``: the question, asked at ``question_time``; the system has been given every trace
+    dated at or before it, and nothing later."""
+
+    persona_id: Id
+    question_id: Id = Field(description="the release file's question id")
+    question: str
+    question_time: ProtocolTime
+    k: Annotated[int, Field(ge=1)]
+
+
+class Item(_Body):
+    text: str = Field(description="what the answerer is shown")
+    trace_ids: list[str] = Field(description="the traces it came from: ids the system was given")
+    score: float | None = None
+
+
+class Items(_Body):
+    """The reply of ``POST /v1/query`` (at most k items, best first) and of ``GET /v1/stored``
+    (everything the system holds for the persona, in a stable order)."""
+
+    items: list[Item]
+
+
+class Error(_Body):
+    error: str
+
+
+def openapi() -> dict[str, Any]:
+    """The protocol as an OpenAPI 3.1 document (docs/memory-protocol.openapi.json)."""
+    models = (Info, ResetRequest, Trace, IngestRequest, QueryRequest, Item, Items, Error)
+    schemas: dict[str, Any] = {}
+    for model in models:
+        schema = model.model_json_schema(ref_template="#/components/schemas/{model}")
+        schemas.update(schema.pop("$defs", {}))
+        schemas[model.__name__] = schema
+
+    def ref(name: str) -> dict[str, Any]:
+        return {"$ref": f"#/components/schemas/{name}"}
+
+    def body(name: str) -> dict[str, Any]:
+        return {"required": True, "content": {"application/json": {"schema": ref(name)}}}
+
+    def reply(name: str | None, what: str) -> dict[str, Any]:
+        out: dict[str, Any] = {"description": what}
+        if name:
+            out["content"] = {"application/json": {"schema": ref(name)}}
+        return out
+
+    bad = {"4XX": reply("Error", "a request the server refuses: the evaluation stops (exit 5), nothing is stored"),
+           "5XX": reply(None, "a server error: retried with backoff, then the evaluation stops")}
+    return {
+        "openapi": "3.1.0",
+        "info": {"title": "CloneMem memory protocol", "version": VERSION,
+                 "description": "How an evaluation harness feeds a memory system a persona's traces in time "
+                                "order and asks it questions (docs/memory-protocol.md)."},
+        "paths": {
+            "/v1/info": {"get": {"operationId": "info", "responses": {"200": reply("Info", "name and version"),
+                                                                     **bad}}},
+            "/v1/reset": {"post": {"operationId": "reset", "requestBody": body("ResetRequest"),
+                                   "responses": {"2XX": reply(None, "the persona is forgotten"), **bad}}},
+            "/v1/ingest": {"post": {"operationId": "ingest", "requestBody": body("IngestRequest"),
+                                    "responses": {"2XX": reply(None, "the traces are stored"), **bad}}},
+            "/v1/query": {"post": {"operationId": "query", "requestBody": body("QueryRequest"),
+                                   "responses": {"200": reply("Items", "at most k items, best first"), **bad}}},
+            "/v1/stored": {"get": {
+                "operationId": "stored",
+                "description": "Optional. Without it (404, 405 or 501) the write diagnosis of the system is "
+                               "null, not 0.",
+                "parameters": [{"name": "persona_id", "in": "query", "required": True, "schema": {"type": "string"}}],
+                "responses": {"200": reply("Items", "everything held for the persona"), **bad}}},
+        },
+        "components": {"schemas": schemas},
+    }
+
+
+if __name__ == "__main__":  # python -m clonemem.schemas.memory_protocol > docs/memory-protocol.openapi.json
+    import json
+
+    print(json.dumps(openapi(), indent=2, ensure_ascii=False))

@@ -1,0 +1,139 @@
+"""Memory-protocol servers for the tests: the real ones as subprocesses (`clonemem serve-memory`, the
+stdlib example) on free ports, and a faulty one in a thread, broken in one chosen way."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+EXE = str(Path(sys.executable).with_name("clonemem"))
+STDLIB_SERVER = ROOT / "examples" / "memory-server-stdlib" / "server.py"
+
+
+@contextmanager
+def serving(argv: list[str], timeout: float = 60) -> Iterator[str]:
+    """Start a server that prints its URL on its first line (``... at http://127.0.0.1:PORT ...``);
+    yield the URL; stop it (by its own pid) at the end."""
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        line = proc.stdout.readline() if proc.stdout else ""
+        url = next((w for w in line.split() if w.startswith("http://")), None)
+        if url is None:
+            proc.kill()
+            raise RuntimeError(f"{argv[:3]} did not start: {line!r} {proc.stderr.read() if proc.stderr else ''}")
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def serve_memory(system: str, log: Path | None = None) -> Iterator[str]:
+    return serving([EXE, "serve-memory", system, "--port", "0", *(["--log", str(log)] if log else [])])
+
+
+def stdlib_server(log: Path | None = None) -> Iterator[str]:
+    return serving([sys.executable, str(STDLIB_SERVER), "--port", "0", *(["--log", str(log)] if log else [])])
+
+
+def free_port() -> int:
+    """A port nothing listens on (bound, then released)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Faulty:
+    """A protocol server (word-free: it returns its traces in order) with one fault:
+
+    - ``status_on``: (path, status) — that call answers with that status;
+    - ``garbage_on``: path — that call answers 200 with a body that is not JSON;
+    - ``drop_field``: field — query items lack it;
+    - ``fail_first``: n — the first n calls answer 503 (then it behaves);
+    - ``extra_trace``: query items name a trace never sent.
+    """
+
+    def __init__(self, status_on: tuple[str, int] | None = None, garbage_on: str | None = None,
+                 drop_field: str | None = None, fail_first: int = 0, extra_trace: bool = False,
+                 stored: bool = True) -> None:
+        self.status_on, self.garbage_on, self.drop_field = status_on, garbage_on, drop_field
+        self.fail_first, self.extra_trace, self.stored = fail_first, extra_trace, stored
+        self.calls: list[str] = []
+        self.traces: dict[str, list[dict]] = {}
+
+    def answer(self, method: str, path: str, body: dict) -> tuple[int, bytes]:
+        self.calls.append(f"{method} {path}")
+        if len(self.calls) <= self.fail_first:
+            return 503, b'{"error": "warming up"}'
+        if self.status_on and self.status_on[0] == path:
+            return self.status_on[1], b'{"error": "refused by the test"}'
+        if self.garbage_on == path:
+            return 200, b"<html>not json</html>"
+        if path == "/v1/info":
+            return 200, b'{"name": "faulty", "version": "0"}'
+        if path == "/v1/reset":
+            self.traces[body["persona_id"]] = []
+            return 204, b""
+        if path == "/v1/ingest":
+            self.traces[body["persona_id"]] += body["traces"]
+            return 204, b""
+        if path in ("/v1/query", "/v1/stored"):
+            if path == "/v1/stored" and not self.stored:
+                return 404, b'{"error": "no such call"}'
+            held = self.traces.get(body.get("persona_id", ""), [])
+            items = [{"text": t["content"], "trace_ids": [t["trace_id"]], "score": 1.0} for t in held][-body.get("k", 10**6):]
+            if self.extra_trace and items:
+                items[0]["trace_ids"].append("never-sent")
+            if self.drop_field:
+                for item in items:
+                    item.pop(self.drop_field, None)
+            return 200, json.dumps({"items": items}).encode()
+        return 404, b'{"error": "no such call"}'
+
+
+@contextmanager
+def faulty(server: Faulty) -> Iterator[str]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+        def _go(self, method: str) -> None:
+            from urllib.parse import parse_qs, urlsplit
+
+            url = urlsplit(self.path)
+            raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            body = json.loads(raw) if raw else {k: v[0] for k, v in parse_qs(url.query).items()}
+            status, data = server.answer(method, url.path, body)
+            self.send_response(status)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def do_GET(self) -> None:  # noqa: N802
+            self._go("GET")
+
+        def do_POST(self) -> None:  # noqa: N802
+            self._go("POST")
+
+    http = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    http.daemon_threads = True
+    thread = threading.Thread(target=http.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{http.server_address[1]}"
+    finally:
+        http.shutdown()
+        http.server_close()
