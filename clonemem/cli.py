@@ -1,4 +1,4 @@
-"""The `clonemem` command line (SPEC §6). Commands parse arguments, call one service, print."""
+"""The `clonemem` command line. Commands parse arguments, call one service, print."""
 
 from __future__ import annotations
 

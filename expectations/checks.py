@@ -1,4 +1,4 @@
-"""The gate's expectations (SPEC §4), as data: suite, name, the query of the rows they look at, the GX
+"""The gate's expectations, as data: suite, name, the query of the rows they look at, the GX
 expectation, and which benchmarks they apply to. Queries are scoped to one benchmark by ``{bid}``."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The Great Expectations gate (SPEC §4): suites over the warehouse tables of one benchmark, run
+"""The Great Expectations gate: suites over the warehouse tables of one benchmark, run
 read-only, results stored per expectation (with failing-row samples) and browsable as Data Docs."""
 
 from __future__ import annotations

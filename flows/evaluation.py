@@ -1,4 +1,4 @@
-"""Evaluation flow (SPEC §5): score memory systems on a gated benchmark and land the results."""
+"""Evaluation flow: score memory systems on a gated benchmark and land the results."""
 
 from __future__ import annotations
 

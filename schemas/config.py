@@ -82,7 +82,7 @@ def _model_ref(value: str) -> str:
 
 
 class RoleModels(_Section):
-    """Which ``provider/model`` plays each role (SPEC §2)."""
+    """Which ``provider/model`` plays each role."""
 
     generator: str = "offline/world"
     qa_writer: str = "offline/writer"
@@ -99,7 +99,7 @@ class RoleModels(_Section):
     @model_validator(mode="after")
     def _validator_differs(self) -> RoleModels:
         if self.validator == self.qa_writer:
-            raise ValueError("validator must be a different model from qa_writer (SPEC §2)")
+            raise ValueError("validator must be a different model from qa_writer")
         return self
 
     def ref(self, role: Role) -> ModelRef:
@@ -123,7 +123,7 @@ class LiveProviderSettings(_Section):
 
 
 class OfflineSettings(_Section):
-    """The deterministic offline provider (SPEC §7) and its fault-injection knobs."""
+    """The deterministic offline provider and its fault-injection knobs."""
 
     latency_ms: Annotated[float, Field(ge=0)] = 0.0
     transient_failure_rate: Rate = 0.0
@@ -168,7 +168,7 @@ DEFAULT_MEDIA_MIX: dict[str, float] = {
 
 
 class GenerationConfig(_Section):
-    """Sizes of stages I–III (SPEC §3–4)."""
+    """Sizes of stages I–III."""
 
     personas: PosInt = 1
     language: Language = "en"
@@ -197,7 +197,7 @@ class GenerationConfig(_Section):
 
 
 class QAConfig(_Section):
-    """Stage IV: trajectory windows, quotas, distractor validation (SPEC §4)."""
+    """Stage IV: trajectory windows, quotas, distractor validation."""
 
     window_days: PosInt = 90
     stride_days: PosInt = 45
@@ -212,7 +212,7 @@ class QAConfig(_Section):
 
 
 class GateConfig(_Section):
-    """Bounds the GX gate enforces (SPEC §4)."""
+    """Bounds the GX gate enforces."""
 
     max_rejection_rate: Annotated[float, Field(ge=0, le=1)] = 0.35
     heuristic_margin: Annotated[float, Field(ge=0, le=1)] = 0.15
@@ -278,7 +278,7 @@ class RunConfig(_Section):
 
 
 def missing_keys(config: RunConfig, environ: dict[str, str] | None = None) -> list[str]:
-    """Field paths of roles whose live provider has no key available (SPEC §2)."""
+    """Field paths of roles whose live provider has no key available."""
     env = os.environ if environ is None else environ
     problems = []
     for role in ROLES:

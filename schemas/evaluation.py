@@ -1,4 +1,4 @@
-"""Answerer and judge steps (SPEC §5)."""
+"""Answerer and judge steps."""
 
 from __future__ import annotations
 
@@ -47,7 +47,7 @@ class JudgeInput(_M):
 
 class JudgeVerdict(_M):
     """qa_consistency 0–3; mem_covered = how many gold statements the retrieved memories cover;
-    mem_helpful 0–2 (SPEC §5 rubrics)."""
+    mem_helpful 0–2."""
 
     qa_consistency: int = Field(ge=0, le=3)
     mem_covered: int = Field(ge=0)

@@ -1,4 +1,4 @@
-"""Inputs and outputs of generation stages I–III (SPEC §3–4, CloneMem A.2–A.4).
+"""Inputs and outputs of generation stages I–III (CloneMem A.2–A.4).
 
 Each ``*Input`` is what a stage's prompt is rendered from and what the offline provider builds its
 answer from; each ``*Out`` is the schema the model's JSON must validate against. Inputs carry only

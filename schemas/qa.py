@@ -1,4 +1,4 @@
-"""Stage IV (SPEC §4, CloneMem A.5): trajectory segments, QA planning and writing, quality control."""
+"""Stage IV (CloneMem A.5): trajectory segments, QA planning and writing, quality control."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The public CloneMem release format (SPEC §6): one JSON file per persona.
+"""The public CloneMem release format: one JSON file per persona.
 
 Unknown fields are ignored; types are strict (a number where a string id belongs is an error).
 The published files keep their questions under ``qa_items`` while the release's README says

@@ -1,6 +1,6 @@
 """What every flow returns: typed results that the CLI, the demo, the benchmarks and the tests read.
 
-The evaluation result is also the `evaluate --json` contract (SPEC §6): ``model_dump(mode="json")``
+The evaluation result is also the `evaluate --json` contract: ``model_dump(mode="json")``
 of :class:`EvaluationResult` is the file's content.
 """
 
@@ -10,14 +10,14 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
-# -- metric names (SPEC §5) -------------------------------------------------------------------------
+# -- metric names -------------------------------------------------------------------------
 
 RECALLS = ("recall_flat", "recall_all_all", "recall_all_any", "recall_any_all", "recall_any_any")
 JUDGED = ("qa_consistency", "qa_hallucination_rate", "qa_perfect_rate", "mem_recall", "mem_helpful")
 METRICS = (*RECALLS, "choice_accuracy", *JUDGED)
 EFFICIENCY = ("context_tokens", "build_seconds", "retrieval_p50_ms", "retrieval_p95_ms", "llm_calls", "llm_tokens",
               "write_coverage")
-# Failure diagnosis (SPEC §5, after AMemGym): each question's first failing step, as exclusive indicators.
+# Failure diagnosis (after AMemGym): each question's first failing step, as exclusive indicators.
 DIAGNOSIS = ("write_failure", "read_failure", "utilization_failure", "correct")
 AGGREGATED = (*METRICS, *DIAGNOSIS)  # what is aggregated per question, with bootstrap intervals
 

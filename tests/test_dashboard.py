@@ -228,7 +228,7 @@ def test_benchmarks_page_spend_equals_llm_calls_of_the_benchmarks_runs(reading, 
     shown = frame(at, "role", "provider", "model", "calls").select("role", "calls", "input_tokens", "output_tokens")
     assert shown.sort("role").to_dicts() == want.to_dicts()
     assert metrics(at)["calls"] == str(int(want["calls"].sum()))
-    # SPEC §7: content of the offline provider is labelled as such wherever it appears
+    # content of the offline provider is labelled as such wherever it appears
     assert "tiny (generated, gate passed, offline)" in at.sidebar.selectbox(key="benchmark").options
     assert "release (imported, gate pending)" in at.sidebar.selectbox(key="benchmark").options
     # every call names the run that made it (generation, stage IV, evaluation), so none is left unowned

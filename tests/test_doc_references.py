@@ -32,6 +32,8 @@ def exists(name: str, cited_in: Path) -> bool:
 
 @pytest.mark.parametrize("path", files(), ids=lambda p: str(p.relative_to(ROOT)))
 def test_cited_documents_exist(path: Path) -> None:
+    if path == Path(__file__):
+        pytest.skip("this check's own patterns")
     text = path.read_text("utf-8", errors="replace")
     missing = sorted({m for m in DOCUMENT.findall(text) if not exists(m, path)})
     # applied migrations are frozen history (their checksums guard existing warehouses), so their comments stay

@@ -108,7 +108,7 @@ def test_the_full_context_budget_follows_the_runs_config(imported: Path) -> None
 
 
 def test_failure_diagnosis_follows_each_systems_design(imported: Path, result: dict) -> None:
-    """Write / read / use (SPEC §5): exclusive shares that sum to one; raw-text retrievers never fail at
+    """Write / read / use: exclusive shares that sum to one; raw-text retrievers never fail at
     writing, the oracle never at writing or reading, a memory that rewrites traces into facts loses writes."""
     rows = {(r["system"], r["k"]): r for r in result["results"]}
     for (system, k), r in rows.items():

@@ -1,4 +1,4 @@
-"""Stored memory and write coverage (SPEC §5): every built-in system lists what it holds at a time,
+"""Stored memory and write coverage: every built-in system lists what it holds at a time,
 with provenance; write coverage is the share of traces that memory represents."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The SPEC §5 metrics against hand-computed cases."""
+"""The CloneMem metrics against hand-computed cases."""
 
 from __future__ import annotations
 

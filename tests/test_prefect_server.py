@@ -1,4 +1,4 @@
-"""The deployments on a real Prefect server (SPEC §8): `prefect server start`, a process work pool,
+"""The deployments on a real Prefect server: `prefect server start`, a process work pool,
 `prefect --no-prompt deploy --all` from this folder and a process worker — the README's commands —
 then runs of the `pipeline` deployment, its schedules and its failures.
 

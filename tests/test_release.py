@@ -1,4 +1,4 @@
-"""Release import/export (SPEC §6): acceptance, rejection with file and JSON path, round-trips."""
+"""Release import/export: acceptance, rejection with file and JSON path, round-trips."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Generation across workers (SPEC §8 scale-out): persona bundles at fsspec URLs, landed in one
+"""Generation across workers: persona bundles at fsspec URLs, landed in one
 transaction; and, on a real Prefect server with two process workers on one pool, the `pipeline`
 deployment with ``distribute: true`` generating a 4-persona benchmark identical to the single-process
 run, also when a worker is killed mid-run and the run is repeated.

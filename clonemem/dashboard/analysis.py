@@ -74,7 +74,7 @@ def letter_table(items: pl.DataFrame) -> pl.DataFrame:
 
 
 def ranked_at_k(retrieved_json: str, k: int) -> list[str]:
-    """Retrieved trace ids de-duplicated in rank order and cut at k (SPEC §5's definition)."""
+    """Retrieved trace ids de-duplicated in rank order and cut at k (the metric's definition)."""
     seen: list[str] = []
     for tid in json.loads(retrieved_json or "[]"):
         if tid not in seen:

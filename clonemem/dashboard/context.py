@@ -125,7 +125,7 @@ def choose_benchmark(session: Session) -> None:
 
 def _label(catalog: pl.DataFrame, name: str) -> str:
     row = catalog.filter(pl.col("name") == name).row(0, named=True)
-    offline = ", offline" if row["is_offline"] else ""  # SPEC §7: offline content is labelled wherever it appears
+    offline = ", offline" if row["is_offline"] else ""  # offline content is labelled wherever it appears
     return f"{name} ({row['source']}, gate {row['gate_status']}{offline})"
 
 

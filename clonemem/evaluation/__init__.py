@@ -1,1 +1,1 @@
-"""Evaluation (SPEC §5): answerer and judge steps, metrics, aggregation."""
+"""Evaluation: answerer and judge steps, metrics, aggregation."""

@@ -1,4 +1,4 @@
-"""Why a memory system fails a question (after AMemGym, SPEC §5): write, read or use.
+"""Why a memory system fails a question (after AMemGym): write, read or use.
 
 For each gold evidence item (a statement and the traces that carry it), as of the question's time:
 

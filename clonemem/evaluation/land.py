@@ -81,7 +81,7 @@ def evaluation_rows(run: EvaluationRun, personas: Sequence[PersonaData], retriev
 
 
 def system_stats(systems: Sequence[str], personas: Sequence[PersonaData], retrievals: Retrievals) -> dict[str, dict]:
-    """Efficiency per system (SPEC §5): build time, retrieval latency, the system's own LLM spend."""
+    """Efficiency per system: build time, retrieval latency, the system's own LLM spend."""
     out = {}
     for s in systems:
         rs = [retrievals[(s, p.persona_id)] for p in personas]

@@ -1,4 +1,4 @@
-"""The CloneMem metrics (SPEC §5, paper D.1), exactly as specified, and their aggregation.
+"""The CloneMem metrics (paper D.1), exactly as specified, and their aggregation.
 
 Per question, each evidence item's trace-id list is one evidence set; retrieved trace ids are
 de-duplicated in rank order and cut at K. Evidence items without ids are skipped; a question with

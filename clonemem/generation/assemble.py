@@ -1,4 +1,4 @@
-"""Turn a finished persona graph into warehouse rows with deterministic ids (the SPEC §3 graph).
+"""Turn a finished persona graph into warehouse rows with deterministic ids (the generation graph).
 
 Items lost to failures are dropped consistently: a detailed event without any written trace goes,
 with its evidence; evidence that no surviving trace carries goes too. What was dropped is reported.

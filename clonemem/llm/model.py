@@ -1,4 +1,4 @@
-"""The wrapper every LLM call goes through (STYLE.md: thin provider, heavy wrapper).
+"""The wrapper every LLM call goes through (a thin provider, a heavy wrapper).
 
 It owns: structured-output validation with the error fed back and a bounded retry; transient-error
 retries with backoff that honours ``retry-after``; no retry on permanent (auth/4xx) errors; a

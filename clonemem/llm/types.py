@@ -72,7 +72,7 @@ class GenerateResult:
 
 @dataclass
 class CallRecord:
-    """What is logged to the warehouse for every logical call (SPEC §2). Never holds a key."""
+    """What is logged to the warehouse for every logical call. Never holds a key."""
 
     call_id: str
     run_id: str | None

@@ -1,4 +1,4 @@
-"""Memory systems under evaluation (SPEC §5): one interface (``base.MemorySystem``), one registry.
+"""Memory systems under evaluation: one interface (``base.MemorySystem``), one registry.
 Adding a system means adding an entry here; flows never name systems."""
 
 from clonemem.memory.base import SYSTEMS

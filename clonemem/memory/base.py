@@ -1,4 +1,4 @@
-"""The memory-system interface (SPEC §5).
+"""The memory-system interface.
 
 A system is fed a persona's traces in one of two ways:
 
@@ -117,7 +117,7 @@ class MemorySystem(ABC):
     def stored(self, as_of: dt.datetime | None = None) -> list[Retrieved]:
         """Everything in the system's memory that is valid at ``as_of`` (None: after the last trace),
         each item with its text and the trace ids of its provenance, in a stable order: what write
-        coverage and the write-failure diagnosis read (SPEC §5). Raw retrievers list their indexed
+        coverage and the write-failure diagnosis read. Raw retrievers list their indexed
         units. Cheap (no LLM, no embedding) and exact. Every built-in system implements it; a plugin
         that does not gets NotImplementedError, and its write coverage is unknown."""
         raise NotImplementedError(f"{type(self).__name__} does not list its stored memory")

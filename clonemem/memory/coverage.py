@@ -1,4 +1,4 @@
-"""Write coverage (SPEC §5): which traces a memory system's stored memory represents, with provenance.
+"""Write coverage: which traces a memory system's stored memory represents, with provenance.
 
 A trace is represented at a time when some item the system stores then (``MemorySystem.stored``)
 names it among the traces it came from. Raw retrievers represent every trace they index; a

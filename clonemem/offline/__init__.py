@@ -1,5 +1,5 @@
 """The offline world: deterministic handlers, one per stage, that build each stage's output from
-its structured inputs (SPEC §7). Each stage names its handler where it is defined
+its structured inputs. Each stage names its handler where it is defined
 (``clonemem.stages.define(..., offline=...)``); this package holds what handlers share."""
 
 from __future__ import annotations

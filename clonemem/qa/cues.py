@@ -1,4 +1,4 @@
-"""Superficial cues of a multiple-choice item (SPEC §4, QC 3): would picking the longest option, or the
+"""Superficial cues of a multiple-choice item (QC 3): would picking the longest option, or the
 option sharing most content words with the question, find the correct one? Pure functions, used by
 the gate's statistics (:func:`clonemem.qa.land.cue_stats`) and the dashboard's per-item view."""
 

@@ -1,2 +1,2 @@
 """The offline world generator: a seeded, lexicon-driven simulation of one person's life that
-answers every generation stage from that stage's structured inputs (SPEC §7)."""
+answers every generation stage from that stage's structured inputs."""
