@@ -12,6 +12,7 @@ from typing import Annotated, Any
 
 import typer
 
+from clonemem import settings
 from clonemem.errors import ExitCode
 from clonemem.prefect_env import configure as _configure_prefect
 
@@ -106,12 +107,12 @@ def main_options(
     ctx: typer.Context,
     warehouse: Annotated[
         Path | None,
-        typer.Option("--warehouse", envvar="CLONEMEM_WAREHOUSE", help="DuckDB warehouse file [default: ./clonemem.duckdb]"),
+        typer.Option("--warehouse", envvar=settings.WAREHOUSE, help="DuckDB warehouse file [default: ./clonemem.duckdb]"),
     ] = None,
     debug: Annotated[bool, typer.Option("--debug", help="show tracebacks and Prefect's logs")] = False,
     wait: Annotated[
         float | None,
-        typer.Option("--wait", envvar="CLONEMEM_LOCK_WAIT", min=0,
+        typer.Option("--wait", envvar=settings.LOCK_WAIT, min=0,
                      help="seconds a write waits while another process writes the warehouse [default: 600]"),
     ] = None,
 ) -> None:

@@ -13,7 +13,9 @@ import os
 import signal
 import threading
 
-ENV = "CLONEMEM_FAULT_KILL_AT"
+from clonemem import settings
+
+ENV = settings.FAULT_KILL_AT
 
 _counts: dict[str, int] = {}
 _lock = threading.Lock()
@@ -21,7 +23,7 @@ _lock = threading.Lock()
 
 def _plan() -> dict[str, int]:
     plan: dict[str, int] = {}
-    for part in filter(None, (p.strip() for p in os.environ.get(ENV, "").split(","))):
+    for part in filter(None, (p.strip() for p in (settings.current().fault_kill_at or "").split(","))):
         name, _, nth = part.rpartition(":")
         if not name or not nth.isdigit() or int(nth) < 1:
             raise ValueError(f"${ENV}: {part!r} is not NAME:N with N >= 1")
@@ -31,7 +33,7 @@ def _plan() -> dict[str, int]:
 
 def checkpoint(name: str) -> None:
     """Count a pass through ``name``; SIGKILL this process on the planned pass."""
-    if ENV not in os.environ:
+    if settings.current().fault_kill_at is None:
         return
     nth = _plan().get(name)
     if nth is None:

@@ -8,15 +8,12 @@ to the module logger.
 from __future__ import annotations
 
 import logging
-import os
 from typing import Any
 
+from clonemem import settings
 from clonemem.evaluation.report import leaderboard_markdown, provenance_markdown
 from clonemem.expectations.gate import GateResult
 from clonemem.schemas.results import EvaluationResult, PipelineResult, QAResult
-
-DASHBOARD_URL_ENV = "CLONEMEM_DASHBOARD_URL"  # where `clonemem dashboard` serves (the artifact links there)
-DEFAULT_DASHBOARD_URL = "http://127.0.0.1:8501"
 
 
 def _in_flow_run() -> bool:
@@ -44,7 +41,7 @@ def dashboard_url(page: str, **query: str) -> str:
     """The dashboard's page ``page`` (its title in clonemem.dashboard.PAGES) with query parameters."""
     from clonemem.dashboard import PAGES
 
-    base = os.environ.get(DASHBOARD_URL_ENV, DEFAULT_DASHBOARD_URL).rstrip("/")
+    base = settings.current().dashboard_url
     path = next(url for title, _, url in PAGES if title == page)
     args = "&".join(f"{k}={v}" for k, v in query.items())
     return f"{base}/{path}" + (f"?{args}" if args else "")

