@@ -219,10 +219,13 @@ class GateConfig(_Section):
     media_mix_tolerance: Annotated[float, Field(ge=0, le=1)] = 0.10
 
 
+# the full-context baseline's budget in tokens, when the config does not set `evaluation.full_context_tokens`
+FULL_CONTEXT_TOKENS = 8000
+
 class EvaluationConfig(_Section):
     systems: list[str] = Field(default_factory=lambda: ["oracle", "full_context", "bm25", "dense", "hybrid", "mem0", "amem", "omem"])
     k: list[PosInt] = Field(default_factory=lambda: [5, 10, 20])
-    full_context_tokens: PosInt = 8000
+    full_context_tokens: PosInt = FULL_CONTEXT_TOKENS
     bootstrap_samples: PosInt = 1000
     concurrency: PosInt = 8  # answerer and judge calls in flight per (system, k, persona) batch
     # How per-question metrics become one figure (the README's Evaluation section): the mean over all

@@ -17,8 +17,16 @@ from clonemem.evaluation import provenance, report
 from clonemem.evaluation import stages as E
 from clonemem.evaluation.diagnosis import judge_supports
 from clonemem.evaluation.land import Answers, EvaluationRun, Retrievals, evaluation_rows, land_evaluation, system_stats
-from clonemem.evaluation.run import Outcome, PersonaData, Retrieval, answer_and_judge, build_and_retrieve, load_benchmark
+from clonemem.evaluation.run import (
+    Outcome,
+    PersonaData,
+    Retrieval,
+    answer_and_judge,
+    build_and_retrieve,
+    load_benchmark,
+)
 from clonemem.llm.types import CallRecord, Paid
+from clonemem.schemas.config import FULL_CONTEXT_TOKENS
 from clonemem.schemas.results import EvaluationResult
 from clonemem.stages import STAGES
 from clonemem.tasks.caching import MemorySystemPolicy, StagePolicy, covered_stages
@@ -40,7 +48,7 @@ def load_task(warehouse_path: str, benchmark: str, force: bool) -> tuple[str, st
 @task(cache_policy=INPUTS + TASK_SOURCE + MemorySystemPolicy(modules=("clonemem.evaluation.run",))
       + StagePolicy(stage_names=(E.SUPPORT.name,), modules=("clonemem.evaluation.diagnosis",)),
       persist_result=True, retries=1, retry_condition_fn=_transient_only, task_run_name="retrieve {system} {persona.person_key}")
-def retrieve_task(system: str, persona: PersonaData, k_max: int, full_context_tokens: int = 8000,
+def retrieve_task(system: str, persona: PersonaData, k_max: int, full_context_tokens: int = FULL_CONTEXT_TOKENS,
                   replay: bool = False) -> Paid[Retrieval]:
     """Build ``system`` from the persona's traces and retrieve for every question (time-aware), or, with
     ``replay`` (always for a remote system), feed it the traces in time order between the questions.

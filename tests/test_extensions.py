@@ -136,3 +136,20 @@ def test_a_lazy_entry_is_checked_when_it_is_imported() -> None:
     numbers.remove("pi", missing_ok=True)
     with pytest.raises(RegistryError, match="unknown number 'pi'"):
         numbers.remove("pi")
+
+
+def test_a_system_declares_that_k_does_not_apply_to_it() -> None:
+    """The answerer reads a whole-context system's retrieval at every k (a class attribute, not its name)."""
+    from clonemem.evaluation.run import context_for
+    from clonemem.memory.simple import FullContext
+
+    texts = ("a", "b", "c")
+    assert context_for("full_context", texts, 1) == ["a", "b", "c"] and FullContext.ignores_k
+    assert context_for("bm25", texts, 1) == ["a"]
+
+    class Whole(FullContext):
+        pass
+
+    with SYSTEMS.added("whole_toy", Whole):
+        assert context_for("whole_toy", texts, 2) == ["a", "b", "c"]
+    assert context_for("a-results-file", texts, 2) == ["a", "b"]  # not registered: the first k

@@ -25,6 +25,7 @@ from clonemem.memory import SYSTEMS
 from clonemem.memory.base import BuildContext, MemoryTrace, QuestionView
 from clonemem.memory.coverage import write_coverage
 from clonemem.memory.errors import MemorySystemFailed
+from clonemem.schemas.config import FULL_CONTEXT_TOKENS
 from clonemem.schemas.evaluation import AnswerInput, JudgeInput
 from clonemem.schemas.qa import Choice
 from clonemem.schemas.results import DIAGNOSIS
@@ -134,7 +135,7 @@ def _asked(system: str, questions: Iterator[EvalQuestion]) -> Iterator[EvalQuest
 
 
 def build_and_retrieve(system: str, persona: PersonaData, k_max: int, llm: Callable, seed: int,
-                       usage: Callable[[], tuple[int, int]], full_context_tokens: int = 8000,
+                       usage: Callable[[], tuple[int, int]], full_context_tokens: int = FULL_CONTEXT_TOKENS,
                        supports: Supports | None = None, replay: bool = False) -> Retrieval:
     """Build, retrieve for every question, and (given ``supports``, the judge's support check) diagnose
     each question's evidence: written in the stored memory, and at which rank it was read. A failure of
@@ -206,7 +207,10 @@ class Outcome:
 
 
 def context_for(system: str, texts: tuple[str, ...], k: int) -> list[str]:
-    return list(texts) if system == "full_context" else list(texts[:k])
+    """What the answerer reads at ``k``: the first k items, or all of them for a system whose retrieval is a
+    whole context (``MemorySystem.ignores_k``, e.g. full context under a token budget)."""
+    whole = system in SYSTEMS and getattr(SYSTEMS.get(system), "ignores_k", False)
+    return list(texts) if whole else list(texts[:k])
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, ClassVar
 from pydantic import BaseModel
 
 from clonemem.registry import Registry
+from clonemem.schemas.config import FULL_CONTEXT_TOKENS
 
 if TYPE_CHECKING:
     from clonemem.stages import Stage
@@ -69,7 +70,7 @@ class BuildContext:
     language: str = "en"
     seed: int = 0
     stats: dict = field(default_factory=dict)
-    full_context_tokens: int = 8000  # the run's `evaluation.full_context_tokens` (the full-context baseline's budget)
+    full_context_tokens: int = FULL_CONTEXT_TOKENS  # the run's `evaluation.full_context_tokens` (the full-context baseline's budget)
     # What a system outside this process is told instead of warehouse ids: the persona's release id, and
     # the release id of each trace and question (warehouse id -> release `id`).
     persona_id: str = ""
@@ -86,6 +87,9 @@ class MemorySystem(ABC):
     # What the code hash and stage models cannot show of where results came from (a remote system's URL
     # and `/v1/info` version, a results file's hash): merged into the system's provenance on evaluation.
     provenance_extra: ClassVar[Mapping[str, str]] = {}
+    # A retrieval that is a whole context (e.g. every visible trace under a token budget): the answerer
+    # reads all of it at every k, instead of the first k items.
+    ignores_k: ClassVar[bool] = False
     # Set for a system that holds only what it was given (a remote service): evaluation feeds it by
     # chronological replay, never ``build``.
     replay_only: ClassVar[bool] = False

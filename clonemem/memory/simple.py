@@ -51,6 +51,7 @@ class FullContext(_Traces):
     """Every visible trace, newest first, cut to a token budget (k does not apply)."""
 
     name = "full_context"
+    ignores_k = True
 
     def build(self, traces: Sequence[MemoryTrace], ctx: BuildContext) -> None:
         super().build(traces, ctx)
