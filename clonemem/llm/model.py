@@ -36,6 +36,7 @@ from clonemem.llm.types import (
     Message,
     OfflineAnswer,
     PermanentError,
+    ProviderRejected,
     TransientError,
     Usage,
     estimate_tokens,
@@ -239,6 +240,9 @@ class Model:
                 retries += 1
                 self._sleep(self.policy.delay(retries, exc.retry_after))
                 continue
+            except ProviderRejected as exc:
+                self._settle(reserved, None)
+                raise exc.for_role(self.role) from None
             except BaseException:
                 self._settle(reserved, None)
                 raise
