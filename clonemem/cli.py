@@ -430,8 +430,10 @@ def evaluate(
         try:
             result = evaluate_flow(str(State.warehouse.expanduser().resolve()), benchmark, names, ks, force, cfg)
         except Exception as exc:
-            if State.debug:
-                raise
+            from clonemem.llm.types import ProviderRejected
+
+            if State.debug or isinstance(exc, ProviderRejected):
+                raise  # a refused key or model is no system's failure: its own line, exit 1
             from clonemem.errors import one_line
 
             fail(f"evaluation failed, nothing was stored: {type(exc).__name__}: {one_line(exc)}; fix the failing "
