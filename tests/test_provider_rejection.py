@@ -9,13 +9,9 @@ status under test; the other roles stay offline."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
-
-from clonemem.cli import app
 from clonemem.llm.model import MemorySink
 from clonemem.llm.types import ProviderRejected
 from clonemem.warehouse import Warehouse
@@ -25,7 +21,6 @@ from tests.test_providers_http import FLAVORS, SECRET, ask, model_for
 
 pytestmark = [pytest.mark.prefect, pytest.mark.timeout(900)]
 
-runner = CliRunner()
 STATUSES = {401: "authentication failed (HTTP 401)", 403: "permission denied (HTTP 403)",
             404: "model not found (HTTP 404)", 400: "request rejected (HTTP 400)"}
 
@@ -51,7 +46,9 @@ def test_a_refusal_is_one_request_then_no_more(flavor: str, status: int, monkeyp
     assert len(server.seen) == 1
 
 
-# -- through the CLI ---------------------------------------------------------------------------------
+# -- through the pipeline ------------------------------------------------------------------------------
+# In this process the flows are called as `clonemem generate` / `evaluate` call them (the CLI maps the
+# error to its one line and exit 1: `exit_code_for`, and the real CLI is run by the slow tests below).
 
 
 def refused_config(folder: Path, role: str, server: FakeAPIServer, name: str) -> Path:
@@ -67,14 +64,6 @@ max_concurrency = 1
     return path
 
 
-def cli(wh: Path, *args: str):
-    return runner.invoke(app, ["--warehouse", str(wh), *args], env={"CLONEMEM_TEST_KEY": SECRET})
-
-
-def errors(output: str) -> list[str]:
-    return [line for line in output.splitlines() if line.startswith("error:")]
-
-
 def runs(wh: Path) -> dict[str, tuple]:
     with Warehouse.open_reader(wh) as r:
         return {kind: (status, error) for kind, status, error in r.rows(
@@ -84,43 +73,73 @@ def runs(wh: Path) -> dict[str, tuple]:
 GENERATION_ROLES = {"generator": "generate", "qa_writer": "qa", "validator": "qa"}
 
 
-def _refused_generate(tmp_path: Path, role: str, status: int) -> None:
+def _refused_generate(tmp_path: Path, role: str, status: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    from clonemem.errors import ExitCode, exit_code_for, user_errors
+    from clonemem.flows.pipeline import pipeline_flow
+
+    monkeypatch.setenv("CLONEMEM_TEST_KEY", SECRET)
     wh = tmp_path / "wh.duckdb"
     with FakeAPIServer("openai") as server:
         server.always = server.flavor.error(status, f"refused, key {SECRET}")
-        got = cli(wh, "generate", "--config", str(refused_config(tmp_path, role, server, f"refused-{role}-{status}")))
-    out = got.output
-    assert got.exit_code == 1, out
-    lines = errors(out)
-    assert lines == [f"error: {role} openai/test-model: {STATUSES[status]}" + lines[0].split(STATUSES[status], 1)[1]], out
-    assert "$CLONEMEM_TEST_KEY" in lines[0] and SECRET not in out and "Traceback" not in out
+        cfg = refused_config(tmp_path, role, server, f"refused-{role}-{status}")
+        with pytest.raises(ProviderRejected) as err:
+            pipeline_flow(str(wh), str(cfg), evaluate=False)
+    message = str(err.value)
+    assert message.startswith(f"{role} openai/test-model: {STATUSES[status]}"), message
+    assert "$CLONEMEM_TEST_KEY" in message and SECRET not in message and "\n" not in message
+    assert isinstance(err.value, user_errors()) and exit_code_for(err.value) == ExitCode.ERROR  # its line, exit 1
     assert len(server.seen) == 1  # stopped at once: the refused model got one request
-    # the stage that met the refusal failed, with its reason; nothing passed the gate
+    # the stage that met the refusal failed, with its reason; nothing reached the gate
     status_of = runs(wh)
-    assert status_of[GENERATION_ROLES[role]][0] == "failed" and STATUSES[status] in status_of[GENERATION_ROLES[role]][1]
-    assert status_of["pipeline"][0] == "failed"
-    listed = json.loads(cli(wh, "benchmarks", "--all", "--json").output)
-    assert [(b["gate_status"], b["status"], b["questions"]) for b in listed] in ([], [("pending", "incomplete", 0)])
+    assert status_of[GENERATION_ROLES[role]] == ("failed", message)
+    assert status_of["pipeline"] == ("failed", message)
     with Warehouse.open_reader(wh) as r:
+        assert r.rows("SELECT gate_status, status FROM benchmarks") in ([], [("pending", "incomplete")])
+        assert r.scalar("SELECT count(*) FROM questions") == 0
         assert r.scalar("SELECT count(*) FROM gate_runs") == 0
         # every landed call has a run that exists
         assert r.scalar("SELECT count(*) FROM llm_calls WHERE run_id NOT IN (SELECT run_id FROM runs)") == 0
 
 
-def test_a_rejected_validator_key_stops_generate_with_one_line(tmp_path: Path) -> None:
+def test_a_rejected_validator_key_stops_generate(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The reported case: `validator = "openai/gpt-4o-mini"` against an endpoint answering 401."""
-    _refused_generate(tmp_path, "validator", 401)
+    _refused_generate(tmp_path, "validator", 401, monkeypatch)
+
+
+def test_a_refused_generator_stops_generation(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _refused_generate(tmp_path, "generator", 403, monkeypatch)
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("status", sorted(STATUSES))
 @pytest.mark.parametrize("role", sorted(GENERATION_ROLES))
-def test_every_generation_role_and_refusal_stops_generate(tmp_path: Path, role: str, status: int) -> None:
-    _refused_generate(tmp_path, role, status)
+def test_every_generation_role_and_refusal_stops_generate(tmp_path: Path, role: str, status: int,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    _refused_generate(tmp_path, role, status, monkeypatch)
 
 
-def test_generator_refusal_is_quick_too(tmp_path: Path) -> None:
-    _refused_generate(tmp_path, "generator", 403)
+@pytest.mark.slow
+def test_the_real_cli_prints_the_one_line_and_exits_1(tmp_path: Path) -> None:
+    from tests.pipeline_kit import clonemem
+
+    wh, home = tmp_path / "wh.duckdb", tmp_path / "home"
+    with FakeAPIServer("openai") as server:
+        server.always = server.flavor.error(401, f"invalid key {SECRET}")
+        cfg = refused_config(tmp_path, "validator", server, "refused")
+        got = clonemem(wh, home, "generate", "--config", str(cfg), CLONEMEM_TEST_KEY=SECRET)
+        assert got.returncode == 1, got.stderr
+        line = "error: validator openai/test-model: authentication failed (HTTP 401); check the API key in $CLONEMEM_TEST_KEY"
+        assert [x for x in got.stderr.splitlines() if not x.startswith("  ")] == [line]  # (progress lines aside)
+        assert got.stdout == ""
+        # evaluation roles: the same line and exit 1 (not a memory system's failure, exit 5)
+        offline = tmp_path / "offline.toml"
+        offline.write_text(TINY.replace("{personas}", "1"), "utf-8")
+        assert clonemem(wh, home, "generate", "--config", str(offline)).returncode == 0
+        answerer = refused_config(tmp_path, "answerer", server, "tiny")
+        got = clonemem(wh, home, "evaluate", "tiny", "--systems", "bm25", "--k", "5", "--config", str(answerer),
+                       CLONEMEM_TEST_KEY=SECRET)
+    assert got.returncode == 1, got.stderr
+    assert [x for x in got.stderr.splitlines() if not x.startswith("  ")] == [line.replace("validator", "answerer")]
 
 
 # -- evaluation roles ----------------------------------------------------------------------------------
@@ -129,26 +148,32 @@ def test_generator_refusal_is_quick_too(tmp_path: Path) -> None:
 @pytest.fixture(scope="module")
 def gated(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A tiny benchmark generated offline and passed by the gate (evaluated by the tests below)."""
+    from clonemem.flows.pipeline import pipeline_flow
+
     d = tmp_path_factory.mktemp("gated")
     cfg = d / "tiny.toml"
     cfg.write_text(TINY.replace("{personas}", "1"), "utf-8")
-    got = cli(d / "wh.duckdb", "generate", "--config", str(cfg))
-    assert got.exit_code == 0, got.output
+    assert pipeline_flow(str(d / "wh.duckdb"), str(cfg), evaluate=False).gate_status == "passed"
     return d / "wh.duckdb"
 
 
 EVAL_ROLES = {"answerer": "bm25", "judge": "bm25", "extractor": "mem0"}
 
 
-@pytest.mark.parametrize("role", sorted(EVAL_ROLES))
-def test_a_refused_evaluation_role_stops_evaluate_with_one_line(gated: Path, tmp_path: Path, role: str) -> None:
+@pytest.mark.parametrize("role", [pytest.param(r, marks=[] if r == "answerer" else [pytest.mark.slow])
+                                  for r in sorted(EVAL_ROLES)])
+def test_a_refused_evaluation_role_stops_evaluate(gated: Path, tmp_path: Path, role: str,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    from clonemem.flows.evaluation import evaluate_flow
+
+    monkeypatch.setenv("CLONEMEM_TEST_KEY", SECRET)
     with FakeAPIServer("openai") as server:
         server.always = server.flavor.error(401, "bad key")
         cfg = refused_config(tmp_path, role, server, "tiny")
-        got = cli(gated, "evaluate", "tiny", "--systems", EVAL_ROLES[role], "--k", "5", "--config", str(cfg))
-    assert got.exit_code == 1, got.output
-    assert errors(got.output) == [f"error: {role} openai/test-model: authentication failed (HTTP 401); "
-                                  "check the API key in $CLONEMEM_TEST_KEY"], got.output
+        with pytest.raises(ProviderRejected) as err:
+            evaluate_flow(str(gated), "tiny", [EVAL_ROLES[role]], [5], config=str(cfg))
+    assert str(err.value) == (f"{role} openai/test-model: authentication failed (HTTP 401); "
+                              "check the API key in $CLONEMEM_TEST_KEY")
     assert len(server.seen) == 1
     with Warehouse.open_reader(gated) as r:
         assert r.scalar("SELECT count(*) FROM eval_runs") == 0  # nothing of the evaluation landed
@@ -157,31 +182,29 @@ def test_a_refused_evaluation_role_stops_evaluate_with_one_line(gated: Path, tmp
 # -- the gate: no benchmark passes without questions or on failed calls ----------------------------------
 
 
-def _gate_with(wh: Path, **bounds: object) -> list[str]:
-    from clonemem.expectations.gate import GateFailed, run_gate
-    from clonemem.schemas.config import GateConfig
+def _gate_on_a_copy(gated: Path, folder: Path, change: str) -> list[str]:
+    """The gate's unmet expectations on a copy of the gated benchmark after ``change`` (SQL)."""
+    from clonemem.expectations.gate import run_gate
 
-    base = {"max_rejection_rate": 1.0, "heuristic_margin": 1.0, "media_mix_tolerance": 1.0}
-    try:
-        run_gate(wh, "tiny", GateConfig(**{**base, **bounds}))
-    except GateFailed as exc:
-        return [o.expectation for o in exc.result.failed]
-    return []
-
-
-def test_gate_requires_questions_per_persona_and_type_and_few_failed_calls(gated: Path, tmp_path: Path) -> None:
-    wh = tmp_path / "copy.duckdb"
+    folder.mkdir()
+    wh = folder / "wh.duckdb"
     wh.write_bytes(gated.read_bytes())
-    assert _gate_with(wh) == []
-    assert _gate_with(wh, min_questions_per_persona=10_000) == ["every persona has its minimum of accepted questions"]
-    assert _gate_with(wh, min_questions_per_type=10_000) == [
+    with Warehouse.open_writer(wh) as w:
+        w.execute(change)
+    result = run_gate(wh, "tiny")  # with the bounds of the benchmark's own config
+    with Warehouse.open_reader(wh) as r:
+        assert r.scalar("SELECT gate_status FROM benchmarks") == ("failed" if result.failed else "passed")
+    return [o.expectation for o in result.failed]
+
+
+def test_gate_fails_a_benchmark_without_questions(gated: Path, tmp_path: Path) -> None:
+    """The reported case: a benchmark with no accepted question was stored as passed."""
+    assert _gate_on_a_copy(gated, tmp_path / "empty", "DELETE FROM question_choices; DELETE FROM question_evidence; "
+                           "DELETE FROM question_traces; DELETE FROM questions") == [
+        "every persona has its minimum of accepted questions",
         "every question type asked for has its minimum of accepted questions"]
-    with Warehouse.open_writer(wh) as w:  # a stage whose calls failed after their retries
-        w.execute("UPDATE llm_calls SET outcome = 'transient_error' WHERE stage = 'qa.sufficiency'")
-    assert _gate_with(wh) == ["failed LLM calls per stage within bounds"]
-    with Warehouse.open_writer(wh) as w:  # and the reported case: no question accepted at all
-        w.execute("DELETE FROM question_choices; DELETE FROM question_evidence; DELETE FROM question_traces; "
-                  "DELETE FROM questions")
-        w.execute("UPDATE llm_calls SET outcome = 'ok'")
-    assert _gate_with(wh) == ["every persona has its minimum of accepted questions",
-                              "every question type asked for has its minimum of accepted questions"]
+
+
+def test_gate_fails_a_stage_whose_calls_failed(gated: Path, tmp_path: Path) -> None:
+    assert _gate_on_a_copy(gated, tmp_path / "failed", "UPDATE llm_calls SET outcome = 'transient_error' "
+                           "WHERE stage = 'qa.sufficiency'") == ["failed LLM calls per stage within bounds"]
