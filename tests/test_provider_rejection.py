@@ -205,6 +205,7 @@ def test_gate_fails_a_benchmark_without_questions(gated: Path, tmp_path: Path) -
         "every question type asked for has its minimum of accepted questions"]
 
 
+@pytest.mark.slow
 def test_gate_fails_a_stage_whose_calls_failed(gated: Path, tmp_path: Path) -> None:
     assert _gate_on_a_copy(gated, tmp_path / "failed", "UPDATE llm_calls SET outcome = 'transient_error' "
                            "WHERE stage = 'qa.sufficiency'") == ["failed LLM calls per stage within bounds"]
