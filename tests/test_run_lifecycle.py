@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import datetime as dt
 import signal
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -20,7 +19,7 @@ from clonemem.tasks.runs import begin_run_task, opener, tracked
 from clonemem.warehouse import Warehouse
 from clonemem.warehouse.landing import Landing, land
 from clonemem.warehouse.runs import RunRecord, record_run, utcnow
-from tests.pipeline_kit import EXE, clonemem, env_for, tiny_config
+from tests.pipeline_kit import clonemem, tiny_config
 
 BID = "b-1"
 
@@ -111,22 +110,6 @@ def _ledger(wh: Path) -> tuple[list, int, list]:
                 r.rows("SELECT kind, status, resumed_from IS NOT NULL FROM runs ORDER BY started_at"))
 
 
-def _kill_in_stage_iv(wh: Path, home: Path, cfg: Path) -> None:
-    """Start `clonemem generate` and SIGKILL it as soon as stage IV is under way (generation landed)."""
-    proc = subprocess.Popen([EXE, "--warehouse", str(wh), "generate", "--config", str(cfg)], env=env_for(home),
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    try:
-        for line in proc.stderr:  # progress lines (plain: not a terminal)
-            if "stage IV: items" in line:
-                proc.send_signal(signal.SIGKILL)
-                break
-    finally:
-        proc.kill()
-        proc.wait(timeout=60)
-        proc.stderr.close()
-    assert proc.returncode == -signal.SIGKILL
-
-
 @pytest.mark.slow
 @pytest.mark.faults
 @pytest.mark.prefect
@@ -139,14 +122,22 @@ def test_sigkill_then_resume_owns_every_call_and_spends_as_an_uninterrupted_run(
     reference, unowned, _ = _ledger(clean / "wh.duckdb")
     assert unowned == 0
 
+    # killed right after generation landed its persona, then right after stage IV landed its questions:
+    # each time before the run could record that it finished
     wh, home = tmp_path / "wh.duckdb", tmp_path / "home"
     cfg = tiny_config(tmp_path)
-    _kill_in_stage_iv(wh, home, cfg)
-    spend, unowned, runs = _ledger(wh)
-    assert unowned == 0 and runs[0][:2] == ("generate", "completed") and ("qa", "running", False) in runs
+    for point, kind in (("generation.landed:1", "generate"), ("qa.landed:1", "qa")):
+        got = clonemem(wh, home, "generate", "--config", str(cfg), kill_at=point)
+        assert got.returncode == -signal.SIGKILL, (point, got.stderr)
+        spend, unowned, runs = _ledger(wh)
+        assert unowned == 0, point
+        assert runs[-1] == (kind, "running", False), (point, runs)  # killed: never finished
     got = clonemem(wh, home, "generate", "--config", str(cfg))
     assert got.returncode == 0, got.stderr
     spend, unowned, runs = _ledger(wh)
     assert unowned == 0
     assert spend == reference  # calls, input and output tokens per benchmark
-    assert ("qa", "interrupted", False) in runs and ("qa", "completed", True) in runs
+    # the second command's generation found the first's `running` and resumed it (from the cache); the
+    # third's stage IV did the same; its generation had nothing to do and wrote nothing
+    assert runs == [("generate", "interrupted", False), ("generate", "completed", True), ("qa", "interrupted", False),
+                    ("qa", "completed", True)], runs
