@@ -8,13 +8,13 @@ each task's cache key through :class:`clonemem.tasks.caching.StagePolicy`.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TypeVar
 
 from clonemem.llm.model import Budget, CallSink, MemorySink, Model, get_model
-from clonemem.llm.types import Paid
+from clonemem.llm.types import CallRecord, LLMError, Paid
 from clonemem.schemas.config import Role, RunConfig
 
 T = TypeVar("T")
@@ -27,12 +27,25 @@ class Runtime:
     run_id: str | None = None
     budget: Budget | None = None  # the config's max_cost_usd, shared by every model of the run
     warehouse: str | None = None  # where the run's results land (its calls are that warehouse's spend)
+    on_start: Callable[[], None] | None = None  # records the run before its first call goes out
     _models: dict[str, Model] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
+    _start_lock: threading.Lock = field(default_factory=threading.Lock)
+    _started: bool = False
 
     def __post_init__(self) -> None:
         if self.budget is None:
             self.budget = _budget or (Budget(self.config.max_cost_usd) if self.config.max_cost_usd else None)
+
+    def start(self) -> None:
+        """Run ``on_start`` once, before the run's first step that calls a model (a step served from the
+        cache never gets here, so a re-run with nothing to do writes nothing). Every step waits for it."""
+        if self._started or self.on_start is None:
+            return
+        with self._start_lock:
+            if not self._started:
+                self.on_start()
+                self._started = True
 
     def model(self, role: Role) -> Model:
         with self._lock:
@@ -101,12 +114,34 @@ def paid(body: Callable[[Recorder], T], *, covers: Mapping[str, str] | None) -> 
     ``covers`` is what the calling task's cache key covers (``clonemem.tasks.caching.covered_stages()``;
     None only where nothing is cached): a stage call outside it raises ``StageNotCovered``."""
     rt = current()
+    rt.start()
     rec = Recorder(rt, covers)
     try:
         return Paid(body(rec), _stamped(rec.calls, rt.warehouse))
     except Exception as exc:
         exc.calls = _stamped(rec.calls, rt.warehouse)  # type: ignore[attr-defined]
         raise
+
+
+class StageFailed(LLMError):
+    """Most LLM calls of one stage failed: the run fails rather than land what little got through."""
+
+
+MOSTLY_FAILED_MIN_CALLS = 5  # below this a stage's share says little (one persona's stage I is one call)
+
+
+def require_mostly_ok(calls: Iterable[CallRecord], min_calls: int = MOSTLY_FAILED_MIN_CALLS) -> None:
+    """Raise :class:`StageFailed` for the first stage (by name) where more than half of at least
+    ``min_calls`` calls failed, naming the role, the model and the first error."""
+    by_stage: dict[str, list[CallRecord]] = {}
+    for call in calls:
+        by_stage.setdefault(call.stage, []).append(call)
+    for stage, made in sorted(by_stage.items()):
+        failed = [c for c in made if c.outcome != "ok"]
+        if len(made) >= min_calls and 2 * len(failed) > len(made):
+            first = failed[0]
+            raise StageFailed(f"stage {stage}: {len(failed)} of {len(made)} LLM calls failed ({first.role} "
+                              f"{first.provider}/{first.model}): {first.error or first.outcome}")
 
 
 def _stamped(calls: tuple, warehouse: str | None) -> tuple:

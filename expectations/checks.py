@@ -26,6 +26,11 @@ QUESTION_TRACES = ("SELECT qt.*, q.persona_id FROM question_traces qt JOIN quest
 DETAILED_EVENTS = ("SELECT d.* FROM detailed_events d JOIN phases USING (phase_id) JOIN major_events m "
                    "USING (major_event_id) JOIN personas p USING (persona_id) WHERE p.benchmark_id = '{bid}'")
 MC_QUESTIONS = QUESTIONS + " AND correct_choice_id IS NOT NULL"
+# The benchmark's calls through the runs that made them (generation and stage IV), per stage.
+FAILED_CALL_SHARE = ("SELECT c.stage, count(*) AS calls, count(*) FILTER (WHERE c.outcome <> 'ok') AS failed, "
+                     "count(*) FILTER (WHERE c.outcome <> 'ok')::DOUBLE / count(*) AS failed_share "
+                     "FROM llm_calls c JOIN runs r USING (run_id) "
+                     "WHERE r.benchmark_id = '{bid}' AND r.kind IN ('generate', 'qa') GROUP BY c.stage")
 
 
 def type_params() -> dict[str, str]:
@@ -185,6 +190,15 @@ CHECKS: tuple[Check, ...] = (
     Check("distractor_validation", "word overlap with the question is right at chance level",
           "SELECT {overlap_option_accuracy} AS value",
           _between("value", lambda p: 0.25 - p["heuristic_margin"], lambda p: 0.25 + p["heuristic_margin"]), "generated"),
+    # -- yield: no benchmark passes without questions, or on calls that mostly failed ------------
+    Check("yield", "every persona has its minimum of accepted questions",
+          "SELECT p.persona_id, p.person_name, (SELECT count(*) FROM questions q WHERE q.persona_id = p.persona_id) AS accepted "
+          "FROM personas p WHERE p.benchmark_id = '{bid}'",
+          _between("accepted", lambda p: p["min_questions_per_persona"], lambda p: None), "generated"),
+    Check("yield", "every question type asked for has its minimum of accepted questions", "{type_counts_query}",
+          _between("accepted", lambda p: p["min_questions_per_type"], lambda p: None), "generated"),
+    Check("yield", "failed LLM calls per stage within bounds", FAILED_CALL_SHARE,
+          _between("failed_share", lambda p: 0.0, lambda p: p["max_failed_call_share"]), "generated"),
     # -- generation coverage -------------------------------------------------------------------
     Check("coverage", "every detailed event has a trace", DETAILED_EVENTS, _no_rows(
         "SELECT subselect.* FROM {batch} WHERE NOT EXISTS (SELECT 1 FROM traces t WHERE t.detailed_event_id = subselect.detailed_event_id)",

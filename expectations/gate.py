@@ -16,7 +16,7 @@ from clonemem.expectations.gx_duckdb import close_all_engines, patch_duckdb_conn
 from clonemem.faults import checkpoint
 from clonemem.qa.land import cue_stats
 from clonemem.warehouse.catalog import resolve_benchmark
-from clonemem.schemas.config import DEFAULT_MEDIA_MIX, GateConfig, RunConfig
+from clonemem.schemas.config import DEFAULT_MEDIA_MIX, GateConfig, QAConfig, RunConfig
 from clonemem.warehouse import Warehouse
 
 SAMPLE_ROWS = 5
@@ -71,8 +71,11 @@ def gate_params(wh: Warehouse, bid: str, gate: GateConfig) -> dict[str, Any]:
     cues = cue_stats(wh, bid)
     config_json, source = wh.rows("SELECT config_json::VARCHAR, source FROM benchmarks WHERE benchmark_id = ?", [bid])[0]
     mix = DEFAULT_MEDIA_MIX  # imported benchmarks have no generation config (and no media check)
+    wanted = [t for t, n in QAConfig().questions_per_type.items() if n > 0]
     if config_json and source == "generated":
-        mix = RunConfig.model_validate_json(config_json).generation.media_mix
+        generated = RunConfig.model_validate_json(config_json)
+        mix = generated.generation.media_mix
+        wanted = [t for t, n in generated.qa.questions_per_type.items() if n > 0]
     total = sum(mix.values()) or 1.0
     targets = ", ".join(f"('{m}', {w / total:.6f})" for m, w in sorted(mix.items()))
     media_query = (
@@ -84,7 +87,16 @@ def gate_params(wh: Warehouse, bid: str, gate: GateConfig) -> dict[str, Any]:
         "FROM target FULL OUTER JOIN actual ON target.medium = actual.medium")
     return {**gate.model_dump(), **type_params(), "longest_option_accuracy": cues.longest_option_accuracy,
             "overlap_option_accuracy": cues.overlap_option_accuracy, "media_mix_query": media_query,
+            "type_counts_query": type_counts_query(wanted),
             "cues": cues.model_dump()}
+
+
+def type_counts_query(types: list[str]) -> str:
+    """Accepted questions of each wanted type (a row per type, so a type with none shows as 0)."""
+    wanted = ", ".join("('" + t.replace("'", "''") + "')" for t in sorted(types)) or "(NULL)"
+    return (f"WITH wanted(question_type) AS (VALUES {wanted}) SELECT w.question_type, "
+            "(SELECT count(*) FROM questions q WHERE q.benchmark_id = '{bid}' AND q.question_type = w.question_type) "
+            "AS accepted FROM wanted w WHERE w.question_type IS NOT NULL")
 
 
 def applicable(source: str) -> list[Check]:

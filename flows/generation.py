@@ -14,6 +14,7 @@ from prefect import flow
 from prefect.task_runners import ThreadPoolTaskRunner
 
 from clonemem import progress, runtime
+from clonemem.runtime import require_mostly_ok
 from clonemem.generation.assemble import assemble
 from clonemem.generation.bundle import write_bundle
 from clonemem.generation.dag import PersonaDag
@@ -24,6 +25,7 @@ from clonemem.schemas.config import RunConfig, resolve_config
 from clonemem.schemas.results import GenerationResult, PersonaBundleResult
 from clonemem.tasks.context import flow_run_ids, new_run_id
 from clonemem.tasks.generation import ensure_benchmark_task, land_persona_task, record_run_task, stage_task
+from clonemem.tasks.runs import begin_run_task, opener, tracked
 from clonemem.tasks.reporting import log
 from clonemem.warehouse.runs import RunRecord, utcnow
 
@@ -43,24 +45,27 @@ def generate_flow(warehouse_path: str, config: RunConfig | str | None = None) ->
     run_id = flow_run_id or new_run_id()
     bid = benchmark_id(cfg.name)
     changed = ensure_benchmark_task(warehouse_path, cfg)
+    run = begin_run_task(warehouse_path, RunRecord(
+        run_id, "generate", bid, started_at, flow_run_id=flow_run_id, deployment_id=deployment_id,
+        config_json=cfg.model_dump_json(exclude={"warehouse"})))
     tally = GenerationTally(bid, cfg.name, cfg.generation.personas, run_id)
     progress.advance("generation: personas", 0, cfg.generation.personas)
 
     def on_persona_done(dag: PersonaDag) -> None:
+        require_mostly_ok(dag.calls)  # before landing: a persona whose steps mostly failed stops the run
         assembly = assemble(dag, cfg.name)
         landed = None if assembly is None else land_persona_task(warehouse_path, assembly, bid, dag.calls)
         tally.add(dag, assembly, landed)
         progress.advance("generation: personas", tally.landed + tally.unchanged + (landed is None), tally.personas)
 
-    with runtime.use(runtime.Runtime(cfg, run_id=run_id, warehouse=warehouse_path)):
+    rt = runtime.Runtime(cfg, run_id=run_id, warehouse=warehouse_path, on_start=opener(warehouse_path, run))
+    with tracked(warehouse_path, run), runtime.use(rt):
         drive(new_dags(cfg), _start, on_persona_done)
     result = tally.result(time.perf_counter() - started)
-    if changed or result.landed or result.llm_calls or result.failures:
+    if changed or result.landed or result.llm_calls or result.failures or run.resumed_from:
         # a run that changed nothing writes nothing, so the warehouse stays byte-for-byte the same
-        record_run_task(warehouse_path, RunRecord(
-            run_id, "generate", bid, started_at, flow_run_id=flow_run_id, deployment_id=deployment_id,
-            config_json=cfg.model_dump_json(exclude={"warehouse"}), summary_json=result.model_dump_json()),
-            tally.failure_records())
+        record_run_task(warehouse_path, run.finished("completed", summary_json=result.model_dump_json()),
+                        tally.failure_records())
     log(result.summary())
     return result
 

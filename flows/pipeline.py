@@ -24,7 +24,9 @@ from clonemem.flows.scaleout import generate_distributed_flow
 from clonemem.schemas.config import RunConfig, resolve_config
 from clonemem.schemas.results import GenerationResult, PipelineResult
 from clonemem.tasks.context import flow_run_ids, new_run_id
+from clonemem.ids import benchmark_id
 from clonemem.tasks.generation import record_run_task
+from clonemem.tasks.runs import tracked
 from clonemem.tasks.release import export_task
 from clonemem.tasks.reporting import publish_pipeline
 from clonemem.warehouse import Warehouse
@@ -60,7 +62,11 @@ def pipeline_flow(warehouse_path: str, config: RunConfig | str | None = None, ga
     generates each persona as a run of the `generate-persona` deployment on the workers, with bundles under
     ``bundle_location`` (any fsspec URL; see flows/scaleout.py), instead of in this process."""
     cfg = resolve_config(config)
-    with runtime.spending(cfg.max_cost_usd):  # one budget for the whole chain
+    flow_run_id, deployment_id = flow_run_ids()
+    run = RunRecord(flow_run_id or new_run_id(), "pipeline", benchmark_id(cfg.name), utcnow(), flow_run_id=flow_run_id,
+                    deployment_id=deployment_id, config_json=cfg.model_dump_json(exclude={"warehouse"}))
+    # a failed pipeline run is recorded with its error (its stages' runs have their own rows)
+    with tracked(warehouse_path, run), runtime.spending(cfg.max_cost_usd):  # one budget for the whole chain
         return _chain(warehouse_path, cfg, gate, evaluate, systems, ks, force, export_dir, distribute, bundle_location)
 
 

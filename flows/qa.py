@@ -9,17 +9,18 @@ from prefect.task_runners import ThreadPoolTaskRunner
 
 from clonemem import progress, runtime
 from clonemem.ids import benchmark_id
-from clonemem.llm.types import BudgetExceeded
 from clonemem.qa.land import qa_rows
 from clonemem.qa.report import QATally, cap_per_persona, candidates
 from clonemem.schemas import question_types
 from clonemem.schemas.config import RunConfig, resolve_config
 from clonemem.schemas.results import QAResult
 from clonemem.tasks.context import flow_run_ids, new_run_id
+from clonemem.runtime import require_mostly_ok
 from clonemem.tasks.generation import record_run_task
+from clonemem.tasks.runs import begin_run_task, opener, tracked
 from clonemem.tasks.qa import cue_stats_task, land_qa_task, qa_item, segments_task
 from clonemem.tasks.reporting import publish_qa
-from clonemem.warehouse.runs import RunRecord, utcnow
+from clonemem.warehouse.runs import RunRecord, stops_run, utcnow
 
 
 @flow(name="qa", task_runner=ThreadPoolTaskRunner(max_workers=32))
@@ -31,7 +32,10 @@ def qa_flow(warehouse_path: str, config: RunConfig | str | None = None) -> QARes
     flow_run_id, deployment_id = flow_run_ids()
     run_id = flow_run_id or new_run_id()
     tally = QATally(bid, run_id)
-    with runtime.use(runtime.Runtime(cfg, run_id=run_id, warehouse=warehouse_path)):
+    run = begin_run_task(warehouse_path, RunRecord(run_id, "qa", bid, started_at, flow_run_id=flow_run_id,
+                                                   deployment_id=deployment_id))
+    rt = runtime.Runtime(cfg, run_id=run_id, warehouse=warehouse_path, on_start=opener(warehouse_path, run))
+    with tracked(warehouse_path, run), runtime.use(rt):
         personas = segments_task(warehouse_path, bid, cfg.qa)
         for n, persona in enumerate(personas):
             cands = candidates(persona.segments, question_types.names(), cfg.qa.types_per_segment,
@@ -42,9 +46,9 @@ def qa_flow(warehouse_path: str, config: RunConfig | str | None = None) -> QARes
                 progress.advance(f"stage IV: items of persona {n + 1}/{len(personas)}", i, len(cands))
                 try:
                     paid = fut.result()
-                except BudgetExceeded:
-                    raise  # the run stops: earlier personas are landed, finished items cached
                 except Exception as exc:  # an item that keeps failing: recorded, the rest goes on
+                    if stops_run(exc):
+                        raise  # the run stops: earlier personas are landed, finished items cached
                     calls += getattr(exc, "calls", ())
                     tally.count_calls(getattr(exc, "calls", ()))
                     tally.failed(seg, qtype, exc)
@@ -52,14 +56,14 @@ def qa_flow(warehouse_path: str, config: RunConfig | str | None = None) -> QARes
                 results.append(paid.value)
                 calls += paid.calls
                 tally.count_calls(paid.calls, cached=paid.from_cache(run_id))
+            require_mostly_ok(calls)  # before landing: a persona whose checks mostly failed stops the run
             results = cap_per_persona(results, cfg.qa.max_questions_per_persona)
             tally.add(persona.segments, results)
             rows = qa_rows(persona.persona_id, bid, persona.segments, results, persona.arc_ids)
             tally.landed += land_qa_task(warehouse_path, persona.persona_id, bid, rows, tally.snapshot(), calls)
     result = tally.result(cue_stats_task(warehouse_path, bid), time.perf_counter() - started)
-    if result.landed or result.llm_calls or result.failed_items:
+    if result.landed or result.llm_calls or result.failed_items or run.resumed_from:
         # a run that changed nothing writes nothing (the warehouse stays byte-for-byte the same)
-        record_run_task(warehouse_path, RunRecord(run_id, "qa", bid, started_at, flow_run_id=flow_run_id,
-                                                  deployment_id=deployment_id, summary_json=result.model_dump_json()))
+        record_run_task(warehouse_path, run.finished("completed", summary_json=result.model_dump_json()))
     publish_qa(result, cfg.name)
     return result

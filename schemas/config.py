@@ -217,6 +217,12 @@ class GateConfig(_Section):
     max_rejection_rate: Annotated[float, Field(ge=0, le=1)] = 0.35
     heuristic_margin: Annotated[float, Field(ge=0, le=1)] = 0.15
     media_mix_tolerance: Annotated[float, Field(ge=0, le=1)] = 0.10
+    # no benchmark passes without questions: at least this many accepted per persona, and per question
+    # type the config asks for (`qa.questions_per_type` above 0)
+    min_questions_per_persona: NonNegInt = 1
+    min_questions_per_type: NonNegInt = 1
+    # LLM calls of one stage (over the benchmark's runs) that failed after their retries
+    max_failed_call_share: Annotated[float, Field(ge=0, le=1)] = 0.2
 
 
 # the full-context baseline's budget in tokens, when the config does not set `evaluation.full_context_tokens`

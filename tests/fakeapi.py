@@ -104,6 +104,7 @@ class FakeAPIServer:
     def __init__(self, flavor: str) -> None:
         self.flavor = FLAVORS[flavor]
         self.script: deque[Reply] = deque()
+        self.always: Reply | None = None  # the reply to every request once the script is used up
         self.seen: list[Seen] = []
         server = self
 
@@ -118,7 +119,8 @@ class FakeAPIServer:
                 except json.JSONDecodeError:
                     body = raw.decode("utf-8", "replace")
                 server.seen.append(Seen("POST", self.path, {k.lower(): v for k, v in self.headers.items()}, body))
-                reply = server.script.popleft() if server.script else Reply(599, {"error": "script exhausted"})
+                reply = (server.script.popleft() if server.script
+                         else server.always or Reply(599, {"error": "script exhausted"}))
                 data = reply.body if isinstance(reply.body, bytes) else json.dumps(reply.body).encode()
                 self.send_response(reply.status)
                 self.send_header("content-type", "application/json")

@@ -4,7 +4,7 @@ Every source goes through :func:`land`: generation (a finished persona, or a bun
 elsewhere), stage IV (a persona's questions and their quality-control records) and imports (all
 personas of the files at once). One transaction writes the benchmark row, replaces each persona's
 rows in the given scope, records the content hash (so an unchanged persona is skipped and the file
-stays byte-for-byte the same), writes the LLM calls the content paid for, and marks the benchmark
+stays byte-for-byte the same), writes the LLM calls the content paid for (with a row in ``runs`` for each run that made them), and marks the benchmark
 incomplete until its gate runs again (a reader never sees new content under an old verdict).
 """
 
@@ -20,6 +20,7 @@ from clonemem.faults import checkpoint
 from clonemem.ids import stable_hash
 from clonemem.warehouse.content import PERSONA_TABLES, QA_TABLES, PersonaRows, delete_persona, delete_persona_qa
 from clonemem.warehouse.lifecycle import MARK_INCOMPLETE
+from clonemem.warehouse.runs import RunStatus, adopt_runs
 
 if TYPE_CHECKING:
     from clonemem.llm.types import CallRecord
@@ -57,6 +58,9 @@ class Landing:
     drop_personas: Sequence[str] = ()  # persona ids removed first (an import replacing a benchmark)
     calls: Sequence[CallRecord] = field(default_factory=tuple)  # the LLM calls this content paid for
     completes: bool = False  # the content is the benchmark's last stage (an import): `complete` on commit
+    # what is known of a run that made some of the calls and has no row: a killed run whose results
+    # come from the cache (`interrupted`), a worker's persona run behind a bundle (`completed`)
+    call_runs: RunStatus = "interrupted"
     checkpoint: str | None = None  # fault hook passed after the transaction (kill/resume tests)
 
 
@@ -103,6 +107,7 @@ def land(wh: Warehouse, landing: Landing) -> list[str]:
                     record["summary"] = json.dumps(p.summary)
                 wh.upsert(hashes, [record])
         wh.upsert("llm_calls", [c.row() for c in calls])
+        adopt_runs(wh, calls, "qa" if landing.scope == "qa" else "generate", landing.benchmark_id, landing.call_runs)
         if landing.completes:
             wh.execute("UPDATE benchmarks SET status = 'complete' WHERE benchmark_id = ?", [landing.benchmark_id])
         elif todo or landing.drop_personas:

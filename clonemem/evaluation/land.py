@@ -18,6 +18,7 @@ from clonemem.schemas.config import RunConfig
 from clonemem.schemas.results import AGGREGATED, Provenance
 from clonemem.warehouse import Warehouse
 from clonemem.warehouse.landing import new_calls
+from clonemem.warehouse.runs import adopt_runs
 
 Retrievals = Mapping[tuple[str, str], Retrieval]  # (system, persona id) -> retrieval
 Answers = Mapping[tuple[str, int, str], Sequence[Outcome]]  # (system, k, persona id) -> outcomes
@@ -126,5 +127,8 @@ def land_evaluation(wh: Warehouse, run: EvaluationRun, rows: EvaluationRows, sta
                 value = pl.concat_str([pl.col(c).cast(pl.Utf8) for c in group_cols]) if group_cols else pl.lit("all")
                 wh.upsert("eval_metrics", agg.with_columns(pl.lit(eid).alias("eval_run_id"), pl.lit(group).alias("group_by"),
                                                            value.alias("group_value")).drop(group_cols))
-        wh.upsert("llm_calls", [c.row() for c in new_calls(wh, calls)])
+        landed = new_calls(wh, calls)
+        wh.upsert("llm_calls", [c.row() for c in landed])
+        # calls of an evaluation killed before it landed, served from the cache: their run gets a row
+        adopt_runs(wh, [c for c in landed if c.run_id != eid], "evaluate", run.benchmark_id, "interrupted")
         checkpoint("evaluation.landing")  # fault hook: a kill here leaves nothing of this evaluation

@@ -20,7 +20,7 @@ from clonemem.evaluation import metrics as M
 from clonemem.evaluation import stages as E
 from clonemem.evaluation.diagnosis import EvidenceDiagnosis, Supports, diagnose_question, verdict
 from clonemem.evaluation.replay import Replay, schedule
-from clonemem.llm.types import LLMError, estimate_tokens
+from clonemem.llm.types import LLMError, ProviderRejected, estimate_tokens
 from clonemem.memory import SYSTEMS
 from clonemem.memory.base import BuildContext, MemoryTrace, QuestionView
 from clonemem.memory.coverage import write_coverage
@@ -243,6 +243,8 @@ def answer_and_judge(system: str, k: int, persona: PersonaData, retrieval: Retri
                                         candidate_answer=free_answer, gold_statements=list(q.statements),
                                         retrieved=memories, language=persona.language))
             verdict = {"qa_consistency": v.qa_consistency, "mem_covered": v.mem_covered, "mem_helpful": v.mem_helpful}
+        except ProviderRejected:
+            raise  # a refused key or model is no verdict: the evaluation stops
         except LLMError as exc:  # an unparseable verdict is unscored with its reason, never 0
             reason = str(exc)[:500]
         return Outcome(q.question_id, sum(estimate_tokens(m) for m in memories), free_answer, choice, verdict, reason)

@@ -19,10 +19,11 @@ from pydantic import BaseModel
 from clonemem.generation.dag import CHAIN_STAGES, PersonaDag
 from clonemem.generation.stages import Stage
 from clonemem.ids import stable_int
-from clonemem.llm.types import BudgetExceeded, Paid
+from clonemem.llm.types import Paid
 from clonemem.runtime import Runtime
 from clonemem.schemas.config import ConfigError, RunConfig
 from clonemem.schemas.generation import BigFive, PersonaSpec, SeedConcept
+from clonemem.warehouse.runs import stops_run
 
 StartCall = Callable[[Stage, BaseModel, str], Any]  # returns a future with add_done_callback/result
 
@@ -46,8 +47,10 @@ def drive(dags: list[PersonaDag], start_call: StartCall, on_persona_done: Callab
             result = fut.result()
         except Exception as exc:  # recorded on the persona as a failed item; the rest continues
             dag.step_calls.append(tuple(getattr(exc, "calls", ())))  # spent all the same
-            if isinstance(exc, BudgetExceeded):
-                raise  # the run stops here: finished personas are landed, finished steps cached
+            if stops_run(exc):
+                # the run stops here: finished personas are landed, finished steps cached; a refused
+                # key or model would fail every further step alike
+                raise
             dag.failed(stage, item, exc, on_done)
             continue
         if isinstance(result, Paid):  # a step's output with the calls that produced it

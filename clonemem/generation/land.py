@@ -78,7 +78,7 @@ def land_bundles(wh: Warehouse, bundles: Sequence[PersonaBundle]) -> list[str]:
                 for b in bundles if b.persona_id is not None]
     calls = [c for b in bundles for c in b.calls]
     return land(wh, Landing(row["benchmark_id"], "persona", personas, benchmark=row if needed else None, calls=calls,
-                            checkpoint="generation.landed"))
+                            call_runs="completed", checkpoint="generation.landed"))
 
 
 def land_bundle_files(wh: Warehouse, paths: Sequence[str | Path]) -> list[tuple[str, bool]]:

@@ -36,6 +36,7 @@ from clonemem.llm.types import (
     Message,
     OfflineAnswer,
     PermanentError,
+    ProviderRejected,
     StageNotCovered,
     TransientError,
     Usage,
@@ -241,6 +242,9 @@ class Model:
             rec.attempts += 1
             try:
                 with self._limiter:
+                    if (refused := getattr(self.api, "refused", None)) is not None:
+                        rec.attempts -= 1  # not sent: the provider already refused this model's key or request
+                        raise refused
                     result = self.api.generate(replace(request, attempt=rec.attempts))
             except TransientError as exc:
                 self._settle(reserved, None)
@@ -249,6 +253,11 @@ class Model:
                 retries += 1
                 self._sleep(self.policy.delay(retries, exc.retry_after))
                 continue
+            except ProviderRejected as exc:
+                self._settle(reserved, None)
+                exc = exc.for_role(self.role)
+                self.api.refused = exc  # the steps still waiting for this model stop without sending
+                raise exc from None
             except BaseException:
                 self._settle(reserved, None)
                 raise

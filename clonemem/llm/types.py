@@ -166,6 +166,25 @@ class PermanentError(LLMError):
         self.status = status
 
 
+class ProviderRejected(PermanentError):
+    """The provider refused the request itself (a rejected key, no permission, an unknown model, a
+    malformed request): every further call of the role would fail alike, so the run stops at once
+    instead of recording each item as failed."""
+
+    def __init__(self, message: str, status: int | None = None, role: str | None = None):
+        super().__init__(message, status=status)
+        self.role = role
+
+    def for_role(self, role: str) -> ProviderRejected:
+        """The same error, its message led by the role whose model refused (the wrapper knows it)."""
+        if self.role is not None:
+            return self
+        return ProviderRejected(f"{role} {self}", status=self.status, role=role)
+
+    def __reduce__(self) -> tuple:  # Prefect may pickle a failed task's exception
+        return (ProviderRejected, (str(self), self.status, self.role))
+
+
 class BudgetExceeded(PermanentError):
     """The next call could take the run's spend over its budget (``--max-cost``); nothing was sent."""
 

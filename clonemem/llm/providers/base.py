@@ -13,7 +13,8 @@ from collections.abc import Mapping
 from typing import ClassVar
 
 from clonemem.llm.safety import DISABLE_ENV, is_loopback_url, live_disabled, redact
-from clonemem.llm.types import GenerateRequest, GenerateResult, LiveProviderDisabled, LLMError, PermanentError, TransientError
+from clonemem.llm.types import (GenerateRequest, GenerateResult, LiveProviderDisabled, LLMError, PermanentError,
+                                ProviderRejected, TransientError)
 from clonemem.schemas.config import LiveProviderSettings, RunConfig
 
 TRANSIENT_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 529})
@@ -87,15 +88,23 @@ class LiveModelAPI(ModelAPI):
         message = self.redact(message)
         if status in TRANSIENT_STATUS or status >= 500:
             return TransientError(f"{self.ref}: HTTP {status}: {message}", retry_after=retry_after(headers), status=status)
+        # Any other 4xx is about the request, the key or the model, not this moment: the run stops.
         if status in (401, 403):
-            return PermanentError(
-                f"{self.ref}: authentication failed (HTTP {status}); check the API key in {self.key_hint()}",
-                status=status,
-            )
-        return PermanentError(f"{self.ref}: request rejected (HTTP {status}): {message}", status=status)
+            reason = "authentication failed" if status == 401 else "permission denied"
+            return ProviderRejected(f"{self.ref}: {reason} (HTTP {status}); check the API key in {self.key_hint()}",
+                                    status=status)
+        what = "model not found" if status == 404 else "request rejected"
+        return ProviderRejected(f"{self.ref}: {what} (HTTP {status}): {_short(message)} (key from {self.key_hint()})",
+                                status=status)
 
     def connection_error(self, exc: Exception) -> TransientError:
         return TransientError(f"{self.ref}: {type(exc).__name__}: {self.redact(str(exc)) or 'connection failed'}")
+
+
+def _short(message: str, limit: int = 200) -> str:
+    """A provider's error text on one line, bounded (the whole error is one line of output)."""
+    text = " ".join(message.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def retry_after(headers: Mapping[str, str] | None) -> float | None:

@@ -1,0 +1,61 @@
+"""A flow run's row in ``runs`` from start to finish (see :mod:`clonemem.warehouse.runs`): a flow begins
+the run, gives the runtime its :func:`opener`, works inside :func:`tracked` and records the finished run
+(``record_run_task``)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import replace
+
+from prefect import task
+from prefect.cache_policies import NO_CACHE
+
+from clonemem.errors import one_line
+from clonemem.llm.types import BudgetExceeded
+from clonemem.warehouse import Warehouse
+from clonemem.warehouse.runs import RunNotRecorded, RunRecord, begin_run, open_run, record_run
+
+log = logging.getLogger(__name__)
+
+
+@task(cache_policy=NO_CACHE, task_run_name="begin {run.kind} run")
+def begin_run_task(warehouse_path: str, run: RunRecord) -> RunRecord:
+    """The run with the unfinished run it resumes (runs left ``running`` by a dead process are marked
+    ``interrupted``); its row is written now only when it resumes one, else before its first call."""
+    with Warehouse.open_writer(warehouse_path) as wh:
+        resumed = begin_run(wh, run.kind, run.benchmark_id, run.run_id)
+        run = replace(run, resumed_from=resumed, status="running")
+        if resumed is not None:
+            open_run(wh, run)
+    return run
+
+
+def opener(warehouse_path: str, run: RunRecord) -> Callable[[], None]:
+    """The runtime's ``on_start``: write the run's ``running`` row (called once, from a task's thread)."""
+    def start() -> None:
+        try:
+            with Warehouse.open_writer(warehouse_path) as wh:
+                open_run(wh, run)
+        except Exception as exc:  # no call may go out that the warehouse could not own
+            raise RunNotRecorded(f"{warehouse_path}: cannot record the run: {one_line(exc)}") from exc
+    return start
+
+
+@contextmanager
+def tracked(warehouse_path: str, run: RunRecord) -> Iterator[None]:
+    """On an error, the run's row says how it ended (``budget``, ``interrupted`` on Ctrl-C, else ``failed``
+    with the error's first line), and the error goes on. Written directly, not as a task: the flow is
+    failing, and a warehouse that cannot take the row (a full disk) must not hide the first error."""
+    try:
+        yield
+    except BaseException as exc:
+        status = ("budget" if isinstance(exc, BudgetExceeded)
+                  else "interrupted" if isinstance(exc, KeyboardInterrupt) else "failed")
+        try:
+            with Warehouse.open_writer(warehouse_path) as wh:
+                record_run(wh, run.finished(status, error=one_line(exc)[:2000]))
+        except Exception as secondary:  # noqa: BLE001 - the first error is the one to report
+            log.warning("run %s: could not record its %s status: %s", run.run_id, status, one_line(secondary))
+        raise
