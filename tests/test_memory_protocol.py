@@ -84,7 +84,7 @@ class Recorder(_Traces):
 
 def test_replay_feeds_a_system_only_the_past_and_everything_by_the_end(persona: PersonaData) -> None:
     Recorder.seen = {}
-    with SYSTEMS.override("recorder", Recorder):
+    with SYSTEMS.added("recorder", Recorder):
         out = run("recorder", persona, replay=True)
     assert set(Recorder.seen) == {q.question_id for q in persona.questions}
     for q in persona.questions:

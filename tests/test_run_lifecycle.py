@@ -47,9 +47,9 @@ def test_a_run_row_is_written_before_the_first_call_and_finished_with_its_status
     assert _status(wh_path) == {}  # nothing yet: a run served wholly from the cache writes nothing
     rt = runtime.Runtime(RunConfig(), run_id="r1", warehouse=str(wh_path), on_start=opener(str(wh_path), run))
     with runtime.use(rt):
-        runtime.paid(lambda rec: None)  # a step about to call a model
+        runtime.paid(lambda rec: None, covers=None)  # a step about to call a model (outside a cached task)
         assert _status(wh_path) == {"r1": ("running", None)}
-        runtime.paid(lambda rec: None)  # once only
+        runtime.paid(lambda rec: None, covers=None)  # once only
     with Warehouse.open_writer(wh_path) as wh:
         record_run(wh, run.finished("completed"))
     assert _status(wh_path) == {"r1": ("completed", None)}
