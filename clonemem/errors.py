@@ -18,6 +18,7 @@ Exit codes (documented in the README):
 from __future__ import annotations
 
 from enum import IntEnum
+from typing import ClassVar
 
 
 class ExitCode(IntEnum):
@@ -32,36 +33,25 @@ class ExitCode(IntEnum):
     INTERRUPTED = 130
 
 
+class UserError(Exception):
+    """An error that is the user's to fix, whose message is the whole story: printed as one line, no
+    traceback. Its class says its exit code (1 unless it overrides ``exit_code``). The project's error
+    types derive from it where they are defined, so this module imports none of them."""
+
+    exit_code: ClassVar[ExitCode] = ExitCode.ERROR
+
+
 def user_errors() -> tuple[type[BaseException], ...]:
-    """Exception types whose message is the whole story (imported lazily: some pull in Prefect)."""
+    """Exception types whose message is the whole story."""
     import duckdb
 
-    from clonemem.warehouse.catalog import EvaluationRefused
-    from clonemem.llm.types import LLMError
-    from clonemem.registry import RegistryError
-    from clonemem.importers.base import ImportFailed as ReleaseError
-    from clonemem.schemas.config import ConfigError
-    from clonemem.warehouse.catalog import UnknownBenchmark
-    from clonemem.warehouse.db import WarehouseError
-    from clonemem.warehouse.guard import SqlRefused
-    from clonemem.warehouse.migrate import MigrationError
-
-    return (ConfigError, ReleaseError, UnknownBenchmark, SqlRefused, WarehouseError, MigrationError,
-            LLMError, RegistryError, duckdb.Error, EvaluationRefused)
+    return (UserError, duckdb.Error)
 
 
 def exit_code_for(exc: BaseException) -> ExitCode:
     """The exit code of an error (``exc`` as :func:`significant` found it): 5 means a named memory
     system failed and nothing else; 6 the cost budget; 75 a busy warehouse; 1 the rest."""
-    from clonemem.llm.types import BudgetExceeded
-    from clonemem.memory.errors import MemorySystemFailed
-    from clonemem.warehouse.lock import WarehouseBusy
-
-    if isinstance(exc, MemorySystemFailed):
-        return ExitCode.SYSTEMS_FAILED
-    if isinstance(exc, BudgetExceeded):
-        return ExitCode.BUDGET
-    return ExitCode.BUSY if isinstance(exc, WarehouseBusy) else ExitCode.ERROR
+    return exc.exit_code if isinstance(exc, UserError) else ExitCode.ERROR
 
 
 def _chain(exc: BaseException) -> list[BaseException]:
@@ -82,13 +72,10 @@ def _chain(exc: BaseException) -> list[BaseException]:
 def significant(exc: BaseException) -> BaseException:
     """The error that decides the exit code: the first memory-system failure, budget stop or busy
     warehouse found in ``exc``'s chain, else ``exc`` itself."""
-    from clonemem.llm.types import BudgetExceeded
-    from clonemem.memory.errors import MemorySystemFailed
-    from clonemem.warehouse.lock import WarehouseBusy
-
-    for kind in (BudgetExceeded, MemorySystemFailed, WarehouseBusy):
-        for e in _chain(exc):
-            if isinstance(e, kind):
+    chain = _chain(exc)
+    for code in (ExitCode.BUDGET, ExitCode.SYSTEMS_FAILED, ExitCode.BUSY):
+        for e in chain:
+            if exit_code_for(e) == code:
                 return e
     return exc
 

@@ -16,6 +16,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Generic, TypeVar
 
+from clonemem.errors import UserError
+
 T = TypeVar("T")
 
 
@@ -23,7 +25,7 @@ T = TypeVar("T")
 IMPORT_PATH = re.compile(r"[A-Za-z_][\w]*(\.[A-Za-z_][\w]*)*:[A-Za-z_][\w]*")
 
 
-class RegistryError(LookupError):
+class RegistryError(LookupError, UserError):
     """An unknown name, or a lazy entry whose module cannot be imported."""
 
 

@@ -15,6 +15,7 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from clonemem.errors import UserError
 from clonemem.schemas.question_types import names as _declared_question_types
 
 Role = Literal["generator", "qa_writer", "validator", "extractor", "answerer", "judge"]
@@ -50,7 +51,7 @@ PosInt = Annotated[int, Field(ge=1)]
 Rate = Annotated[float, Field(ge=0.0, lt=1.0)]
 
 
-class ConfigError(ValueError):
+class ConfigError(ValueError, UserError):
     """A configuration that cannot be used; the message names the file and the field."""
 
 

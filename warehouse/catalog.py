@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from clonemem.errors import UserError
+
 if TYPE_CHECKING:
     from clonemem.warehouse.db import Warehouse
 
 
-class UnknownBenchmark(LookupError):
+class UnknownBenchmark(LookupError, UserError):
     """No benchmark with that id or name; the message lists the known names."""
 
 
@@ -21,7 +23,7 @@ def resolve_benchmark(wh: Warehouse, ref: str) -> tuple[str, str]:
     return got[0]
 
 
-class EvaluationRefused(RuntimeError):
+class EvaluationRefused(RuntimeError, UserError):
     """The benchmark has not passed the gate (and evaluation was not forced)."""
 
 

@@ -21,6 +21,7 @@ from typing import Any
 import duckdb
 import polars as pl
 
+from clonemem.errors import UserError
 from clonemem.warehouse import scratch
 from clonemem.warehouse.lock import WarehouseBusy, default_wait, is_held_elsewhere, writer_lock
 from clonemem.warehouse.migrate import apply_migrations, apply_views
@@ -36,7 +37,7 @@ class _ClosedConnection:
         raise RuntimeError(f"warehouse {self._path} is closed")
 
 
-class WarehouseError(RuntimeError):
+class WarehouseError(RuntimeError, UserError):
     """A warehouse that cannot be opened or a statement that cannot run."""
 
 

@@ -49,6 +49,7 @@ import duckdb
 import polars as pl
 
 from clonemem import settings
+from clonemem.errors import UserError
 from clonemem.ids import stable_hash
 from clonemem.warehouse import scratch
 
@@ -78,7 +79,7 @@ _EXPLAIN = re.compile(r"^\s*EXPLAIN\s*(\((?P<options>[^)]*)\))?\s*(?P<analyze>AN
                       re.IGNORECASE | re.DOTALL)
 
 
-class SqlRefused(ValueError):
+class SqlRefused(ValueError, UserError):
     """A statement the guarded surface does not run, or a query that failed; the message is one line."""
 
 

@@ -11,9 +11,9 @@ incomplete until its gate runs again (a reader never sees new content under an o
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from clonemem.faults import checkpoint

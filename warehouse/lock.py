@@ -26,13 +26,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from clonemem import settings
+from clonemem.errors import ExitCode, UserError
 
 WAIT_ENV = settings.LOCK_WAIT
 POLL_S = 0.25
 
 
-class WarehouseBusy(RuntimeError):
+class WarehouseBusy(RuntimeError, UserError):
     """Another process kept the warehouse for longer than this writer would wait."""
+
+    exit_code = ExitCode.BUSY
 
 
 @dataclass(frozen=True)

@@ -16,8 +16,10 @@ from importlib import resources
 
 import duckdb
 
+from clonemem.errors import UserError
 
-class MigrationError(RuntimeError):
+
+class MigrationError(RuntimeError, UserError):
     """An applied migration whose file has since changed, or a migration that failed."""
 
 

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar, TypeVar
 
+from clonemem.errors import UserError
 from clonemem.ids import benchmark_id, content_id, persona_id
 from clonemem.schemas import question_types
 from clonemem.schemas.config import DIMENSIONS
@@ -48,7 +49,7 @@ class Problem:
         return f"{self.file}: {self.path}: {self.message}" if self.path else f"{self.file}: {self.message}"
 
 
-class ImportFailed(ValueError):
+class ImportFailed(ValueError, UserError):
     """One or more input files are malformed, or the import is not allowed; nothing was loaded."""
 
     def __init__(self, problems: Sequence[Problem]):

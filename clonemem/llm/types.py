@@ -12,6 +12,7 @@ from typing import Generic, Literal, TypeVar
 
 from pydantic import BaseModel
 
+from clonemem.errors import ExitCode, UserError
 from clonemem.ids import stable_hash
 
 Outcome = Literal["ok", "invalid_output", "transient_error", "permanent_error"]
@@ -145,7 +146,7 @@ class StageNotCovered(RuntimeError):
     was never made with. A programming error, so neither retried nor recorded as an unscored answer."""
 
 
-class LLMError(RuntimeError):
+class LLMError(RuntimeError, UserError):
     """Base of every error the LLM layer raises; messages never contain API keys."""
 
 
@@ -187,6 +188,8 @@ class ProviderRejected(PermanentError):
 
 class BudgetExceeded(PermanentError):
     """The next call could take the run's spend over its budget (``--max-cost``); nothing was sent."""
+
+    exit_code = ExitCode.BUDGET
 
 
 class LiveProviderDisabled(LLMError):

@@ -325,7 +325,7 @@ def registered(specs: Sequence[str], evaluation: Any) -> Iterator[list[str]]:
     with ExitStack() as stack:
         for label, cls in resolved:
             if cls is not None:
-                stack.enter_context(SYSTEMS.override(label, cls))
+                stack.enter_context(SYSTEMS.added(label, cls))
         yield [label for label, _ in resolved]
 
 
