@@ -13,6 +13,7 @@ from typing import Any
 from clonemem import settings
 from clonemem.evaluation.report import leaderboard_markdown, provenance_markdown
 from clonemem.expectations.gate import GateResult
+from clonemem.pages import PAGES
 from clonemem.schemas.results import EvaluationResult, PipelineResult, QAResult
 
 
@@ -38,9 +39,7 @@ def _key(text: str) -> str:
 
 
 def dashboard_url(page: str, **query: str) -> str:
-    """The dashboard's page ``page`` (its title in clonemem.dashboard.PAGES) with query parameters."""
-    from clonemem.dashboard import PAGES
-
+    """The dashboard's page ``page`` (its title in clonemem.pages.PAGES) with query parameters."""
     base = settings.current().dashboard_url
     path = next(url for title, _, url in PAGES if title == page)
     args = "&".join(f"{k}={v}" for k, v in query.items())

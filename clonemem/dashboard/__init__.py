@@ -8,18 +8,12 @@ charts and ``context.py`` the per-render warehouse connection through the guarde
 
 from pathlib import Path
 
-APP = Path(__file__).with_name("app.py")
+# the page table lives in core (run artifacts link to the pages too); the app navigates it from here
+from clonemem.pages import PAGES
 
-# (title, script under views/, url path): the navigation order. The first page is the default, served at
-# the root URL (Streamlit gives the default page no path of its own).
-PAGES: tuple[tuple[str, str, str], ...] = (
-    ("Benchmarks", "views/benchmarks.py", ""),
-    ("Generation", "views/generation.py", "generation"),
-    ("QA quality", "views/qa_quality.py", "qa-quality"),
-    ("Question inspector", "views/inspector.py", "inspector"),
-    ("Leaderboard", "views/leaderboard.py", "leaderboard"),
-    ("Runs", "views/runs.py", "runs"),
-)
+__all__ = ["APP", "PAGES", "command"]
+
+APP = Path(__file__).with_name("app.py")
 
 
 def command(warehouse: Path, port: int, python: str) -> list[str]:
