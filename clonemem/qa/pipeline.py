@@ -15,9 +15,19 @@ from pydantic import BaseModel
 
 from clonemem.ids import content_id, stable_int
 from clonemem.qa import stages as Q
-from clonemem.schemas.question_types import spec as type_spec
 from clonemem.schemas.config import QuestionType
-from clonemem.schemas.qa import E_TEXT, Choice, ChoiceInput, DistractorInput, PlanInput, QAPlan, Segment, SufficiencyInput, WriteInput
+from clonemem.schemas.qa import (
+    E_TEXT,
+    Choice,
+    ChoiceInput,
+    DistractorInput,
+    PlanInput,
+    QAPlan,
+    Segment,
+    SufficiencyInput,
+    WriteInput,
+)
+from clonemem.schemas.question_types import spec as type_spec
 from clonemem.stages import Stage
 
 RunStage = Callable[[Stage, BaseModel], BaseModel]
