@@ -32,6 +32,9 @@ from clonemem.stages import Stage
 
 RunStage = Callable[[Stage, BaseModel], BaseModel]
 LETTERS = "ABCD"
+# A validator that picks the correct option with at least this confidence has solved the item (from the
+# question and options alone, or from one evidence item): the distractors failed.
+CONFIDENT = 0.6
 
 
 @dataclass
@@ -122,14 +125,14 @@ def run_item(seg: Segment, qtype: QuestionType, rounds: int, run: RunStage) -> I
         failures = _distinct(choices, res.answer, kind.abstains)
         blind = run(Q.DISTRACTOR_CHECK, ChoiceInput(question=res.question, choices=choices, mode="blind", evidence=None,
                                                     language=seg.language))
-        solved_blind = blind.choice_id == correct and blind.confidence >= 0.6  # type: ignore[attr-defined]
+        solved_blind = blind.choice_id == correct and blind.confidence >= CONFIDENT  # type: ignore[attr-defined]
         res.checks.append(_attempt_row("distractor_blind", rnd, blind, correct, solved_blind))
         if solved_blind:
             failures.append(f"answerable from the question and options alone ({blind.reason})")  # type: ignore[attr-defined]
         if kind.multi_point:
             single = run(Q.DISTRACTOR_CHECK, ChoiceInput(question=res.question, choices=choices, mode="single_evidence",
                                                          evidence=statements[-1], language=seg.language))
-            solved_single = single.choice_id == correct and single.confidence >= 0.6  # type: ignore[attr-defined]
+            solved_single = single.choice_id == correct and single.confidence >= CONFIDENT  # type: ignore[attr-defined]
             res.checks.append(_attempt_row("distractor_single_evidence", rnd, single, correct, solved_single))
             if solved_single:
                 failures.append(f"answerable from one evidence item ({single.reason})")  # type: ignore[attr-defined]

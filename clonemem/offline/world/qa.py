@@ -33,7 +33,6 @@ from clonemem.schemas.qa import (
 CACHE_DATA = ("clonemem.offline:lexicon/qa_en.json", "clonemem.offline:lexicon/qa_zh.json")
 
 SUFFICIENT = 0.75
-CONFIDENT = 0.6
 
 
 @lru_cache(maxsize=4)
