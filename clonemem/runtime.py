@@ -11,11 +11,14 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from clonemem.llm.model import Budget, CallSink, MemorySink, Model, get_model
 from clonemem.llm.types import Paid
 from clonemem.schemas.config import Role, RunConfig
+
+if TYPE_CHECKING:
+    from clonemem.stages import In, Out, Stage  # stages build on the LLM layer this module wraps
 
 T = TypeVar("T")
 
@@ -85,7 +88,8 @@ class Recorder:
     def model(self, role: Role) -> Model:
         return self._runtime.model(role).recording_to(self._sink)
 
-    def run(self, stage, inp):  # noqa: ANN001, ANN201 - a clonemem.stages.Stage and its input
+    def run(self, stage: Stage[In, Out], inp: In) -> Out:
+        """Run ``stage`` through its role's model, recording the calls here."""
         return stage.run(self.model(stage.role), inp)
 
     @property
