@@ -104,6 +104,7 @@ def paid(body: Callable[[Recorder], T]) -> Paid[T]:
     try:
         return Paid(body(rec), _stamped(rec.calls, rt.warehouse))
     except Exception as exc:
+        # any exception may carry them: an attribute set on the instance, which Exception does not declare
         exc.calls = _stamped(rec.calls, rt.warehouse)  # type: ignore[attr-defined]
         raise
 

@@ -56,7 +56,8 @@ def group_views(traces: Sequence[MemoryTrace], part: range) -> list[TraceView]:
 
 
 class _Reply(Protocol):
-    id: str
+    @property
+    def id(self) -> str: ...  # read-only: the replies are pydantic models
 
 
 R = TypeVar("R", bound=_Reply)
