@@ -3,8 +3,8 @@ traces and >= 2k questions).
 
 Builds a warehouse in a temporary folder: a synthetic release benchmark ('big', default 4 personas ×
 2,600 traces × 550 questions, options of varied length), the LoCoMo dev conversations when present
-('locomo-dev'), and a generated benchmark (`clonemem generate --config tiny`, stages I–IV and the gate,
-'tiny') so the pages that show generation internals have them. 'big' is evaluated twice with bm25 and
+('locomo-dev'), and a generated benchmark (`clonemem generate --config configs/tiny.toml`, stages I–IV
+and the gate, 'tiny') so the pages that show generation internals have them. 'big' is evaluated twice with bm25 and
 random at k = 5, 10 (`clonemem evaluate big --systems bm25,random --k 5,10 --force`), 'tiny' once.
 Then every page is rendered through Streamlit's AppTest (one warm-up, then ``--repeat`` timed runs)
 for each benchmark. Prints JSON.
