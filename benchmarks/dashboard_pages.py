@@ -3,8 +3,8 @@ traces and >= 2k questions).
 
 Builds a warehouse in a temporary folder: a synthetic release benchmark ('big', default 4 personas ×
 2,600 traces × 550 questions, options of varied length), the LoCoMo dev conversations when present
-('locomo-dev'), and a generated benchmark (`clonemem generate --config tiny`, stages I–IV and the gate,
-'tiny') so the pages that show generation internals have them. 'big' is evaluated twice with bm25 and
+('locomo-dev'), and a generated benchmark (`clonemem generate --config configs/tiny.toml`, stages I–IV
+and the gate, 'tiny') so the pages that show generation internals have them. 'big' is evaluated twice with bm25 and
 random at k = 5, 10 (`clonemem evaluate big --systems bm25,random --k 5,10 --force`), 'tiny' once.
 Then every page is rendered through Streamlit's AppTest (one warm-up, then ``--repeat`` timed runs)
 for each benchmark. Prints JSON.
@@ -35,23 +35,7 @@ WORDS = ("morning meeting project deadline sister coffee train weekend garden le
 MEDIA = ["diary", "social_media", "chat_private", "chat_group", "email", "memo", "search_history", "calendar_event"]
 TYPES = ["single_point_factual", "comparison", "trajectory", "pattern", "causal", "counterfactual", "inferential",
          "unanswerable"]
-TINY = """name = "tiny"
-seed = 7
-[generation]
-personas = 1
-major_events = 2
-phases_per_event = 2
-events_per_phase = 2
-traces_per_event = 2
-evidence_per_event = 2
-noise_traces_per_phase = 1
-[qa]
-types_per_segment = 3
-[gate]
-max_rejection_rate = 1.0
-heuristic_margin = 1.0
-media_mix_tolerance = 1.0
-"""
+TINY = ROOT / "configs" / "tiny.toml"  # the tests' tiny run (tests/pipeline_kit.py)
 
 
 def _words(rng: random.Random, lo: int, hi: int) -> str:
@@ -113,9 +97,7 @@ def build(folder: Path, personas: int, traces: int, questions: int) -> tuple[Pat
             import_files(wh, "locomo", sorted(LOCOMO_DEV.glob("*.json")), "locomo-dev")
     timings["imports_s"] = round(time.perf_counter() - t0, 1)
     env = {**os.environ, "PREFECT_HOME": str(folder / "prefect"), "CLONEMEM_LOCK_WAIT": "600"}
-    config = folder / "tiny.toml"
-    config.write_text(TINY, "utf-8")
-    timings["generate_tiny_s"] = _cli(path, env, "generate", "--config", str(config))
+    timings["generate_tiny_s"] = _cli(path, env, "generate", "--config", str(TINY))
     for i in range(2):
         timings[f"evaluate_big_{i + 1}_s"] = _cli(path, env, "evaluate", "big", "--systems", "bm25,random",
                                                   "--k", "5,10", "--force")

@@ -11,11 +11,14 @@ import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from clonemem.llm.model import Budget, CallSink, MemorySink, Model, get_model
 from clonemem.llm.types import CallRecord, LLMError, Paid
 from clonemem.schemas.config import Role, RunConfig
+
+if TYPE_CHECKING:
+    from clonemem.stages import In, Out, Stage  # stages build on the LLM layer this module wraps
 
 T = TypeVar("T")
 
@@ -100,7 +103,8 @@ class Recorder:
     def model(self, role: Role) -> Model:
         return self._runtime.model(role).recording_to(self._sink, self._covers)
 
-    def run(self, stage, inp):  # noqa: ANN001, ANN201 - a clonemem.stages.Stage and its input
+    def run(self, stage: Stage[In, Out], inp: In) -> Out:
+        """Run ``stage`` through its role's model, recording the calls here."""
         return stage.run(self.model(stage.role), inp)
 
     @property
@@ -119,6 +123,7 @@ def paid(body: Callable[[Recorder], T], *, covers: Mapping[str, str] | None) -> 
     try:
         return Paid(body(rec), _stamped(rec.calls, rt.warehouse))
     except Exception as exc:
+        # any exception may carry them: an attribute set on the instance, which Exception does not declare
         exc.calls = _stamped(rec.calls, rt.warehouse)  # type: ignore[attr-defined]
         raise
 

@@ -9,14 +9,11 @@ import io
 import json
 from pathlib import Path
 
-from clonemem.warehouse.guard import QueryResult as Result
 from clonemem.warehouse import Warehouse
-from clonemem.warehouse.guard import DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT_S, SqlRefused, check_statements, open_guarded
+from clonemem.warehouse.guard import DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT_S, check_statements, open_guarded
+from clonemem.warehouse.guard import QueryResult as Result
 
 MAX_CELL = 80
-
-# The name the CLI's error handling knows; refusals and failed queries are user errors.
-ReadOnlyViolation = SqlRefused
 
 
 def check_read_only(query: str) -> None:

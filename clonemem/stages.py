@@ -27,8 +27,8 @@ from clonemem.offline import Handler, OfflineCall
 from clonemem.registry import Registry
 from clonemem.schemas.config import Role
 
-I = TypeVar("I", bound=BaseModel)
-O = TypeVar("O", bound=BaseModel)
+In = TypeVar("In", bound=BaseModel)  # a stage's input model
+Out = TypeVar("Out", bound=BaseModel)  # a stage's output model
 
 LANGUAGE_NAMES = {"en": "English", "zh": "Chinese (简体中文)"}
 
@@ -36,15 +36,15 @@ _OVERRIDES: dict[str, Handler] = {}  # stage name -> handler, while a test scrip
 
 
 @dataclass(frozen=True)
-class Stage(Generic[I, O]):
+class Stage(Generic[In, Out]):
     name: str
     template: str
     role: Role
-    inputs: type[I]
-    output: type[O]
+    inputs: type[In]
+    output: type[Out]
     offline: str  # "package.module:function" of the offline handler: (OfflineCall) -> output
 
-    def render(self, inp: I) -> prompts.Prompt:
+    def render(self, inp: In) -> prompts.Prompt:
         language = _language(inp)
         return prompts.render(self.template, inp=inp, language_name=LANGUAGE_NAMES.get(language, "English"))
 
@@ -58,7 +58,7 @@ class Stage(Generic[I, O]):
         """The offline handler's code (its module, the offline helpers it imports, their lexicons)."""
         return code_hash(self.offline.partition(":")[0])
 
-    def run(self, model: Model, inp: I) -> O:
+    def run(self, model: Model, inp: In) -> Out:
         if not isinstance(inp, self.inputs):
             raise TypeError(f"{self.name} takes {self.inputs.__name__}, not {type(inp).__name__}")
         request = model.request(self.name, self.render(inp), schema=self.output,
@@ -86,8 +86,8 @@ def all_stages() -> list[Stage]:
     return [STAGES.get(n) for n in STAGES.names()]
 
 
-def define(name: str, template: str, role: Role, inputs: type[BaseModel], output: type[BaseModel], *,
-           offline: str) -> Stage:
+def define(name: str, template: str, role: Role, inputs: type[In], output: type[Out], *,
+           offline: str) -> Stage[In, Out]:
     stage = Stage(name, template, role, inputs, output, offline)
     STAGES.add(name, stage)
     return stage

@@ -24,8 +24,9 @@ from collections.abc import Sequence
 from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
-from clonemem.generation.bundle import PersonaBundle, join, read_bundle
+from clonemem.generation.bundle import join, read_bundle
 from clonemem.generation.land import land_bundles
+from clonemem.generation.report import GenerationTally
 from clonemem.ids import benchmark_id
 from clonemem.schemas.config import RunConfig, resolve_config
 from clonemem.schemas.results import GenerationResult
@@ -95,26 +96,16 @@ def wait_for_runs(runs: list, poll_seconds: float) -> list:
             time.sleep(poll_seconds)
 
 
-def summarise(bundles: Sequence[PersonaBundle], landed: Sequence[str], cfg: RunConfig, run_id: str) -> GenerationResult:
-    """The same summary as in-process generation's, from the bundles."""
-    complete = [b for b in bundles if b.persona_id is not None]
-    tables = [b.tables for b in complete]
-    return GenerationResult(
-        benchmark_id=benchmark_id(cfg.name), name=cfg.name, personas=cfg.generation.personas, landed=len(landed),
-        unchanged=sum(1 for b in complete if b.persona_id not in set(landed)),
-        traces=sum(len(t.get("traces", [])) for t in tables), evidence=sum(len(t.get("evidence", [])) for t in tables),
-        detailed_events=sum(len(t.get("detailed_events", [])) for t in tables),
-        llm_calls=sum(b.new_calls() for b in bundles), failures=tuple(f for b in bundles for f in b.failures),
-        dropped=tuple(f"{b.persona_key}: {d}" for b in complete for d in b.dropped), run_id=run_id)
-
-
 @task(cache_policy=NO_CACHE, task_run_name="land bundles {run_id}")
 def land_bundles_task(warehouse_path: str, urls: list[str], cfg: RunConfig, run_id: str) -> GenerationResult:
     """Read every bundle (all must be readable) and land them in one transaction."""
     bundles = [read_bundle(u) for u in urls]
     with Warehouse.open_writer(warehouse_path) as wh:
-        landed = land_bundles(wh, bundles)
-    return summarise(bundles, landed, cfg, run_id)
+        landed = set(land_bundles(wh, bundles))
+    tally = GenerationTally(benchmark_id(cfg.name), cfg.name, cfg.generation.personas, run_id)
+    for bundle in bundles:  # the same summary as in-process generation's
+        tally.add_bundle(bundle, bundle.persona_id in landed)
+    return tally.result(0.0)
 
 
 @flow(name="generate-distributed")

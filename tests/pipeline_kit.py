@@ -10,26 +10,11 @@ from pathlib import Path
 
 EXE = str(Path(sys.executable).with_name("clonemem"))
 
-# One persona, a few events: every stage runs (I–IV, gate) in seconds.
-TINY = """name = "tiny"
-seed = 7
-[generation]
-personas = {personas}
-major_events = 2
-phases_per_event = 2
-events_per_phase = 2
-traces_per_event = 2
-evidence_per_event = 2
-noise_traces_per_phase = 1
-[qa]
-types_per_segment = 3
-distractor_rounds = 2
-[gate]
-max_rejection_rate = 1.0
-heuristic_margin = 1.0
-media_mix_tolerance = 1.0
-[providers.offline]
-"""
+# One persona, a few events: every stage runs (I–IV, gate) in seconds. The file is shared with
+# benchmarks/dashboard_pages.py; here its persona count is a ``{personas}`` placeholder.
+TINY_TOML = Path(__file__).resolve().parents[1] / "configs" / "tiny.toml"
+TINY = TINY_TOML.read_text("utf-8").replace("\npersonas = 1\n", "\npersonas = {personas}\n", 1)
+assert "{personas}" in TINY, f"{TINY_TOML} no longer sets `personas = 1`"
 
 
 def tiny_config(folder: Path, name: str = "tiny", personas: int = 1, **offline: object) -> Path:

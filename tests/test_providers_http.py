@@ -9,11 +9,11 @@ import pytest
 from pydantic import BaseModel
 
 from clonemem import prompts
-from clonemem.llm.model import get_model
+from clonemem.llm.model import MemorySink, get_model
 from clonemem.llm.types import PermanentError
 from clonemem.schemas.config import RunConfig
 from clonemem.warehouse import Warehouse
-from clonemem.warehouse.sinks import WarehouseSink
+from clonemem.warehouse.landing import Landing, land
 from tests.fakeapi import FakeAPIServer
 
 SECRET = "sk-test-7f3a9c1e5b2d4f6a8c0e"
@@ -52,6 +52,11 @@ def model_for(server: FakeAPIServer, sink=None, sleeps=None):
 def ask(model) -> Verdict:
     prompt = prompts.Prompt("t", "You judge evidence.", "Is the evidence sufficient?", "h")
     return model.structured(model.request("qa.sufficiency", prompt, schema=Verdict), Verdict)
+
+
+def land_calls(wh: Warehouse, sink: MemorySink) -> None:
+    """The calls a model recorded, written to the ledger as every flow writes them (the landing protocol)."""
+    land(wh, Landing("no-benchmark", "persona", [], calls=sink.records))
 
 
 def auth_header(server: FakeAPIServer) -> str:
@@ -113,10 +118,11 @@ def test_malformed_json_then_corrected(server: FakeAPIServer, env_key) -> None:
 def test_auth_error_fails_fast_without_leaking_the_key(server: FakeAPIServer, env_key, wh_path: Path, caplog) -> None:
     caplog.set_level(logging.DEBUG)
     server.push(server.flavor.error(401, f"invalid x-api-key {SECRET}"))
+    sink = MemorySink()
+    with pytest.raises(PermanentError) as err:
+        ask(model_for(server, sink=sink))
     with Warehouse.open_writer(wh_path) as wh:
-        model = model_for(server, sink=WarehouseSink(wh))
-        with pytest.raises(PermanentError) as err:
-            ask(model)
+        land_calls(wh, sink)
         rows = wh.rows("SELECT * FROM llm_calls")
     message = str(err.value)
     assert "authentication failed (HTTP 401)" in message and "$CLONEMEM_TEST_KEY" in message
@@ -129,7 +135,9 @@ def test_auth_error_fails_fast_without_leaking_the_key(server: FakeAPIServer, en
 
 def test_key_never_in_warehouse_after_success(server: FakeAPIServer, env_key, wh_path: Path) -> None:
     server.push(server.flavor.ok(GOOD, "test-model"))
+    sink = MemorySink()
+    ask(model_for(server, sink=sink))
     with Warehouse.open_writer(wh_path) as wh:
-        ask(model_for(server, sink=WarehouseSink(wh)))
+        land_calls(wh, sink)
         dump = repr(wh.rows("SELECT * FROM llm_calls"))
     assert "test-model" in dump and SECRET not in dump

@@ -13,6 +13,7 @@ from clonemem import release
 from clonemem import text as textutil
 from clonemem.offline import OfflineCall
 from clonemem.offline.world.qa import check_choice
+from clonemem.qa.pipeline import CONFIDENT
 from clonemem.schemas.config import DIMENSIONS, RunConfig
 from clonemem.schemas.question_types import names as question_type_names
 from clonemem.schemas.qa import E_TEXT, Choice, ChoiceInput
@@ -90,7 +91,7 @@ def test_validator_catches_cues_and_single_evidence_answers() -> None:
         inp = ChoiceInput(question="How did your job change since March?", choices=choices, mode=mode,
                           evidence=evidence, language="en")
         got = check_choice(OfflineCall("qa.distractor_check", inp, random.Random(1), "validator"))
-        return got.choice_id if got.confidence >= 0.6 else "?"
+        return got.choice_id if got.confidence >= CONFIDENT else "?"
 
     short = ["I moved flats.", "I took up running.", "I sang in a choir."]
     long = "I stayed late at Halden to finish the audit, then asked Daniel for a lighter load and applied elsewhere."

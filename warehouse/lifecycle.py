@@ -3,6 +3,7 @@ the last one (see ``ddl/0009_benchmark_status.sql``), and removal in one transac
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from clonemem.warehouse.content import delete_persona
@@ -31,26 +32,41 @@ def drop_benchmark(wh: Warehouse, benchmark_id: str) -> dict[str, int]:
     with wh.transaction():
         personas = [r[0] for r in wh.con.execute(
             "SELECT persona_id FROM personas WHERE benchmark_id = ?", [benchmark_id]).fetchall()]
-        before = {t: wh.con.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in tables}
-        for pid in personas:
-            delete_persona(wh, pid)
-        for t in tables:
-            gone = before[t] - wh.con.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
-            if gone:
-                removed[t] = gone
-        children = {"eval_run_id": "eval_runs", "gate_run_id": "gate_runs"}
-        for column, parent in children.items():
-            for table, cols in tables.items():
-                if column in cols and "benchmark_id" not in cols and parent in tables:
-                    delete(table, f"{column} IN (SELECT {column} FROM {parent} WHERE benchmark_id = ?)", [benchmark_id])
-        for table, cols in tables.items():
-            if table == "llm_calls":
-                continue
-            if "benchmark_id" in cols:
-                delete(table, "benchmark_id = ?", [benchmark_id])
-            elif "persona_id" in cols and personas:
-                delete(table, "persona_id IN (SELECT unnest(?::VARCHAR[]))", [personas])
+        removed.update(_drop_personas(wh, tables, personas))
+        for table, where, params in _benchmark_deletes(tables, benchmark_id, personas):
+            delete(table, where, params)
     return removed
+
+
+def _drop_personas(wh: Warehouse, tables: dict[str, set[str]], personas: list[str]) -> dict[str, int]:
+    """Delete each persona's content; returns the rows that went, per table."""
+    before = {t: wh.con.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in tables}
+    for pid in personas:
+        delete_persona(wh, pid)
+    removed: dict[str, int] = {}
+    for t in tables:
+        gone = before[t] - wh.con.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
+        if gone:
+            removed[t] = gone
+    return removed
+
+
+def _benchmark_deletes(tables: dict[str, set[str]], benchmark_id: str,
+                       personas: list[str]) -> Iterator[tuple[str, str, list]]:
+    """(table, condition, parameters) of every other delete, in order: the rows of the benchmark's
+    evaluation and gate runs, then every table keyed by the benchmark or by one of its personas."""
+    children = {"eval_run_id": "eval_runs", "gate_run_id": "gate_runs"}
+    for column, parent in children.items():
+        for table, cols in tables.items():
+            if column in cols and "benchmark_id" not in cols and parent in tables:
+                yield table, f"{column} IN (SELECT {column} FROM {parent} WHERE benchmark_id = ?)", [benchmark_id]
+    for table, cols in tables.items():
+        if table == "llm_calls":
+            continue
+        if "benchmark_id" in cols:
+            yield table, "benchmark_id = ?", [benchmark_id]
+        elif "persona_id" in cols and personas:
+            yield table, "persona_id IN (SELECT unnest(?::VARCHAR[]))", [personas]
 
 
 def _base_tables(wh: Warehouse) -> dict[str, set[str]]:

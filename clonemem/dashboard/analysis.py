@@ -8,7 +8,8 @@ import math
 
 import polars as pl
 
-from clonemem.qa.cues import cue_credits
+from clonemem.evaluation.metrics import top_k_unique
+from clonemem.qa.cues import tally_cues
 
 CHANCE = 0.25  # four options A–D (the abstention E is excluded from the cue statistics)
 LETTERS = ("A", "B", "C", "D")
@@ -39,17 +40,11 @@ def cue_table(items: pl.DataFrame) -> pl.DataFrame:
     """How often the longest option, and the option sharing most content words with the question, is the
     correct one (items whose answer is among A–D; a tie earns 1/ties), with Wilson 95% intervals against
     chance (1/4). ``items`` has question, correct_choice_id and the ordered option list (``cue_items``)."""
-    longest = overlap = 0.0
-    n = 0
-    for row in items.iter_rows(named=True):
-        credits = cue_credits(row["question"], row["correct_choice_id"], row["choices"] or [])
-        if credits is None:
-            continue
-        n += 1
-        longest += credits[0]
-        overlap += credits[1]
+    cues = tally_cues((row["question"], row["correct_choice_id"], row["choices"] or [])
+                      for row in items.iter_rows(named=True))
+    n = cues.items
     rows = []
-    for cue, hits in (("longest option", longest), ("question-word overlap", overlap)):
+    for cue, hits in (("longest option", cues.longest), ("question-word overlap", cues.overlap)):
         lo, hi = wilson(hits, n)
         rows.append({"cue": cue, "items": n, "accuracy": hits / n if n else None, "ci_low": lo, "ci_high": hi,
                      "chance": CHANCE, "verdict": _verdict(lo, hi, CHANCE)})
@@ -74,14 +69,9 @@ def letter_table(items: pl.DataFrame) -> pl.DataFrame:
 
 
 def ranked_at_k(retrieved_json: str, k: int) -> list[str]:
-    """Retrieved trace ids de-duplicated in rank order and cut at k (the metric's definition)."""
-    seen: list[str] = []
-    for tid in json.loads(retrieved_json or "[]"):
-        if tid not in seen:
-            seen.append(tid)
-            if len(seen) == k:
-                break
-    return seen
+    """Retrieved trace ids (a JSON list) de-duplicated in rank order and cut at k, exactly as the recall
+    metrics count them."""
+    return top_k_unique(json.loads(retrieved_json or "[]"), k)
 
 
 def retrieval_table(retrievals: pl.DataFrame, gold: set[str], k: int) -> pl.DataFrame:

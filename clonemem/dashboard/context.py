@@ -161,6 +161,15 @@ def run_label(started_at: Any, run_id: str, detail: str) -> str:
     return f"{when} · {run_id[:8]} · {detail}"
 
 
+def pick_run(runs: pl.DataFrame, id_column: str, detail_column: str, label: str, key: str,
+             where: Any = st) -> tuple[str, dict[str, str]]:
+    """A select box (in ``where``: the page or one of its columns) over ``runs`` in their order, each
+    labelled by :func:`run_label` with ``detail_column``; returns the chosen run id and every run's label."""
+    labels = {r[id_column]: run_label(r["started_at"], r[id_column], r[detail_column])
+              for r in runs.iter_rows(named=True)}
+    return where.selectbox(label, list(labels), format_func=labels.__getitem__, key=key), labels
+
+
 def generation_note(session: Session, what: str) -> bool:
     """True when the chosen benchmark was generated; otherwise say plainly that ``what`` needs generation
     internals an imported benchmark does not have."""

@@ -20,6 +20,7 @@ __all__ = ["JUDGED", "METRICS", "RECALLS", "Aggregate", "aggregate", "without_ev
 
 
 def top_k_unique(retrieved: Sequence[str], k: int) -> list[str]:
+    """Retrieved trace ids de-duplicated in rank order and cut at k (the dashboard's retrieval view too)."""
     seen: dict[str, None] = {}
     for tid in retrieved:
         if tid not in seen:

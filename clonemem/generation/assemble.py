@@ -11,8 +11,8 @@ import json
 from dataclasses import dataclass, field
 
 from clonemem.generation.dag import PersonaDag
-from clonemem.ids import content_id
-from clonemem.ids import benchmark_id, persona_id
+from clonemem.ids import benchmark_id, content_id, persona_id
+from clonemem.schemas.generation import DetailedEvent, Phase, Profile
 from clonemem.warehouse.content import PersonaRows
 from clonemem.warehouse.landing import rows_hash
 
@@ -34,76 +34,137 @@ def _ts(d: dt.date) -> dt.datetime:
 def assemble(dag: PersonaDag, benchmark_name: str) -> Assembly | None:
     if dag.profile is None or not dag.arcs or not dag.events:
         return None  # stage I failed: nothing coherent to land (the failure is recorded)
-    bid, pid = benchmark_id(benchmark_name), persona_id(benchmark_name, dag.key)
+    pid = persona_id(benchmark_name, dag.key)
     out = Assembly(PersonaRows(pid))
-    add = out.rows.add
-    p = dag.profile
-    add("personas", {
+    seed_ids = _persona(out.rows, dag, dag.profile, benchmark_id(benchmark_name))
+    arc_ids = _arcs(out.rows, dag, seed_ids)
+    snap_ids = _snapshots(out.rows, dag, arc_ids)
+    event_ids = _major_events(out.rows, dag, arc_ids)
+    written = _Written()
+    for (e, k), (phase, before, after) in sorted(dag.phases.items()):
+        _phase(out, dag, written, (e, k), phase, event_ids[e], snap_ids[before], snap_ids[after], arc_ids)
+    _traces_and_evidence(out, written)
+    return out
+
+
+@dataclass
+class _Written:
+    """What the phases wrote, gathered before traces get their order and evidence its traces."""
+
+    traces: list[dict] = field(default_factory=list)
+    carried: list[tuple[str, str]] = field(default_factory=list)  # (evidence_id, trace external id)
+    evidence: dict[str, tuple[dict, list[str]]] = field(default_factory=dict)  # id -> (row, arc ids)
+
+
+def _persona(rows: PersonaRows, dag: PersonaDag, p: Profile, bid: str) -> dict[str, str]:
+    """The persona, its relations and its event seeds; returns seed concept -> seed id."""
+    pid = rows.persona_id
+    rows.add("personas", {
         "persona_id": pid, "benchmark_id": bid, "person_key": dag.key, "seq": dag.spec.index, "person_name": p.name,
         "language": dag.language, "big_five": dag.spec.big_five.model_dump_json(), "profile": p.model_dump_json(),
         "narrative": p.narrative, "timeline_start": _ts(dag.spec.timeline_start),
         "timeline_end": _ts(dag.spec.timeline_end), "source_file": None,
     })
     for i, r in enumerate(dag.relations or []):
-        add("relations", {"relation_id": content_id(pid, "relation", i), "persona_id": pid, "seq": i, "name": r.name,
-                          "relation_type": r.relation_type, "description": f"{r.role}: {r.description}"})
-    seed_ids = {}
+        rows.add("relations", {"relation_id": content_id(pid, "relation", i), "persona_id": pid, "seq": i,
+                               "name": r.name, "relation_type": r.relation_type,
+                               "description": f"{r.role}: {r.description}"})
+    seed_ids: dict[str, str] = {}
     for i, s in enumerate(dag.seeds or []):
         seed_ids.setdefault(s.concept, content_id(pid, "seed", i))
-        add("event_seeds", {"seed_id": content_id(pid, "seed", i), "persona_id": pid, "seq": i, "concept": s.concept,
-                            "origin": s.origin, "rationale": s.rationale})
+        rows.add("event_seeds", {"seed_id": content_id(pid, "seed", i), "persona_id": pid, "seq": i,
+                                 "concept": s.concept, "origin": s.origin, "rationale": s.rationale})
+    return seed_ids
+
+
+def _arcs(rows: PersonaRows, dag: PersonaDag, seed_ids: dict[str, str]) -> dict[str, str]:
+    """Life arcs with their anchor states; returns arc key -> arc id."""
+    pid = rows.persona_id
     arc_ids = {a.key: content_id(pid, "arc", a.key) for a in dag.arcs}
     for i, a in enumerate(dag.arcs):
-        add("life_arcs", {"arc_id": arc_ids[a.key], "persona_id": pid, "seq": i, "dimension": a.dimension,
-                          "title": a.title, "description": a.description, "seed_id": seed_ids.get(a.seed_concept),
-                          "theme": a.theme})
+        rows.add("life_arcs", {"arc_id": arc_ids[a.key], "persona_id": pid, "seq": i, "dimension": a.dimension,
+                               "title": a.title, "description": a.description,
+                               "seed_id": seed_ids.get(a.seed_concept), "theme": a.theme})
         for j, st in enumerate(a.anchor_states):
-            add("arc_anchor_states", {"arc_id": arc_ids[a.key], "idx": j, "state": st.state,
-                                      "trigger_logic": st.trigger_logic, "behavioural_cues": st.behavioural_cues})
+            rows.add("arc_anchor_states", {"arc_id": arc_ids[a.key], "idx": j, "state": st.state,
+                                           "trigger_logic": st.trigger_logic,
+                                           "behavioural_cues": st.behavioural_cues})
+    return arc_ids
+
+
+def _snapshots(rows: PersonaRows, dag: PersonaDag, arc_ids: dict[str, str]) -> list[str]:
+    """The carried chain of snapshots; returns their ids in order."""
+    pid = rows.persona_id
     snap_ids = [content_id(pid, "snapshot", i) for i in range(len(dag.snapshots))]
     for i, s in enumerate(dag.snapshots):
-        add("snapshots", {"snapshot_id": snap_ids[i], "persona_id": pid, "seq": i, "energy": s.energy, "stress": s.stress,
-                          "dominant_emotion": s.dominant_emotion, "attentional_focus": s.attentional_focus,
-                          "arc_status": json.dumps({arc_ids.get(x.arc_key, x.arc_key): x.status for x in s.arc_status},
-                                                   ensure_ascii=False, sort_keys=True)})
+        rows.add("snapshots", {
+            "snapshot_id": snap_ids[i], "persona_id": pid, "seq": i, "energy": s.energy, "stress": s.stress,
+            "dominant_emotion": s.dominant_emotion, "attentional_focus": s.attentional_focus,
+            "arc_status": json.dumps({arc_ids.get(x.arc_key, x.arc_key): x.status for x in s.arc_status},
+                                     ensure_ascii=False, sort_keys=True)})
+    return snap_ids
+
+
+def _major_events(rows: PersonaRows, dag: PersonaDag, arc_ids: dict[str, str]) -> list[str]:
+    """Major events with the arcs they align with; returns their ids in order."""
+    pid = rows.persona_id
     event_ids = [content_id(pid, "major_event", e) for e in range(len(dag.events))]
     for e, ev in enumerate(dag.events):
-        add("major_events", {"major_event_id": event_ids[e], "persona_id": pid, "seq": e, "event_date": _ts(ev.date),
-                             "title": ev.title, "description": ev.description})
+        rows.add("major_events", {"major_event_id": event_ids[e], "persona_id": pid, "seq": e,
+                                  "event_date": _ts(ev.date), "title": ev.title, "description": ev.description})
         for al in ev.alignments:
             if al.arc_key in arc_ids:
-                add("major_event_arcs", {"major_event_id": event_ids[e], "arc_id": arc_ids[al.arc_key],
-                                         "anchor_idx": al.anchor_index})
-    traces: list[dict] = []
-    carried: list[tuple[str, str]] = []  # (evidence_id, trace external id)
-    evidence_rows: dict[str, tuple[dict, list[str]]] = {}
-    for (e, k), (phase, before, after) in sorted(dag.phases.items()):
-        phase_id = content_id(event_ids[e], "phase", k)
-        add("phases", {"phase_id": phase_id, "major_event_id": event_ids[e], "seq": k, "start_date": _ts(phase.start_date),
-                       "end_date": _ts(phase.end_date), "title": phase.title, "description": phase.description,
-                       "snapshot_before_id": snap_ids[before], "snapshot_after_id": snap_ids[after]})
-        for i, de in enumerate(dag.detailed.get((e, k), [])):
-            de_id = content_id(phase_id, "event", i)
-            written = [(t, plan) for t, plan in enumerate(dag.plans.get((e, k, i), [])) if (e, k, i, t) in dag.contents]
-            if not written:
-                out.dropped.append(f"detailed event E{e + 1}P{k + 1}D{i + 1}: no trace written")
-                continue
-            add("detailed_events", {"detailed_event_id": de_id, "phase_id": phase_id, "seq": i, "event_date": _ts(de.date),
-                                    "title": de.title, "description": de.description,
-                                    "people": json.dumps(de.people, ensure_ascii=False), "place": de.place})
-            ev_ids = [content_id(de_id, "evidence", j) for j in range(len(de.evidence))]
-            for j, ev in enumerate(de.evidence):
-                evidence_rows[ev_ids[j]] = ({"evidence_id": ev_ids[j], "persona_id": pid, "detailed_event_id": de_id,
-                                             "seq": j, "kind": ev.kind, "statement": ev.statement},
-                                            [arc_ids[a] for a in ev.arc_keys if a in arc_ids])
-            for t, plan in written:
-                ext = content_id(de_id, "trace", t)
-                traces.append(_trace(pid, ext, plan, dag.contents[(e, k, i, t)], de_id, False))
-                carried += [(ev_ids[j], ext) for j in plan.evidence_indices]
-        for t, plan in enumerate(dag.noise_plans.get((e, k), [])):
-            if (e, k, "noise", t) in dag.contents:
-                traces.append(_trace(pid, content_id(phase_id, "noise", t), plan, dag.contents[(e, k, "noise", t)], None, True))
-    # traces in time order; seq is their position in the exported context
+                rows.add("major_event_arcs", {"major_event_id": event_ids[e], "arc_id": arc_ids[al.arc_key],
+                                              "anchor_idx": al.anchor_index})
+    return event_ids
+
+
+def _phase(out: Assembly, dag: PersonaDag, written: _Written, ek: tuple[int, int], phase: Phase, event_id: str,
+           before_id: str, after_id: str, arc_ids: dict[str, str]) -> None:
+    """One phase, its detailed events (with their evidence and traces) and its noise traces."""
+    e, k = ek
+    pid = out.rows.persona_id
+    phase_id = content_id(event_id, "phase", k)
+    out.rows.add("phases", {"phase_id": phase_id, "major_event_id": event_id, "seq": k,
+                            "start_date": _ts(phase.start_date), "end_date": _ts(phase.end_date), "title": phase.title,
+                            "description": phase.description, "snapshot_before_id": before_id,
+                            "snapshot_after_id": after_id})
+    for i, de in enumerate(dag.detailed.get(ek, [])):
+        _detailed_event(out, dag, written, (e, k, i), de, content_id(phase_id, "event", i), phase_id, arc_ids)
+    for t, plan in enumerate(dag.noise_plans.get(ek, [])):
+        if (e, k, "noise", t) in dag.contents:
+            written.traces.append(_trace(pid, content_id(phase_id, "noise", t), plan, dag.contents[(e, k, "noise", t)],
+                                         None, True))
+
+
+def _detailed_event(out: Assembly, dag: PersonaDag, written: _Written, eki: tuple[int, int, int], de: DetailedEvent,
+                    de_id: str, phase_id: str, arc_ids: dict[str, str]) -> None:
+    """A detailed event with its evidence and written traces; dropped when none of its traces was written."""
+    e, k, i = eki
+    pid = out.rows.persona_id
+    written_plans = [(t, plan) for t, plan in enumerate(dag.plans.get(eki, [])) if (e, k, i, t) in dag.contents]
+    if not written_plans:
+        out.dropped.append(f"detailed event E{e + 1}P{k + 1}D{i + 1}: no trace written")
+        return
+    out.rows.add("detailed_events", {"detailed_event_id": de_id, "phase_id": phase_id, "seq": i,
+                                     "event_date": _ts(de.date), "title": de.title, "description": de.description,
+                                     "people": json.dumps(de.people, ensure_ascii=False), "place": de.place})
+    ev_ids = [content_id(de_id, "evidence", j) for j in range(len(de.evidence))]
+    for j, ev in enumerate(de.evidence):
+        written.evidence[ev_ids[j]] = ({"evidence_id": ev_ids[j], "persona_id": pid, "detailed_event_id": de_id,
+                                        "seq": j, "kind": ev.kind, "statement": ev.statement},
+                                       [arc_ids[a] for a in ev.arc_keys if a in arc_ids])
+    for t, plan in written_plans:
+        ext = content_id(de_id, "trace", t)
+        written.traces.append(_trace(pid, ext, plan, dag.contents[(e, k, i, t)], de_id, False))
+        written.carried += [(ev_ids[j], ext) for j in plan.evidence_indices]
+
+
+def _traces_and_evidence(out: Assembly, written: _Written) -> None:
+    """Traces in time order (seq is their position in the exported context), then the evidence that a
+    written trace carries, with its arcs and traces; evidence no trace carries is dropped."""
+    add = out.rows.add
+    traces = written.traces
     traces.sort(key=lambda r: (r["event_date"], r["external_id"]))
     trace_key = {}
     for seq, row in enumerate(traces):
@@ -111,12 +172,12 @@ def assemble(dag: PersonaDag, benchmark_name: str) -> Assembly | None:
         trace_key[row["external_id"]] = row["trace_id"]
         add("traces", row)
     by_evidence: dict[str, list[str]] = {}
-    for eid, ext in carried:
+    for eid, ext in written.carried:
         by_evidence.setdefault(eid, [])
         if trace_key[ext] not in by_evidence[eid]:
             by_evidence[eid].append(trace_key[ext])
     seq_of = {row["trace_id"]: row["seq"] for row in traces}
-    for eid, (row, arcs) in evidence_rows.items():
+    for eid, (row, arcs) in written.evidence.items():
         tids = sorted(by_evidence.get(eid, []), key=seq_of.__getitem__)
         if not tids:
             out.dropped.append(f"evidence {row['statement'][:40]!r}: carried by no written trace")
@@ -126,7 +187,6 @@ def assemble(dag: PersonaDag, benchmark_name: str) -> Assembly | None:
             add("evidence_arcs", {"evidence_id": eid, "arc_id": a})
         for s, tid in enumerate(tids):
             add("evidence_traces", {"evidence_id": eid, "trace_id": tid, "seq": s})
-    return out
 
 
 def _trace(pid: str, ext: str, plan, content: str, de_id: str | None, noise: bool) -> dict:

@@ -5,7 +5,7 @@ and tags G; the content c is the trace itself and the note is embedded from c, K
 (2) *link generation*: the n nearest existing notes are retrieved by embedding and an LLM step decides
 which of them to connect to; (3) *memory evolution*: an LLM step refreshes the context and tags of
 those neighbours in the light of the new note. Each step runs once per group of consecutive traces
-(``mem0.groups``: one session's or one day's traces), for every note of the group in order; a
+(``grouped.groups``: one session's or one day's traces), for every note of the group in order; a
 note's neighbours include the earlier notes of its own group, and are shown as they were before the
 group (later updates inside the group are the model's own, see the offline handler).
 
@@ -31,30 +31,16 @@ from collections.abc import Sequence
 import numpy as np
 
 from clonemem.memory import memsys_stages as stages
-from clonemem.memory.base import BuildContext, MemorySystem, MemoryTrace, QuestionView, Retrieved
-from clonemem.memory.mem0 import (
-    GROUP_SIZE,
-    NEVER,
-    TextVectors,
-    as_of_time,
-    dot,
-    group_views,
-    groups,
-    in_group_order,
-    in_order,
-    unique,
-    when,
-)
+from clonemem.memory.base import BuildContext, MemoryTrace, QuestionView, Retrieved
+from clonemem.memory.grouped import GROUP_SIZE, GroupedMemory, in_group_order, when
+from clonemem.memory.mem0 import NEVER, TextVectors, as_of_time, dot, unique
 from clonemem.schemas.memsys import (
-    AMemEvolution,
     AMemEvolveIn,
     AMemEvolveItem,
-    AMemLinks,
     AMemLinksIn,
     AMemNeighbourhood,
     AMemNote,
     AMemNoteIn,
-    AMemNotes,
     AMemNoteView,
 )
 
@@ -77,7 +63,7 @@ def nearest(sims: np.ndarray, n: int) -> list[int]:
     return sorted(part.tolist(), key=lambda j: (-sims[j], j))
 
 
-class AMem(MemorySystem):
+class AMem(GroupedMemory):
     name = "amem"
     llm_stages = (stages.AMEM_NOTE, stages.AMEM_LINKS, stages.AMEM_EVOLVE)
 
@@ -89,10 +75,8 @@ class AMem(MemorySystem):
     # -- build ----------------------------------------------------------------------------------
 
     def build(self, traces: Sequence[MemoryTrace], ctx: BuildContext) -> None:
-        traces = in_order(traces)
-        self.traces = traces
-        parts = groups(traces, self.group_size)
-        self.calls = 0
+        parts = self._start(traces)
+        traces = self.traces
         self.counts = {"links": 0, "evolutions": 0, "invalid": 0}
         # Note construction reads only the traces, so every note is written first and embedded in one batch.
         self.notes = [note for part in parts for note in self._construct(part, ctx)]
@@ -125,10 +109,7 @@ class AMem(MemorySystem):
                          embedded=vectors.encoded, **self.counts)
 
     def _construct(self, part: range, ctx: BuildContext) -> list[AMemNote]:
-        out = ctx.llm(stages.AMEM_NOTE.name, AMemNoteIn(
-            traces=group_views(self.traces, part), language=ctx.language))
-        self.calls += 1
-        assert isinstance(out, AMemNotes)
+        out = self._step(ctx, stages.AMEM_NOTE, AMemNoteIn(traces=self._views(part), language=ctx.language))
         notes = []
         for j, (i, got) in enumerate(zip(part, in_group_order(out.notes, part))):
             if got is None:  # the reply skipped this trace: an empty note still holds its content
@@ -146,10 +127,8 @@ class AMem(MemorySystem):
         sims = dot(created[: part.stop], created[first: part.stop])
         neighbours = {i: nearest(sims[:i, i - first], self.top_n) for i in range(first, part.stop)}
         views = {j: self._view(j) for i in neighbours for j in (i, *neighbours[i])}
-        out = ctx.llm(stages.AMEM_LINKS.name, AMemLinksIn(language=ctx.language, items=[
+        out = self._step(ctx, stages.AMEM_LINKS, AMemLinksIn(language=ctx.language, items=[
             AMemNeighbourhood(note=views[i], neighbours=[views[j] for j in near]) for i, near in neighbours.items()]))
-        self.calls += 1
-        assert isinstance(out, AMemLinks)
         linked: dict[int, list[int]] = {}
         for link_set in out.links:
             i = int(link_set.note) if link_set.note.isdigit() else -1
@@ -166,11 +145,9 @@ class AMem(MemorySystem):
         evolving = [i for i in sorted(linked) if linked[i]]
         if not evolving:
             return
-        evo = ctx.llm(stages.AMEM_EVOLVE.name, AMemEvolveIn(language=ctx.language, items=[
+        evo = self._step(ctx, stages.AMEM_EVOLVE, AMemEvolveIn(language=ctx.language, items=[
             AMemEvolveItem(note=views[i], neighbours=[views[j] for j in neighbours[i]], linked=[str(j) for j in linked[i]])
             for i in evolving]))
-        self.calls += 1
-        assert isinstance(evo, AMemEvolution)
         for upd in evo.updates:
             i = int(upd.note) if upd.note.isdigit() else -1
             if i not in linked or upd.id not in {str(j) for j in neighbours[i]}:

@@ -16,8 +16,9 @@ comes from, so a retrieved item's first trace ids are the ones it states). A gro
 that day's later traces, and no version becomes valid before the trace it comes from. Retrieval
 scores the versions valid at the question's time by cosine similarity.
 
-This module also holds the small pieces the other consolidating systems share: grouping, the
-versioned vector table and the batched text-embedding cache.
+This module also holds the small pieces the other consolidating systems share: the versioned vector
+table and the batched text-embedding cache (grouping, and the build's LLM steps, are in
+:mod:`clonemem.memory.grouped`).
 """
 
 from __future__ import annotations
@@ -25,25 +26,22 @@ from __future__ import annotations
 import datetime as dt
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from typing import Protocol, TypeVar
 
 import numpy as np
 
 from clonemem.memory import memsys_stages as stages
-from clonemem.memory.base import BuildContext, MemorySystem, MemoryTrace, QuestionView, Retrieved
+from clonemem.memory.base import BuildContext, MemoryTrace, QuestionView, Retrieved
+from clonemem.memory.grouped import GROUP_SIZE, GroupedMemory, when
 from clonemem.schemas.memsys import (
     Mem0ExtractIn,
     Mem0Facts,
     Mem0Operation,
-    Mem0Operations,
     Mem0UpdateIn,
     MemoryEntry,
     NewFact,
-    TraceView,
 )
 
 NEVER = np.datetime64("9999-12-31T00:00:00", "us")
-GROUP_SIZE = 8  # traces per LLM call (one session's or one day's consecutive traces)
 RECENT_TRACES = 2  # context for extraction (Mem0 uses the m most recent messages)
 RECENT_CHARS = 300
 TOP_S = 10  # similar memories shown per fact to the update step (Mem0: s = 10)
@@ -52,54 +50,9 @@ TOP_S = 10  # similar memories shown per fact to the update step (Mem0: s = 10)
 # -- shared helpers -------------------------------------------------------------------------------
 
 
-def when(t: dt.datetime) -> np.datetime64:
-    """A timestamp as numpy microseconds (aware times are taken in UTC, as the warehouse stores them)."""
-    if t.tzinfo is not None:
-        t = t.astimezone(dt.timezone.utc).replace(tzinfo=None)
-    return np.datetime64(t, "us")
-
-
 def as_of_time(as_of: dt.datetime | None) -> np.datetime64:
     """``stored``'s time: None means after everything (the memory at the end)."""
     return NEVER - np.timedelta64(1, "us") if as_of is None else when(as_of)
-
-
-def in_order(traces: Sequence[MemoryTrace]) -> list[MemoryTrace]:
-    return sorted(traces, key=lambda t: (when(t.event_date), t.trace_id))
-
-
-def groups(traces: Sequence[MemoryTrace], size: int = GROUP_SIZE) -> list[range]:
-    """Consecutive traces (already in time order) of one calendar day, at most ``size`` per group."""
-    out: list[range] = []
-    start = 0
-    for i in range(1, len(traces) + 1):
-        if i == len(traces) or i - start >= size or traces[i].event_date.date() != traces[start].event_date.date():
-            out.append(range(start, i))
-            start = i
-    return out
-
-
-def view(t: MemoryTrace, short_id: str) -> TraceView:
-    return TraceView(id=short_id, medium=t.medium, event_date=t.event_date.isoformat(), content=t.content)
-
-
-def group_views(traces: Sequence[MemoryTrace], part: range) -> list[TraceView]:
-    """A group's traces as the model sees them, under short ids ``t0``, ``t1``, ... (place in the group)."""
-    return [view(traces[i], f"t{j}") for j, i in enumerate(part)]
-
-
-class _Reply(Protocol):
-    id: str
-
-
-R = TypeVar("R", bound=_Reply)
-
-
-def in_group_order(replies: Iterable[R], part: range) -> list[R | None]:
-    """Per-trace replies matched to the group by their short ids, in the group's order; None where the
-    reply skipped a trace."""
-    by_id = {r.id: r for r in replies}
-    return [by_id.get(f"t{j}") for j in range(len(part))]
 
 
 def unique(items: Iterable[str]) -> list[str]:
@@ -252,7 +205,7 @@ def versions_at(table: Versions, as_of: dt.datetime | None, kind: str) -> list[R
 # -- Mem0 ---------------------------------------------------------------------------------------------
 
 
-class Mem0(MemorySystem):
+class Mem0(GroupedMemory):
     name = "mem0"
     llm_stages = (stages.MEM0_EXTRACT, stages.MEM0_UPDATE)
 
@@ -264,18 +217,15 @@ class Mem0(MemorySystem):
         self._queries = TextVectors()
 
     def build(self, traces: Sequence[MemoryTrace], ctx: BuildContext) -> None:
-        traces = in_order(traces)
-        parts = groups(traces, self.group_size)
-        calls = 0
+        parts = self._start(traces)
+        traces = self.traces
         # Extraction phase: it reads traces and their context, never the memory, so it runs first and
         # the candidate facts of every group are embedded in one batch.
         extracted: list[list[tuple[int, str]]] = []  # per group: (trace index, fact)
         for part in parts:
             recent = [clip(p.content, RECENT_CHARS) for p in traces[max(0, part.start - RECENT_TRACES): part.start]]
-            out = ctx.llm(stages.MEM0_EXTRACT.name, Mem0ExtractIn(
-                traces=group_views(traces, part), recent=recent, language=ctx.language))
-            calls += 1
-            assert isinstance(out, Mem0Facts)
+            out = self._step(ctx, stages.MEM0_EXTRACT, Mem0ExtractIn(
+                traces=self._views(part), recent=recent, language=ctx.language))
             extracted.append(self._facts(out, part))
         vectors = TextVectors()
         vectors.add(f for facts in extracted for _, f in facts)
@@ -286,19 +236,17 @@ class Mem0(MemorySystem):
                 continue
             similar = self.table.similar(vectors.matrix([f for _, f in facts]), self.top_s)
             shown = list(dict.fromkeys(self.table.memory[v] for hits in similar for v, _ in hits))
-            ops = ctx.llm(stages.MEM0_UPDATE.name, Mem0UpdateIn(
+            ops = self._step(ctx, stages.MEM0_UPDATE, Mem0UpdateIn(
                 facts=[NewFact(id=f"f{n}", text=f, event_date=traces[i].event_date.isoformat())
                        for n, (i, f) in enumerate(facts)],
                 memories=[MemoryEntry(id=str(m), text=self.table.texts[self.table.current[m]]) for m in shown],
                 language=ctx.language))
-            calls += 1
-            assert isinstance(ops, Mem0Operations)
             vectors.add(op.text.strip() for op in ops.operations if op.event in ("ADD", "UPDATE"))
             self._apply(ops.operations, [(traces[i], f) for i, f in facts], {str(m): m for m in shown}, vectors)
         self.table.freeze()
         table = self.table
         ctx.stats.update(
-            llm_calls=calls, items=len(table), memories=table._next_memory, live=len(table.current),
+            llm_calls=self.calls, items=len(table), memories=table._next_memory, live=len(table.current),
             superseded=table.superseded(), operations=dict(self.operations), embedded=vectors.encoded,
             groups=len(parts), facts=sum(len(f) for f in extracted),
         )

@@ -1,7 +1,7 @@
 """O-Mem (OPPO AI Agent Team, 2025): memory built by active user profiling.
 
 Per interaction (trace), in time order, one LLM call per group of consecutive interactions
-(``mem0.groups``) for each step:
+(``grouped.groups``) for each step:
 
 * an LLM step extracts its topics t_i, the persona attributes a_i it reveals and the event facts e_i it
   records (eq. 1);
@@ -31,29 +31,15 @@ import numpy as np
 
 from clonemem import text as tx
 from clonemem.memory import memsys_stages as stages
-from clonemem.memory.base import BuildContext, MemorySystem, MemoryTrace, QuestionView, Retrieved
-from clonemem.memory.mem0 import (
-    GROUP_SIZE,
-    TextVectors,
-    Versions,
-    as_of_time,
-    dot,
-    group_views,
-    groups,
-    in_group_order,
-    in_order,
-    unique,
-    versions_at,
-    when,
-)
+from clonemem.memory.base import BuildContext, MemoryTrace, QuestionView, Retrieved
+from clonemem.memory.grouped import GROUP_SIZE, GroupedMemory, in_group_order, when
+from clonemem.memory.mem0 import TextVectors, Versions, as_of_time, dot, unique, versions_at
 from clonemem.schemas.memsys import (
     MemoryEntry,
-    OMemExtraction,
-    OMemExtractions,
     OMemExtractIn,
+    OMemExtraction,
     OMemItem,
     OMemRouteIn,
-    OMemRoutes,
 )
 
 TOP_S = 5  # existing entries shown to the routing step, per new item
@@ -64,7 +50,7 @@ CLUSTER_SHOWN = 5  # attributes of a cluster shown in one retrieved item
 PREFIX = {"attribute": "a", "fact": "f"}  # ids of existing entries shown to the routing step
 
 
-class OMem(MemorySystem):
+class OMem(GroupedMemory):
     name = "omem"
     llm_stages = (stages.OMEM_EXTRACT, stages.OMEM_ROUTE)
 
@@ -79,11 +65,9 @@ class OMem(MemorySystem):
     # -- build ----------------------------------------------------------------------------------
 
     def build(self, traces: Sequence[MemoryTrace], ctx: BuildContext) -> None:
-        traces = in_order(traces)
-        self.traces = traces
+        parts = self._start(traces)
+        traces = self.traces
         self.language = ctx.language
-        parts = groups(traces, self.group_size)
-        self.calls = 0
         self.routed: dict[str, int] = defaultdict(int)
         # Extraction reads only the interactions, so it runs first and its output is embedded in one batch.
         extracted = [e for part in parts for e in self._extract(part, ctx)]
@@ -111,10 +95,7 @@ class OMem(MemorySystem):
         )
 
     def _extract(self, part: range, ctx: BuildContext) -> list[OMemExtraction]:
-        out = ctx.llm(stages.OMEM_EXTRACT.name, OMemExtractIn(
-            traces=group_views(self.traces, part), language=ctx.language))
-        self.calls += 1
-        assert isinstance(out, OMemExtractions)
+        out = self._step(ctx, stages.OMEM_EXTRACT, OMemExtractIn(traces=self._views(part), language=ctx.language))
         found = []
         for j, e in enumerate(in_group_order(out.interactions, part)):
             if e is None:
@@ -162,15 +143,13 @@ class OMem(MemorySystem):
             shown[kind] = list(dict.fromkeys(table.memory[v] for hits in similar for v, _ in hits))
             if kind == "attribute":
                 nearest.update({n: (hits[0] if hits else None) for n, hits in zip(rows, similar)})
-        out = ctx.llm(stages.OMEM_ROUTE.name, OMemRouteIn(
+        out = self._step(ctx, stages.OMEM_ROUTE, OMemRouteIn(
             items=[OMemItem(id=f"i{n}", kind=k, text=x, event_date=self.traces[i].event_date.isoformat())
                    for n, (i, k, x) in enumerate(items)],
             attributes=[MemoryEntry(id=f"a{m}", text=self.attributes.texts[self.attributes.current[m]])
                         for m in shown["attribute"]],
             facts=[MemoryEntry(id=f"f{m}", text=self.facts.texts[self.facts.current[m]]) for m in shown["fact"]],
             language=ctx.language))
-        self.calls += 1
-        assert isinstance(out, OMemRoutes)
         vectors.add(r.text.strip() for r in out.routes if r.op == "UPDATE")
         ids = {f"{PREFIX[kind]}{m}": (kind, m) for kind in tables for m in shown[kind]}
         added: list[tuple[int, int]] = []  # (row of ``vecs``, cluster) of the attributes this group ADDed

@@ -1,8 +1,12 @@
 """Superficial cues of a multiple-choice item (QC 3): would picking the longest option, or the
 option sharing most content words with the question, find the correct one? Pure functions, used by
-the gate's statistics (:func:`clonemem.qa.land.cue_stats`) and the dashboard's per-item view."""
+the gate's statistics (:func:`clonemem.qa.land.cue_stats`) and the dashboard's cue table, both through
+:func:`tally_cues`."""
 
 from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
 
 from clonemem import text as textutil
 
@@ -28,3 +32,28 @@ def cue_credits(question: str, correct: str, choices: list[dict]) -> tuple[float
     q = set(textutil.content_words(question))
     return (credit({c["id"]: len(c["text"]) for c in options}, correct),
             credit({c["id"]: len(q & set(textutil.content_words(c["text"]))) for c in options}, correct))
+
+
+@dataclass(frozen=True)
+class CueTally:
+    """Credits summed over the items whose correct option is among A–D (``items``): how many of them the
+    longest option, and the option sharing most content words with the question, would have found."""
+
+    items: int = 0
+    longest: float = 0.0
+    overlap: float = 0.0
+
+
+def tally_cues(items: Iterable[tuple[str, str, list[dict]]]) -> CueTally:
+    """The cue credits of (question, correct choice id, ordered options) items, summed: what the gate's
+    statistics and the dashboard's cue table both report, so the two cannot disagree."""
+    longest = overlap = 0.0
+    n = 0
+    for question, correct, choices in items:
+        credits = cue_credits(question, correct, choices)
+        if credits is None:
+            continue
+        n += 1
+        longest += credits[0]
+        overlap += credits[1]
+    return CueTally(n, longest, overlap)

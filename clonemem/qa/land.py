@@ -5,14 +5,14 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from clonemem.qa.cues import CUE_ITEMS_SQL, cue_credits
+from clonemem.llm.types import CallRecord
+from clonemem.qa.cues import CUE_ITEMS_SQL, tally_cues
 from clonemem.qa.pipeline import ItemResult
+from clonemem.qa.segments import segment_row
 from clonemem.schemas import question_types
 from clonemem.schemas.config import DIMENSIONS
 from clonemem.schemas.qa import Segment
 from clonemem.schemas.results import CueStats
-from clonemem.qa.segments import segment_row
-from clonemem.llm.types import CallRecord
 from clonemem.warehouse import Warehouse
 from clonemem.warehouse.content import QA_TABLES, PersonaRows
 from clonemem.warehouse.landing import Landing, PersonaLanding, land, rows_hash
@@ -78,18 +78,12 @@ def cue_stats(wh: Warehouse, benchmark_id: str) -> CueStats:
     """Superficial cues over accepted multiple-choice items: could length, word overlap with the
     question, or position predict the correct option? Chance is 25% among A–D."""
     items = wh.rows(CUE_ITEMS_SQL, [benchmark_id])
-    longest = overlap = 0.0
-    n = 0
     letters: dict[str, int] = {}
-    for _qid, question, correct, choices in items:
+    for _qid, _question, correct, _choices in items:
         letters[correct] = letters.get(correct, 0) + 1
-        credits = cue_credits(question, correct, choices)
-        if credits is None:
-            continue
-        n += 1
-        longest += credits[0]
-        overlap += credits[1]
+    cues = tally_cues((question, correct, choices) for _qid, question, correct, choices in items)
+    n = cues.items
     return CueStats(items=len(items), items_correct_in_a_to_d=n,
-                    longest_option_accuracy=round(longest / n, 4) if n else None,
-                    overlap_option_accuracy=round(overlap / n, 4) if n else None,
+                    longest_option_accuracy=round(cues.longest / n, 4) if n else None,
+                    overlap_option_accuracy=round(cues.overlap / n, 4) if n else None,
                     correct_letter_distribution=dict(sorted(letters.items())))

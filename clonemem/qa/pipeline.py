@@ -8,20 +8,38 @@ import datetime as dt
 import hashlib
 import json
 import random
-from collections.abc import Callable
 from dataclasses import dataclass, field
-
-from pydantic import BaseModel
+from typing import Protocol
 
 from clonemem.ids import content_id, stable_int
 from clonemem.qa import stages as Q
-from clonemem.schemas.question_types import spec as type_spec
 from clonemem.schemas.config import QuestionType
-from clonemem.schemas.qa import E_TEXT, Choice, ChoiceInput, DistractorInput, PlanInput, QAPlan, Segment, SufficiencyInput, WriteInput
-from clonemem.stages import Stage
+from clonemem.schemas.qa import (
+    E_TEXT,
+    Choice,
+    ChoiceAttempt,
+    ChoiceInput,
+    DistractorInput,
+    PlanInput,
+    QAPlan,
+    Segment,
+    SufficiencyInput,
+    WriteInput,
+)
+from clonemem.schemas.question_types import spec as type_spec
+from clonemem.stages import In, Out, Stage
 
-RunStage = Callable[[Stage, BaseModel], BaseModel]
+
+class RunStage(Protocol):
+    """How an item's stages are run (through the current run's recorder, or a test's script): a stage and
+    its input in, the stage's own output model out."""
+
+    def __call__(self, stage: Stage[In, Out], inp: In, /) -> Out: ...
+
 LETTERS = "ABCD"
+# A validator that picks the correct option with at least this confidence has solved the item (from the
+# question and options alone, or from one evidence item): the distractors failed.
+CONFIDENT = 0.6
 
 
 @dataclass
@@ -68,7 +86,6 @@ def run_item(seg: Segment, qtype: QuestionType, rounds: int, run: RunStage) -> I
     kind = type_spec(qtype)
     res = ItemResult(question_id=qid, segment_id=seg.segment_id, question_type=qtype, status="infeasible")
     plan = run(Q.PLAN, PlanInput(segment=seg, question_type=qtype))
-    assert isinstance(plan, QAPlan)
     res.plan = plan
     if not plan.feasible:
         return res
@@ -81,7 +98,7 @@ def run_item(seg: Segment, qtype: QuestionType, rounds: int, run: RunStage) -> I
                                       f"the plan cites {len(res.evidence_ids)}")
     res.question_time = question_time(seg, res.evidence_ids)
     draft = run(Q.WRITE, WriteInput(segment=seg, question_type=qtype, plan=plan, question_time=res.question_time))
-    res.question, res.answer = draft.question.strip(), draft.answer.strip()  # type: ignore[attr-defined]
+    res.question, res.answer = draft.question.strip(), draft.answer.strip()
     problems = [p for p, bad in (("empty question", not res.question), ("empty answer", not res.answer),
                                  ("evidence names no trace", any(not known[i].trace_ids for i in res.evidence_ids)))
                 if bad]
@@ -94,35 +111,35 @@ def run_item(seg: Segment, qtype: QuestionType, rounds: int, run: RunStage) -> I
     verdict = run(Q.SUFFICIENCY, SufficiencyInput(question=res.question, answer=res.answer, question_type=qtype,
                                                   evidence=statements, persona_name=seg.persona.name,
                                                   language=seg.language))
-    ok = verdict.verdict == "sufficient"  # type: ignore[attr-defined]
-    res.checks.append({"check_name": "sufficiency", "round": 1, "passed": ok, "score": verdict.score,  # type: ignore[attr-defined]
-                       "verdict": verdict.verdict, "reason": verdict.reason,  # type: ignore[attr-defined]
+    ok = verdict.verdict == "sufficient"
+    res.checks.append({"check_name": "sufficiency", "round": 1, "passed": ok, "score": verdict.score,
+                       "verdict": verdict.verdict, "reason": verdict.reason,
                        # the verdict holds for this exact answer; the gate checks it still is the answer
                        "detail": json.dumps({"answer_sha256": hashlib.sha256(res.answer.encode("utf-8")).hexdigest()})})
     if not ok:
-        return _reject(res, "sufficiency", verdict.reason)  # type: ignore[attr-defined]
+        return _reject(res, "sufficiency", verdict.reason)
     feedback = None
     for rnd in range(1, rounds + 1):
         wrong = run(Q.DISTRACTORS, DistractorInput(
             count=kind.distractor_count, question=res.question, answer=res.answer, question_type=qtype,
             persona=seg.persona, relations=seg.relations, arc=seg.arc, other_arcs=seg.other_arcs, evidence=statements,
             round=rnd,
-            feedback=feedback, language=seg.language)).options  # type: ignore[attr-defined]
+            feedback=feedback, language=seg.language)).options
         choices, correct = shuffle_choices(qid, rnd, res.answer, wrong, kind.abstains)
         failures = _distinct(choices, res.answer, kind.abstains)
         blind = run(Q.DISTRACTOR_CHECK, ChoiceInput(question=res.question, choices=choices, mode="blind", evidence=None,
                                                     language=seg.language))
-        solved_blind = blind.choice_id == correct and blind.confidence >= 0.6  # type: ignore[attr-defined]
+        solved_blind = blind.choice_id == correct and blind.confidence >= CONFIDENT
         res.checks.append(_attempt_row("distractor_blind", rnd, blind, correct, solved_blind))
         if solved_blind:
-            failures.append(f"answerable from the question and options alone ({blind.reason})")  # type: ignore[attr-defined]
+            failures.append(f"answerable from the question and options alone ({blind.reason})")
         if kind.multi_point:
             single = run(Q.DISTRACTOR_CHECK, ChoiceInput(question=res.question, choices=choices, mode="single_evidence",
                                                          evidence=statements[-1], language=seg.language))
-            solved_single = single.choice_id == correct and single.confidence >= 0.6  # type: ignore[attr-defined]
+            solved_single = single.choice_id == correct and single.confidence >= CONFIDENT
             res.checks.append(_attempt_row("distractor_single_evidence", rnd, single, correct, solved_single))
             if solved_single:
-                failures.append(f"answerable from one evidence item ({single.reason})")  # type: ignore[attr-defined]
+                failures.append(f"answerable from one evidence item ({single.reason})")
         res.rounds.append({"round": rnd, "choices": [c.model_dump() for c in choices], "correct_choice_id": correct,
                            "passed": not failures})
         if not failures:
@@ -142,10 +159,10 @@ def _distinct(choices: list[Choice], answer: str, abstains: bool) -> list[str]:
     return problems
 
 
-def _attempt_row(name: str, rnd: int, attempt: BaseModel, correct: str, solved: bool) -> dict:
-    return {"check_name": name, "round": rnd, "passed": not solved, "score": attempt.confidence,  # type: ignore[attr-defined]
-            "verdict": attempt.choice_id, "reason": attempt.reason,  # type: ignore[attr-defined]
-            "detail": json.dumps({"correct": correct, "picked": attempt.choice_id})}  # type: ignore[attr-defined]
+def _attempt_row(name: str, rnd: int, attempt: ChoiceAttempt, correct: str, solved: bool) -> dict:
+    return {"check_name": name, "round": rnd, "passed": not solved, "score": attempt.confidence,
+            "verdict": attempt.choice_id, "reason": attempt.reason,
+            "detail": json.dumps({"correct": correct, "picked": attempt.choice_id})}
 
 
 def _reject(res: ItemResult, stage: str, reason: str) -> ItemResult:

@@ -9,7 +9,7 @@ import streamlit as st
 from clonemem.dashboard import analysis as A
 from clonemem.dashboard import charts
 from clonemem.dashboard import queries as Q
-from clonemem.dashboard.context import Session, run_label, run_page
+from clonemem.dashboard.context import Session, pick_run, run_page
 
 TITLE = "Question inspector"
 
@@ -96,10 +96,8 @@ def _systems(session: Session, bid: str, question_id: str) -> None:
         st.info(f"Benchmark {session.benchmark['name']!r} has not been evaluated: "
                 f"`clonemem evaluate {session.benchmark['name']} --systems bm25,random --k 5,10`.")
         return
-    labels = {r["eval_run_id"]: run_label(r["started_at"], r["eval_run_id"], r["systems"])
-              for r in runs.iter_rows(named=True)}
     left, right = st.columns([3, 1])
-    eval_run_id = left.selectbox("Evaluation", list(labels), format_func=labels.__getitem__, key="qi_eval")
+    eval_run_id, _labels = pick_run(runs, "eval_run_id", "systems", "Evaluation", key="qi_eval", where=left)
     ks = _ks(runs.filter(pl.col("eval_run_id") == eval_run_id)["ks"][0])
     if not ks:
         st.info("This evaluation recorded no metrics.")

@@ -8,7 +8,7 @@ import streamlit as st
 
 from clonemem.dashboard import charts
 from clonemem.dashboard import queries as Q
-from clonemem.dashboard.context import Session, run_label, run_page
+from clonemem.dashboard.context import Session, pick_run, run_page
 
 TITLE = "Leaderboard"
 PREFERRED_METRICS = ("recall_flat", "choice_accuracy", "recall_any_any", "qa_consistency")
@@ -22,9 +22,7 @@ def render(session: Session) -> None:
                 f"`clonemem evaluate {bench['name']} --systems bm25,random --k 5,10`"
                 + (" (add `--force` while its gate has not passed)." if bench["gate_status"] != "passed" else "."))
         return
-    labels = {r["eval_run_id"]: run_label(r["started_at"], r["eval_run_id"], r["systems"])
-              for r in runs.iter_rows(named=True)}
-    eval_run_id = st.selectbox("Evaluation", list(labels), format_func=labels.__getitem__, key="lb_eval")
+    eval_run_id, labels = pick_run(runs, "eval_run_id", "systems", "Evaluation", key="lb_eval")
     overall = Q.metrics(db, eval_run_id, "all")
     if overall.height == 0:
         st.info("This evaluation recorded no metrics.")

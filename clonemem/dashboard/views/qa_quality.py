@@ -11,7 +11,7 @@ import streamlit as st
 from clonemem.dashboard import analysis as A
 from clonemem.dashboard import charts
 from clonemem.dashboard import queries as Q
-from clonemem.dashboard.context import Session, run_label, run_page
+from clonemem.dashboard.context import Session, pick_run, run_page
 
 TITLE = "QA quality"
 
@@ -106,9 +106,7 @@ def _gate(session: Session) -> None:
         st.info(f"Benchmark {bench['name']!r} has never been gated (gate status {bench['gate_status']}); "
                 f"run `clonemem gate {bench['name']}`.")
         return
-    labels = {r["gate_run_id"]: run_label(r["started_at"], r["gate_run_id"], r["status"])
-              for r in runs.iter_rows(named=True)}
-    gate_run_id = st.selectbox("Gate run", list(labels), format_func=labels.__getitem__, key="qa_gate_run")
+    gate_run_id, _labels = pick_run(runs, "gate_run_id", "status", "Gate run", key="qa_gate_run")
     run = runs.filter(pl.col("gate_run_id") == gate_run_id).row(0, named=True)
     results = Q.gate_results(db, gate_run_id)
     failed = results.filter(~pl.col("success"))

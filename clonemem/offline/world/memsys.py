@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 
 from clonemem import text as tx
 from clonemem.offline import OfflineCall
@@ -50,9 +50,9 @@ from clonemem.schemas.memsys import (
     Mem0Operations,
     Mem0UpdateIn,
     MemoryEntry,
+    OMemExtractIn,
     OMemExtraction,
     OMemExtractions,
-    OMemExtractIn,
     OMemRoute,
     OMemRouteIn,
     OMemRoutes,
@@ -165,56 +165,60 @@ def _dialog_statements(speaker: str, line: str, language: str) -> list[str]:
 def statements(content: str, medium: str, language: str = "en") -> list[str]:
     """The statements a trace makes about its writer (or, in a conversation turn, its speaker), in
     order, each once."""
-    zh = _lang(language) == "zh"
     chat = medium.startswith("chat")
     # A recorded conversation: a conversation turn, or a chat in which the writer never speaks (a
     # conversation between others exported as chat, e.g. LoCoMo in the release format).
     dialog = medium in DIALOG_MEDIA or (chat and not _WRITER_LINE.search(content))
     out: list[str] = []
     seen: set[str] = set()
-
-    def keep(s: str) -> None:
-        key = s.lower()
-        if key not in seen and _substantial(s, language):
-            seen.add(key)
-            out.append(s)
-
     for line in content.splitlines():
-        line = line.strip()
-        if not line:
-            continue
-        m = _SPEAKER.match(line)
-        if m and (m.group(1).strip().lower() in _WRITER or not _first_person(m.group(1), language)):
-            speaker, rest = m.group(1).strip(), m.group(2).strip()
-            if speaker.lower() in _WRITER:
-                line = rest
-            elif dialog:
-                for s in _dialog_statements(speaker, rest, language):
-                    keep(s)
-                continue
-            elif chat:
-                continue  # someone else's line
-            else:
-                line = rest  # a lead-in such as "Subject:" or "Small update:"
-        if medium == "search_history" and not _first_person(line, language):
-            cleaned = _clean(line, language)
-            if cleaned:
-                keep(("搜索了：" if zh else "Searched for: ") + cleaned)
-            continue
-        if medium == "calendar_event" and not _first_person(line, language):
-            cleaned = _clean(line, language)
-            if cleaned:
-                keep(("日程：" if zh else "Scheduled: ") + cleaned)
-            continue
-        for sent in tx.sentences(line):
-            if sent.rstrip().endswith(("?", "？")):
-                continue
-            if not _first_person(sent, language):
-                continue
-            cleaned = _clean(sent, language)
-            if cleaned:
-                keep(cleaned)
+        for s in _line_statements(line.strip(), medium, language, chat, dialog):
+            key = s.lower()
+            if key not in seen and _substantial(s, language):
+                seen.add(key)
+                out.append(s)
     return out
+
+
+# Media whose entries are not sentences (a query, an appointment): one statement each, so prefixed.
+_ENTRY_PREFIX = {"search_history": ("搜索了：", "Searched for: "), "calendar_event": ("日程：", "Scheduled: ")}
+
+
+def _line_statements(line: str, medium: str, language: str, chat: bool, dialog: bool) -> Iterator[str]:
+    """The candidate statements of one line: a speaker's turn in a dialogue, or the writer's own line
+    (``Me:``, or a lead-in such as ``Subject:`` dropped); nothing from someone else's line in a chat."""
+    if not line:
+        return
+    m = _SPEAKER.match(line)
+    if m and (m.group(1).strip().lower() in _WRITER or not _first_person(m.group(1), language)):
+        speaker, rest = m.group(1).strip(), m.group(2).strip()
+        if speaker.lower() in _WRITER:
+            line = rest
+        elif dialog:
+            yield from _dialog_statements(speaker, rest, language)
+            return
+        elif chat:
+            return  # someone else's line
+        else:
+            line = rest  # a lead-in such as "Subject:" or "Small update:"
+    yield from _own_statements(line, medium, language)
+
+
+def _own_statements(line: str, medium: str, language: str) -> Iterator[str]:
+    """A search or calendar entry as one prefixed statement; otherwise each first-person sentence that
+    is not a question."""
+    prefix = _ENTRY_PREFIX.get(medium)
+    if prefix and not _first_person(line, language):
+        cleaned = _clean(line, language)
+        if cleaned:
+            yield prefix[0 if _lang(language) == "zh" else 1] + cleaned
+        return
+    for sent in tx.sentences(line):
+        if sent.rstrip().endswith(("?", "？")) or not _first_person(sent, language):
+            continue
+        cleaned = _clean(sent, language)
+        if cleaned:
+            yield cleaned
 
 
 # -- comparison ---------------------------------------------------------------------------------

@@ -12,8 +12,8 @@ from importlib import resources
 
 from clonemem import text as textutil
 from clonemem.offline import OfflineCall
-from clonemem.schemas import question_types
 from clonemem.offline.world.common import archetype_of, fill, first_name, first_person, lexicon, persona_slots, pick
+from clonemem.schemas import question_types
 from clonemem.schemas.qa import (
     ChoiceAttempt,
     ChoiceInput,
@@ -33,7 +33,6 @@ from clonemem.schemas.qa import (
 CACHE_DATA = ("clonemem.offline:lexicon/qa_en.json", "clonemem.offline:lexicon/qa_zh.json")
 
 SUFFICIENT = 0.75
-CONFIDENT = 0.6
 
 
 @lru_cache(maxsize=4)
@@ -285,7 +284,7 @@ def _like(sentence: str, pool: list[str], used: set[str], rng: random.Random, qu
 def distractors(call: OfflineCall) -> Distractors:
     inp = call.inputs
     assert isinstance(inp, DistractorInput)
-    rng, qa = call.rng, qa_lexicon(inp.language)
+    rng = call.rng
     lex = lexicon(inp.language)
     pool = _alternatives(inp, random.Random(rng.random()))
     own = [first_person(s, inp.persona, lex) for s in inp.evidence]
