@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
+import signal
 import sys
 import tempfile
 import time
@@ -92,6 +93,8 @@ def main() -> None:
     parser.add_argument("--config", default="configs/demo.toml", help="a config path relative to the project")
     parser.add_argument("--cached-runs", type=int, default=2)
     args = parser.parse_args()
+    # stopped with SIGTERM: still stop the server and worker it started (the `finally` below)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     import tomllib
 
     personas = tomllib.loads((ROOT / args.config).read_text("utf-8")).get("generation", {}).get("personas", 1)

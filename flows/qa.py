@@ -1,4 +1,4 @@
-"""Stage IV flow: segments from the warehouse, candidate items as concurrent cached tasks, landing."""
+"""Stage IV flow: segments from the warehouse, candidate items as concurrent cached steps, landing."""
 
 from __future__ import annotations
 
@@ -17,7 +17,8 @@ from clonemem.schemas.config import RunConfig, resolve_config
 from clonemem.schemas.results import QAResult
 from clonemem.tasks.context import flow_run_ids, new_run_id
 from clonemem.tasks.generation import record_run_task
-from clonemem.tasks.qa import cue_stats_task, land_qa_task, qa_item, segments_task
+from clonemem.tasks.caching import step_pool, step_store
+from clonemem.tasks.qa import cached_qa_item, cue_stats_task, land_qa_task, segments_task
 from clonemem.tasks.reporting import publish_qa
 from clonemem.warehouse.runs import RunRecord, utcnow
 
@@ -31,12 +32,13 @@ def qa_flow(warehouse_path: str, config: RunConfig | str | None = None) -> QARes
     flow_run_id, deployment_id = flow_run_ids()
     run_id = flow_run_id or new_run_id()
     tally = QATally(bid, run_id)
-    with runtime.use(runtime.Runtime(cfg, run_id=run_id, warehouse=warehouse_path)):
+    with runtime.use(runtime.Runtime(cfg, run_id=run_id, warehouse=warehouse_path)), step_pool(32) as pool:
+        store = step_store()
         personas = segments_task(warehouse_path, bid, cfg.qa)
         for n, persona in enumerate(personas):
             cands = candidates(persona.segments, question_types.names(), cfg.qa.types_per_segment,
                                cfg.qa.questions_per_type)
-            futures = [qa_item.submit(seg, qtype, cfg.qa.distractor_rounds) for seg, qtype in cands]
+            futures = [pool.submit(cached_qa_item, store, seg, qtype, cfg.qa.distractor_rounds) for seg, qtype in cands]
             results, calls = [], []
             for i, ((seg, qtype), fut) in enumerate(zip(cands, futures), 1):
                 progress.advance(f"stage IV: items of persona {n + 1}/{len(personas)}", i, len(cands))
