@@ -32,7 +32,18 @@ from tests.prefect_server_kit import Stack  # noqa: E402
 
 
 def db_bytes(home: Path) -> int:
+    """What the server's database takes on disk: `prefect.db` and its write-ahead log."""
     return sum(p.stat().st_size for p in home.glob("prefect.db*") if p.is_file())
+
+
+def db_used_bytes(home: Path) -> int:
+    """The pages the database uses (its WAL included, free pages left out): growth independent of when
+    SQLite checkpoints its log into the file."""
+    import sqlite3
+
+    with sqlite3.connect(f"file:{home / 'prefect.db'}?mode=ro", uri=True) as db:
+        pages, free, size = (db.execute(f"PRAGMA {p}").fetchone()[0] for p in ("page_count", "freelist_count", "page_size"))
+    return (pages - free) * size
 
 
 def settled_db_bytes(home: Path, quiet_s: float = 4.0, limit_s: float = 90.0) -> int:
@@ -70,22 +81,24 @@ def llm_calls(warehouse: Path) -> int:
 
 
 def one_run(stack: Stack, config: str, home: Path) -> dict:
-    before_db, before_calls = db_bytes(home), llm_calls(stack.warehouse) if stack.warehouse.exists() else 0
+    before_db, before_used = db_bytes(home), db_used_bytes(home)
+    before_calls = llm_calls(stack.warehouse) if stack.warehouse.exists() else 0
     started = time.perf_counter()
     run_id = stack.run_deployment("pipeline/pipeline", {"config": config})
     run = stack.wait(run_id, timeout=3600)
     wall = time.perf_counter() - started
-    if run["state"]["type"] != "COMPLETED":
-        raise SystemExit(f"pipeline run {run_id} ended {run['state']['type']}: {run['state'].get('message')}")
+    # a failed run is reported, not fatal: on today's SQLite server an overloaded API fails runs (503)
+    state = run["state"]["type"] if run["state"]["type"] == "COMPLETED" else f"{run['state']['type']}: {run['state'].get('message')}"
     children = subflows(stack, run_id)
     gen = [c["id"] for c in children if c["name"] and c.get("flow_id") and
            stack.request("GET", f"/flows/{c['flow_id']}")["name"] == "generate-benchmark"]
     after_db = settled_db_bytes(home)
-    return {"seconds": seconds(run), "wall_s": round(wall, 1),
+    return {"state": state, "seconds": seconds(run), "wall_s": round(wall, 1),
             "task_runs": count(stack, "task_runs", [run_id, *(c["id"] for c in children)]),
             "generation_task_runs": count(stack, "task_runs", gen) if gen else None,
             "llm_calls": llm_calls(stack.warehouse) - before_calls,
-            "db_growth_mb": round((after_db - before_db) / 2**20, 2), "db_mb": round(after_db / 2**20, 2)}
+            "db_growth_mb": round((after_db - before_db) / 2**20, 2), "db_mb": round(after_db / 2**20, 2),
+            "db_used_growth_mb": round((db_used_bytes(home) - before_used) / 2**20, 2)}
 
 
 def main() -> None:
@@ -119,6 +132,8 @@ def main() -> None:
         "first_run": first, "cached_runs": cached,
         "cached_run_seconds_max": max((r["seconds"] for r in cached), default=None),
         "db_growth_mb_per_cached_run": round(sum(r["db_growth_mb"] for r in cached) / len(cached), 2) if cached else None,
+        "db_used_growth_mb_per_cached_run": (round(sum(r["db_used_growth_mb"] for r in cached) / len(cached), 2)
+                                             if cached else None),
         "database_is_locked": locked,
     }
     print(json.dumps(out, indent=2))
