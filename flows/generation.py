@@ -23,8 +23,8 @@ from clonemem.generation.report import GenerationTally
 from clonemem.ids import benchmark_id
 from clonemem.schemas.config import RunConfig, resolve_config
 from clonemem.schemas.results import GenerationResult, PersonaBundleResult
-from clonemem.tasks.context import flow_run_ids, new_run_id
 from clonemem.tasks.caching import step_store
+from clonemem.tasks.context import flow_run_ids, new_run_id
 from clonemem.tasks.generation import cached_stage, ensure_benchmark_task, land_persona_task, record_run_task
 from clonemem.tasks.reporting import log
 from clonemem.warehouse.runs import RunRecord, utcnow

@@ -15,9 +15,9 @@ from clonemem.qa.report import QATally, cap_per_persona, candidates
 from clonemem.schemas import question_types
 from clonemem.schemas.config import RunConfig, resolve_config
 from clonemem.schemas.results import QAResult
+from clonemem.tasks.caching import step_pool, step_store
 from clonemem.tasks.context import flow_run_ids, new_run_id
 from clonemem.tasks.generation import record_run_task
-from clonemem.tasks.caching import step_pool, step_store
 from clonemem.tasks.qa import cached_qa_item, cue_stats_task, land_qa_task, segments_task
 from clonemem.tasks.reporting import publish_qa
 from clonemem.warehouse.runs import RunRecord, utcnow

@@ -1,4 +1,4 @@
-"""Cache keys for LLM-step tasks: inputs + task source + what the inputs do not show.
+"""Cache keys for LLM steps and tasks: inputs + source + what the inputs do not show; and the per-step cache.
 
 A stage's output also depends on its prompt template, the model bound to its role, and, for the
 offline provider, the seed and the code of the handler the stage declares (its module, the offline
@@ -29,8 +29,8 @@ from prefect.utilities.hashing import hash_objects
 from clonemem import prompts, runtime
 from clonemem.codehash import code_hash
 from clonemem.ids import stable_hash
-from clonemem.schemas.config import RunConfig
 from clonemem.llm.types import LiveProviderDisabled, PermanentError
+from clonemem.schemas.config import RunConfig
 from clonemem.stages import STAGES, Stage
 
 T = TypeVar("T")

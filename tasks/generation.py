@@ -6,15 +6,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from pydantic import BaseModel
 from prefect import Task, task
 from prefect.cache_policies import NO_CACHE
 from prefect.results import ResultStore
+from pydantic import BaseModel
 
 from clonemem import runtime
-from clonemem.generation.stages import STAGES
 from clonemem.generation.assemble import Assembly
 from clonemem.generation.land import ensure_benchmark, land_persona
+from clonemem.generation.stages import STAGES
 from clonemem.llm.types import CallRecord, Paid
 from clonemem.schemas.config import RunConfig
 from clonemem.tasks.caching import StagePolicy, cached_step, is_transient, step_key
@@ -45,7 +45,7 @@ def cached_stage(store: ResultStore, stage_name: str, item: str, inp: BaseModel)
     """:func:`run_stage` served from ``store`` when this step ran before with the same key (inputs, this
     module's step source, the stage's template, model, seed and offline code), else run and stored."""
     inputs = {"stage_name": stage_name, "item": item, "inp": inp}
-    return cached_step(step_key(run_stage, inputs, STEP_POLICY), lambda: run_stage(**inputs), store)[0]
+    return cached_step(step_key(run_stage, inputs, STEP_POLICY), lambda: run_stage(stage_name, item, inp), store)[0]
 
 
 # -- landing (through this process's writer; the CLI holds the writer lock for the whole command) -----

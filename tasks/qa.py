@@ -45,7 +45,7 @@ def cached_qa_item(store: ResultStore, segment: Segment, question_type: str, rou
     """:func:`run_qa_item` served from ``store`` when run before with the same key (inputs, its source,
     stage IV's templates, models, seed and offline code, and the item pipeline's code), else run and stored."""
     inputs = {"segment": segment, "question_type": question_type, "rounds": rounds}
-    return cached_step(step_key(run_qa_item, inputs, ITEM_POLICY), lambda: run_qa_item(**inputs), store)[0]
+    return cached_step(step_key(run_qa_item, inputs, ITEM_POLICY), lambda: run_qa_item(segment, question_type, rounds), store)[0]
 
 
 @task(cache_policy=NO_CACHE, task_run_name="segments {benchmark_id}")

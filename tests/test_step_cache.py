@@ -114,7 +114,7 @@ def test_a_run_creates_a_few_task_runs_and_a_rerun_makes_no_call(tmp_path: Path)
     cfg = RunConfig.model_validate(tomllib.loads(TINY.replace("{personas}", "1")))
     wh = str(tmp_path / "wh.duckdb")
 
-    def task_runs(state) -> int:  # noqa: ANN001 - a flow run's final state
+    def task_runs(state) -> int:
         """The flow run's task runs once the server has stored them all (they arrive as events, in the
         background): the count after it stopped changing, with the landing task among them."""
         flt = FlowRunFilter(id=FlowRunFilterId(any_=[state.state_details.flow_run_id]))
