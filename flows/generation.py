@@ -1,5 +1,6 @@
-"""Generation flows (stages I–III). The flow only orchestrates: stage tasks run on a thread pool,
-the persona graphs decide what is ready, finished personas are assembled and landed at once.
+"""Generation flows (stages I–III). The flow only orchestrates: LLM steps run on a thread pool, each
+cached on its own (``tasks/generation.py``) without a Prefect task run per step, the persona graphs
+decide what is ready, finished personas are assembled and landed at once.
 
 All personas of a run are driven by one loop inside one flow run, so independent personas never
 wait for each other (Prefect's concurrent subflows in threads were measured several times slower
@@ -18,13 +19,14 @@ from clonemem.runtime import require_mostly_ok
 from clonemem.generation.assemble import assemble
 from clonemem.generation.bundle import write_bundle
 from clonemem.generation.dag import PersonaDag
-from clonemem.generation.execute import drive, new_dags
+from clonemem.generation.execute import Step, new_dags, run_pooled
 from clonemem.generation.report import GenerationTally
 from clonemem.ids import benchmark_id
 from clonemem.schemas.config import RunConfig, resolve_config
 from clonemem.schemas.results import GenerationResult, PersonaBundleResult
+from clonemem.tasks.caching import step_store
 from clonemem.tasks.context import flow_run_ids, new_run_id
-from clonemem.tasks.generation import ensure_benchmark_task, land_persona_task, record_run_task, stage_task
+from clonemem.tasks.generation import cached_stage, ensure_benchmark_task, land_persona_task, record_run_task
 from clonemem.tasks.runs import begin_run_task, opener, tracked
 from clonemem.tasks.reporting import log
 from clonemem.warehouse.runs import RunRecord, utcnow
@@ -32,8 +34,10 @@ from clonemem.warehouse.runs import RunRecord, utcnow
 WORKERS = 64
 
 
-def _start(stage, inp, item):  # noqa: ANN001 - executor hook for drive()
-    return stage_task(stage).submit(stage.name, item, inp)
+def _cached_steps() -> Step:
+    """Steps served from (and stored in) the current run's result store."""
+    store = step_store()
+    return lambda stage, inp, item: cached_stage(store, stage.name, item, inp)
 
 
 @flow(name="generate-benchmark", task_runner=ThreadPoolTaskRunner(max_workers=WORKERS))
@@ -60,7 +64,7 @@ def generate_flow(warehouse_path: str, config: RunConfig | str | None = None) ->
 
     rt = runtime.Runtime(cfg, run_id=run_id, warehouse=warehouse_path, on_start=opener(warehouse_path, run))
     with tracked(warehouse_path, run), runtime.use(rt):
-        drive(new_dags(cfg), _start, on_persona_done)
+        run_pooled(new_dags(cfg), _cached_steps(), on_persona_done, cfg.generation.workers)
     result = tally.result(time.perf_counter() - started)
     if changed or result.landed or result.llm_calls or result.failures or run.resumed_from:
         # a run that changed nothing writes nothing, so the warehouse stays byte-for-byte the same
@@ -87,5 +91,5 @@ def generate_persona_flow(persona_index: int, bundle_path: str, config: RunConfi
     done: list[PersonaDag] = []
     run_id = flow_run_ids()[0] or new_run_id()
     with runtime.use(runtime.Runtime(cfg, run_id=run_id)):
-        drive(dags, _start, done.append)
+        run_pooled(dags, _cached_steps(), done.append, cfg.generation.workers)
     return write_bundle(bundle_path, cfg, done[0], assemble(done[0], cfg.name), run_id)

@@ -1,4 +1,4 @@
-"""Stage IV flow: segments from the warehouse, candidate items as concurrent cached tasks, landing."""
+"""Stage IV flow: segments from the warehouse, candidate items as concurrent cached steps, landing."""
 
 from __future__ import annotations
 
@@ -14,11 +14,12 @@ from clonemem.qa.report import QATally, cap_per_persona, candidates
 from clonemem.schemas import question_types
 from clonemem.schemas.config import RunConfig, resolve_config
 from clonemem.schemas.results import QAResult
+from clonemem.tasks.caching import step_pool, step_store
 from clonemem.tasks.context import flow_run_ids, new_run_id
 from clonemem.runtime import require_mostly_ok
 from clonemem.tasks.generation import record_run_task
 from clonemem.tasks.runs import begin_run_task, opener, tracked
-from clonemem.tasks.qa import cue_stats_task, land_qa_task, qa_item, segments_task
+from clonemem.tasks.qa import cached_qa_item, cue_stats_task, land_qa_task, segments_task
 from clonemem.tasks.reporting import publish_qa
 from clonemem.warehouse.runs import RunRecord, stops_run, utcnow
 
@@ -35,12 +36,13 @@ def qa_flow(warehouse_path: str, config: RunConfig | str | None = None) -> QARes
     run = begin_run_task(warehouse_path, RunRecord(run_id, "qa", bid, started_at, flow_run_id=flow_run_id,
                                                    deployment_id=deployment_id))
     rt = runtime.Runtime(cfg, run_id=run_id, warehouse=warehouse_path, on_start=opener(warehouse_path, run))
-    with tracked(warehouse_path, run), runtime.use(rt):
+    with tracked(warehouse_path, run), runtime.use(rt), step_pool(32) as pool:
+        store = step_store()
         personas = segments_task(warehouse_path, bid, cfg.qa)
         for n, persona in enumerate(personas):
             cands = candidates(persona.segments, question_types.names(), cfg.qa.types_per_segment,
                                cfg.qa.questions_per_type)
-            futures = [qa_item.submit(seg, qtype, cfg.qa.distractor_rounds) for seg, qtype in cands]
+            futures = [pool.submit(cached_qa_item, store, seg, qtype, cfg.qa.distractor_rounds) for seg, qtype in cands]
             results, calls = [], []
             for i, ((seg, qtype), fut) in enumerate(zip(cands, futures), 1):
                 progress.advance(f"stage IV: items of persona {n + 1}/{len(personas)}", i, len(cands))

@@ -1,4 +1,4 @@
-"""Cache keys for LLM-step tasks: inputs + task source + what the inputs do not show.
+"""Cache keys for LLM steps and tasks: inputs + source + what the inputs do not show; and the per-step cache.
 
 A stage's output also depends on its prompt template, the model bound to its role, and, for the
 offline provider, the seed and the code of the handler the stage declares (its module, the offline
@@ -15,18 +15,32 @@ key that does not cover it.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import contextvars
+import functools
+import inspect
+import logging
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
-from prefect.cache_policies import NO_CACHE, CachePolicy, CompoundCachePolicy
+from prefect.cache_policies import INPUTS, NO_CACHE, CachePolicy, CompoundCachePolicy
 from prefect.context import TaskRunContext
+from prefect.filesystems import NullFileSystem
+from prefect.results import ResultStore, get_default_result_storage, get_result_store
+from prefect.transactions import CommitMode, transaction
+from prefect.utilities.hashing import hash_objects
 
 from clonemem import prompts, runtime
 from clonemem.codehash import code_hash
 from clonemem.ids import stable_hash
+from clonemem.llm.types import LiveProviderDisabled, PermanentError, StageNotCovered
 from clonemem.schemas.config import RunConfig
 from clonemem.stages import STAGES, Stage
+
+T = TypeVar("T")
 
 
 def stage_key_parts(stages: Iterable[Stage], config: RunConfig) -> list[str]:
@@ -112,3 +126,90 @@ def covered_stages() -> dict[str, str] | None:
     if ctx is None:
         return None
     return policy_stages(ctx.task.cache_policy, ctx.parameters or {})
+
+
+# -- LLM steps cached without a task run each ----------------------------------------------------------
+#
+# A persona takes hundreds of LLM steps; one Prefect task run per step made the server write hundreds
+# of rows (and their events and states) per persona on every run, cached or not. Steps are cached here
+# instead, each in a Prefect transaction on the run's result store: the same key logic as a task with
+# ``INPUTS + TASK_SOURCE + policy`` and the same result records, in the same storage (a killed run
+# resumes from them, scale-out workers sharing ``$PREFECT_HOME/storage`` share them), and no API call.
+
+_log = logging.getLogger("clonemem.steps")
+
+
+@functools.cache
+def _source_hash(fn: Callable[..., Any]) -> str:
+    return hash_objects(inspect.getsource(fn), raise_on_failure=True) or ""
+
+
+def step_key(body: Callable[..., Any], inputs: dict[str, Any], policy: CachePolicy) -> str:
+    """The cache key of running ``body(**inputs)``: its inputs, its source and what ``policy`` adds (for an
+    LLM step, :class:`StagePolicy`: the stage's template, model binding, seed and offline handler code)."""
+    parts = (INPUTS.compute_key(None, inputs, {}), _source_hash(body),  # type: ignore[arg-type]
+             policy.compute_key(None, inputs, {}))  # type: ignore[arg-type]
+    return stable_hash("|".join(p or "" for p in parts))
+
+
+def step_store() -> ResultStore:
+    """Where step results persist: the current run's result store, with the storage a task would get
+    (the run's, else Prefect's default: ``$PREFECT_HOME/storage`` unless a default block is set)."""
+    store = get_result_store()
+    update: dict[str, Any] = {"cache_result_in_memory": False}  # read once per run: no copy kept
+    if store.result_storage is None:
+        update["result_storage"] = get_default_result_storage(_sync=True)  # type: ignore[call-arg]
+    if isinstance(store.metadata_storage, NullFileSystem):
+        update["metadata_storage"] = None
+    return store.model_copy(update=update)
+
+
+def is_transient(exc: BaseException) -> bool:
+    """Whether a failed step may succeed when tried again: not a permanent provider error (a rejected
+    key), not a disabled live provider, not a programming error."""
+    return not isinstance(exc, (PermanentError, LiveProviderDisabled, StageNotCovered, TypeError))
+
+
+def cached_step(key: str, body: Callable[[], T], store: ResultStore, retries: int = 2,
+                retry_delay_s: float = 0.2) -> tuple[T, bool]:
+    """``body()``'s result under ``key`` and whether it came from the store: read when committed
+    before, else computed (tried again up to ``retries`` times on a transient failure) and committed at
+    once (eagerly: a run killed later keeps it). A failure commits nothing and is raised."""
+    with transaction(key=key, store=store, commit_mode=CommitMode.EAGER, logger=_log) as txn:
+        if txn.is_committed():
+            record = txn.read()
+            if record is not None:
+                return record.result, True
+        for attempt in range(retries + 1):
+            try:
+                value = body()
+                break
+            except Exception as exc:
+                if attempt == retries or not is_transient(exc):
+                    raise
+                time.sleep(retry_delay_s)
+        txn.stage(value)
+    return value, False
+
+
+class StepPool:
+    """Threads running steps, each in a copy of the submitting thread's context (a Prefect flow's run
+    context and settings reach the steps as they reach its tasks)."""
+
+    def __init__(self, pool: ThreadPoolExecutor) -> None:
+        self._pool = pool
+
+    def submit(self, fn: Callable[..., T], *args: Any) -> Future[T]:
+        return self._pool.submit(contextvars.copy_context().run, fn, *args)
+
+
+@contextmanager
+def step_pool(workers: int) -> Iterator[StepPool]:
+    """A :class:`StepPool` of ``workers`` threads; leaving it on an error starts no queued step."""
+    pool = ThreadPoolExecutor(workers, thread_name_prefix="clonemem-step")
+    try:
+        yield StepPool(pool)
+    except BaseException:
+        pool.shutdown(wait=True, cancel_futures=True)
+        raise
+    pool.shutdown(wait=True)

@@ -1,52 +1,52 @@
-"""Generation as Prefect tasks: one task per LLM step, cached across runs, retried on transient
-failures (a permanent error, such as a rejected key, is not retried); and the landing steps."""
+"""Generation's LLM steps, each cached across runs without a Prefect task run of its own (one per step
+made the Prefect server's load grow with the steps: see :mod:`clonemem.tasks.caching`), retried on
+transient failures (a permanent error, such as a rejected key, is not); and the landing tasks."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from pydantic import BaseModel
 from prefect import Task, task
-from prefect.cache_policies import INPUTS, NO_CACHE, TASK_SOURCE
+from prefect.cache_policies import NO_CACHE
+from prefect.results import ResultStore
+from pydantic import BaseModel
 
 from clonemem import runtime
-from clonemem.generation.stages import STAGES, Stage
 from clonemem.generation.assemble import Assembly
 from clonemem.generation.land import ensure_benchmark, land_persona
-from clonemem.llm.types import CallRecord, LiveProviderDisabled, Paid, PermanentError, StageNotCovered
+from clonemem.generation.stages import STAGES
+from clonemem.llm.types import CallRecord, Paid
 from clonemem.schemas.config import RunConfig
-from clonemem.tasks.caching import StagePolicy, covered_stages
+from clonemem.tasks.caching import StagePolicy, cached_step, is_transient, policy_stages, step_key
 from clonemem.warehouse import Warehouse
 from clonemem.warehouse.runs import FailureRecord, RunRecord, record_run
 
 
 def _transient_only(task: Task, task_run: object, state: object) -> bool:
+    """A task's ``retry_condition_fn``: retry transient failures only (see :func:`is_transient`)."""
     try:
         state.result()  # type: ignore[attr-defined]
-    except (PermanentError, LiveProviderDisabled, StageNotCovered, TypeError):
-        return False
-    except Exception:
-        return True
+    except Exception as exc:
+        return is_transient(exc)
     return False
 
 
-@task(cache_policy=INPUTS + TASK_SOURCE + StagePolicy(), persist_result=True, retries=2, retry_delay_seconds=0.2,
-      retry_condition_fn=_transient_only, task_run_name="{stage_name} {item}")
+STEP_POLICY = StagePolicy()  # the stage named by the step's `stage_name` input
+
+
 def run_stage(stage_name: str, item: str, inp: BaseModel) -> Paid[BaseModel]:
     """Run one generation step (``item`` names it, e.g. E2P1D3T1) through the role's model; the result
     carries the calls it made (cached with it, landed with the persona)."""
     stage = STAGES.get(stage_name)
-    return runtime.paid(lambda rec: rec.run(stage, inp), covers=covered_stages())
+    # the step's key covers exactly this stage: a call to any other is refused
+    return runtime.paid(lambda rec: rec.run(stage, inp), covers=policy_stages(STEP_POLICY, {"stage_name": stage_name}))
 
 
-_TASKS: dict[str, Task] = {}
-
-
-def stage_task(stage: Stage) -> Task:
-    """The task of one stage, named after it (made once: building task variants is not free)."""
-    if stage.name not in _TASKS:
-        _TASKS[stage.name] = run_stage.with_options(name=stage.name)
-    return _TASKS[stage.name]
+def cached_stage(store: ResultStore, stage_name: str, item: str, inp: BaseModel) -> Paid[BaseModel]:
+    """:func:`run_stage` served from ``store`` when this step ran before with the same key (inputs, this
+    module's step source, the stage's template, model, seed and offline code), else run and stored."""
+    inputs = {"stage_name": stage_name, "item": item, "inp": inp}
+    return cached_step(step_key(run_stage, inputs, STEP_POLICY), lambda: run_stage(stage_name, item, inp), store)[0]
 
 
 # -- landing (through this process's writer; the CLI holds the writer lock for the whole command) -----

@@ -1,5 +1,5 @@
-"""Stage IV as Prefect tasks: one cached, retryable task per candidate item (segment × question type), and
-the reading and landing steps around them."""
+"""Stage IV: one cached, retried step per candidate item (segment × question type), without a Prefect
+task run each (see :mod:`clonemem.tasks.caching`); and the reading and landing tasks around them."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from prefect import task
-from prefect.cache_policies import INPUTS, NO_CACHE, TASK_SOURCE
+from prefect.cache_policies import NO_CACHE
+from prefect.results import ResultStore
 
 from clonemem import runtime
 from clonemem.llm.types import CallRecord, Paid
@@ -18,8 +19,7 @@ from clonemem.qa.segments import persona_segments
 from clonemem.schemas.config import QAConfig
 from clonemem.schemas.qa import Segment
 from clonemem.schemas.results import CueStats
-from clonemem.tasks.caching import StagePolicy, covered_stages
-from clonemem.tasks.generation import _transient_only
+from clonemem.tasks.caching import StagePolicy, cached_step, policy_stages, step_key
 from clonemem.warehouse import Warehouse
 
 
@@ -33,11 +33,19 @@ class PersonaSegments:
 QA_STAGES = (Q.PLAN.name, Q.WRITE.name, Q.SUFFICIENCY.name, Q.DISTRACTORS.name, Q.DISTRACTOR_CHECK.name)
 
 
-@task(cache_policy=INPUTS + TASK_SOURCE + StagePolicy(stage_names=QA_STAGES, modules=("clonemem.qa.pipeline",)),
-      persist_result=True, retries=2, retry_delay_seconds=0.2, retry_condition_fn=_transient_only, task_run_name="qa {question_type} {segment.segment_id}")
-def qa_item(segment: Segment, question_type: str, rounds: int) -> Paid[ItemResult]:
+ITEM_POLICY = StagePolicy(stage_names=QA_STAGES, modules=("clonemem.qa.pipeline",))
+
+
+def run_qa_item(segment: Segment, question_type: str, rounds: int) -> Paid[ItemResult]:
     """Plan, write, validate and convert one candidate item (each LLM step through its role's model)."""
-    return runtime.paid(lambda rec: run_item(segment, question_type, rounds, rec.run), covers=covered_stages())
+    return runtime.paid(lambda rec: run_item(segment, question_type, rounds, rec.run), covers=policy_stages(ITEM_POLICY, {}))
+
+
+def cached_qa_item(store: ResultStore, segment: Segment, question_type: str, rounds: int) -> Paid[ItemResult]:
+    """:func:`run_qa_item` served from ``store`` when run before with the same key (inputs, its source,
+    stage IV's templates, models, seed and offline code, and the item pipeline's code), else run and stored."""
+    inputs = {"segment": segment, "question_type": question_type, "rounds": rounds}
+    return cached_step(step_key(run_qa_item, inputs, ITEM_POLICY), lambda: run_qa_item(segment, question_type, rounds), store)[0]
 
 
 @task(cache_policy=NO_CACHE, task_run_name="segments {benchmark_id}")

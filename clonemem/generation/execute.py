@@ -3,6 +3,7 @@ feeds completions back, so the graph's state is only ever touched by one thread.
 
 from __future__ import annotations
 
+import contextvars
 import datetime as dt
 import itertools
 import queue
@@ -26,6 +27,7 @@ from clonemem.schemas.generation import BigFive, PersonaSpec, SeedConcept
 from clonemem.warehouse.runs import stops_run
 
 StartCall = Callable[[Stage, BaseModel, str], Any]  # returns a future with add_done_callback/result
+Step = Callable[[Stage, BaseModel, str], Any]  # runs one step (stage, input, item name) to its result
 
 
 def drive(dags: list[PersonaDag], start_call: StartCall, on_persona_done: Callable[[PersonaDag], None]) -> None:
@@ -59,14 +61,26 @@ def drive(dags: list[PersonaDag], start_call: StartCall, on_persona_done: Callab
         dag.completed(on_done, result)
 
 
+def run_pooled(dags: list[PersonaDag], step: Step, on_persona_done: Callable[[PersonaDag], None],
+               workers: int) -> None:
+    """Drive graphs on a pool of ``workers`` threads, each step running ``step`` in a copy of the caller's
+    context (so a Prefect flow's run context and settings reach the steps, as they reach its tasks)."""
+    pool = ThreadPoolExecutor(workers, thread_name_prefix="clonemem-step")
+    try:
+        def start(stage: Stage, inp: BaseModel, item: str) -> Future:
+            return pool.submit(contextvars.copy_context().run, step, stage, inp, item)
+
+        drive(dags, start, on_persona_done)
+    except BaseException:
+        pool.shutdown(wait=True, cancel_futures=True)  # a stopped run starts no queued step
+        raise
+    pool.shutdown(wait=True)
+
+
 def run_inline(dags: list[PersonaDag], runtime: Runtime, on_persona_done: Callable[[PersonaDag], None],
                workers: int = 32) -> None:
     """Run graphs without Prefect (tests, debugging): a plain thread pool, no caching."""
-    with ThreadPoolExecutor(workers) as pool:
-        def start(stage: Stage, inp: BaseModel, item: str) -> Future:
-            return pool.submit(stage.run, runtime.model(stage.role), inp)
-
-        drive(dags, start, on_persona_done)
+    run_pooled(dags, lambda stage, inp, item: stage.run(runtime.model(stage.role), inp), on_persona_done, workers)
 
 
 def persona_specs(config: RunConfig) -> list[PersonaSpec]:
