@@ -26,7 +26,7 @@ import urllib.request
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from dashboard_pages import build  # noqa: E402  (the same warehouse as the AppTest benchmark)
+from dashboard_pages import build
 
 CHROMIUM = Path("/usr/bin/chromium")
 TARGET_S = 2.5

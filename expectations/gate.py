@@ -15,9 +15,9 @@ from clonemem.expectations.checks import CHECKS, Check, type_params
 from clonemem.expectations.gx_duckdb import close_all_engines, patch_duckdb_connection
 from clonemem.faults import checkpoint
 from clonemem.qa.land import cue_stats
-from clonemem.warehouse.catalog import resolve_benchmark
 from clonemem.schemas.config import DEFAULT_MEDIA_MIX, GateConfig, RunConfig
 from clonemem.warehouse import Warehouse
+from clonemem.warehouse.catalog import resolve_benchmark
 
 SAMPLE_ROWS = 5
 

@@ -12,14 +12,24 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+from dashboard_kit import (
+    app,
+    assert_clean,
+    benchmark_id,
+    charts,
+    frame,
+    full_warehouse,
+    imported_warehouse,
+    metrics,
+    sql,
+)
 
 from clonemem import release
 from clonemem.dashboard import links
 from clonemem.warehouse import Warehouse
-from dashboard_kit import app, assert_clean, benchmark_id, charts, frame, full_warehouse, imported_warehouse, metrics, sql
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-from dashboard_pages import synthetic_persona  # noqa: E402
+from dashboard_pages import synthetic_persona
 
 WIDE_TRACES = 1_234
 
