@@ -63,19 +63,25 @@ def start_dashboard(warehouse: Path, port: int) -> subprocess.Popen:
     raise SystemExit("the dashboard did not become healthy in 60 s")
 
 
-def load_once(browser, url: str, title: str) -> float:
-    """Seconds from navigation to the page drawn, in a fresh context (no cache, a new session)."""
+def load_once(browser, url: str, title: str) -> dict[str, float]:
+    """Seconds from navigation to the page drawn, in a fresh context (no cache, a new session), with
+    its phases: the document loaded (Streamlit's scripts fetched), the title shown (the page's script
+    is running on the server), every chart drawn; and how many charts and tables the page has."""
     context = browser.new_context(viewport={"width": 1400, "height": 1000})
     try:
         page = context.new_page()
         t0 = time.perf_counter()
         page.goto(url)
+        loaded = time.perf_counter() - t0
         page.get_by_role("heading", name=title, exact=True).first.wait_for(timeout=120_000)
+        titled = time.perf_counter() - t0
         page.wait_for_function(DRAWN, timeout=120_000, polling=50)
         seconds = time.perf_counter() - t0
         if page.locator('[data-testid="stException"]').count():
             raise SystemExit(f"{url}: the page raised an exception")
-        return seconds
+        return {"s": seconds, "document_s": loaded, "title_s": titled,
+                "charts": page.locator('[data-testid="stVegaLiteChart"]').count(),
+                "tables": page.locator('[data-testid="stDataFrame"]').count()}
     finally:
         context.close()
 
@@ -100,10 +106,14 @@ def time_pages(warehouse: Path, benchmarks: list[str], repeat: int) -> dict[str,
                     out[name] = {}
                     for title, _script, path in PAGES:
                         url = f"http://127.0.0.1:{port}/{path}?benchmark={name}"
-                        seconds = [load_once(browser, url, title) for _ in range(repeat + 1)]
-                        timed = seconds[1:]
-                        out[name][title] = {"median_s": round(statistics.median(timed), 3),
-                                            "max_s": round(max(timed), 3), "first_s": round(seconds[0], 3)}
+                        loads = [load_once(browser, url, title) for _ in range(repeat + 1)]
+                        timed = loads[1:]
+                        out[name][title] = {
+                            "median_s": round(statistics.median(t["s"] for t in timed), 3),
+                            "max_s": round(max(t["s"] for t in timed), 3), "first_s": round(loads[0]["s"], 3),
+                            "median_document_s": round(statistics.median(t["document_s"] for t in timed), 3),
+                            "median_title_s": round(statistics.median(t["title_s"] for t in timed), 3),
+                            "charts": timed[-1]["charts"], "tables": timed[-1]["tables"]}
                         print(f"{name:>12} {title:<20} {out[name][title]}", file=sys.stderr, flush=True)
             finally:
                 browser.close()

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from decimal import Decimal
 
 import polars as pl
 import streamlit as st
@@ -48,7 +49,7 @@ def link_flow_runs(frame: pl.DataFrame, columns: list[str], ui: str | None) -> t
     return linked, config
 
 
-def count(n: int | float | None) -> str:
+def count(n: int | float | Decimal | None) -> str:
     """A count with thousands separators (``12,345``); ``-`` for none."""
     return "-" if n is None else f"{int(n):,}"
 

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from clonemem.dashboard import queries as Q
 from clonemem.schemas.results import DIAGNOSIS, JUDGED
+from clonemem.warehouse.guard import GuardedConnection
 
 # metric -> the evaluation roles whose output it scores (recall metrics need neither: they read retrievals)
 PRODUCERS: dict[str, tuple[str, ...]] = {
@@ -58,14 +60,12 @@ class EvalModels:
 
 def offline_ref(ref: str | None) -> bool:
     """A ``provider/model`` reference of the offline provider."""
-    return bool(ref) and ref.split("/", 1)[0] == "offline"
+    return ref is not None and ref.split("/", 1)[0] == "offline"
 
 
-def models_of(db: object, eval_run_id: str, eval_run_columns: list[str]) -> EvalModels:
+def models_of(db: GuardedConnection, eval_run_id: str, eval_run_columns: list[str]) -> EvalModels:
     """The evaluation's answerer and judge as stored (see ``queries.eval_models``)."""
-    from clonemem.dashboard import queries as Q
-
-    frame = Q.eval_models(db, eval_run_id, eval_run_columns)  # type: ignore[arg-type]
+    frame = Q.eval_models(db, eval_run_id, eval_run_columns)
     if frame.height == 0:
         return EvalModels(None, None, False, False)
     row = frame.row(0, named=True)

@@ -80,7 +80,7 @@ def _pick(session: Session, evaluation: tuple[str, int] | None) -> str | None:
         failure = fail_col.selectbox("Failure", list(Q.FAILURES), key="qi_failure", disabled=system is None)
         if system is not None:
             failed = Q.failed_questions(db, eval_run_id, system, k, failure)["question_id"]
-            index = index.filter(pl.col("question_id").is_in(failed.implode()))
+            index = index.filter(pl.col("question_id").is_in(failed.to_list()))
             st.caption(f"{index.height:,} question(s) {system} {failure.replace('wrong', 'got wrong')} at k = {k} "
                        "in this evaluation.")
     if index.height == 0:
