@@ -17,8 +17,9 @@ PRODUCERS: dict[str, tuple[str, ...]] = {
     "qa_perfect_rate": ("answerer", "judge"),
     "mem_recall": ("judge",),
     "mem_helpful": ("judge",),
+    "mem_covered": ("judge",),  # the judge's raw count behind mem_recall (the inspector's verdicts)
     # the diagnosis: written/read decided with the judge for transformed items, use by the answer
-    **{m: ("answerer", "judge") for m in DIAGNOSIS},
+    **{m: ("answerer", "judge") for m in (*DIAGNOSIS, "diagnosis")},  # "diagnosis": the inspector's column
 }
 assert set(JUDGED) <= set(PRODUCERS)
 
