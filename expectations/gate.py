@@ -15,9 +15,9 @@ from clonemem.expectations.checks import CHECKS, Check, type_params
 from clonemem.expectations.gx_duckdb import close_all_engines, patch_duckdb_connection
 from clonemem.faults import checkpoint
 from clonemem.qa.land import cue_stats
-from clonemem.warehouse.catalog import resolve_benchmark
 from clonemem.schemas.config import DEFAULT_MEDIA_MIX, GateConfig, QAConfig, RunConfig
 from clonemem.warehouse import Warehouse
+from clonemem.warehouse.catalog import resolve_benchmark
 
 SAMPLE_ROWS = 5
 
@@ -178,9 +178,11 @@ def _validate(path: Path, bid: str, checks: list[Check], params: dict[str, Any],
                 res = r.result or {}
                 error = _error(r)
                 sample = _sample(engine, check, query, params) if not r.success and not error else []
+                measured = None if error else _measured(engine, check.expectation(params), query)
+                observed = ({"error": error} if error else measured if measured is not None
+                            else res.get("observed_value", res.get("partial_unexpected_list")))
                 outcomes.append(ExpectationOutcome(
-                    suite=check.suite, expectation=check.name, success=bool(r.success),
-                    observed={"error": error} if error else res.get("observed_value", res.get("partial_unexpected_list")),
+                    suite=check.suite, expectation=check.name, success=bool(r.success), observed=observed,
                     unexpected_count=_unexpected(expectation_of(check, params), res),
                     failing_sample=sample))
     finally:
@@ -210,6 +212,31 @@ def _error(result: Any) -> str | None:
         if isinstance(value, dict) and value.get("raised_exception"):
             return str(value.get("exception_message"))[:500]
     return None
+
+
+MEASURED_ROWS = 50
+
+
+def _measured(engine: Any, expectation: Any, batch_query: str) -> dict[str, Any] | None:
+    """A bounded expectation's measured value with its bounds (None for any other kind). GX reports only
+    the rows outside the bounds of a column-between check (``[]`` when it passes), so the gate reads the
+    column itself: ``value`` is the largest value (the one value of a rate, the largest deviation of the
+    media mix), ``rows`` every row when there are several."""
+    import sqlalchemy as sa
+
+    column = getattr(expectation, "column", None)
+    if column is None or not hasattr(expectation, "min_value") or not hasattr(expectation, "max_value"):
+        return None
+    low, high = expectation.min_value, expectation.max_value
+    with engine.engine.connect() as conn:
+        rows = [dict(r) for r in conn.execute(sa.text(
+            f"SELECT * FROM ({batch_query}) AS measured LIMIT {MEASURED_ROWS}")).mappings().all()]
+    values = [float(r[column]) for r in rows if r.get(column) is not None]
+    value = max(values) if values else None
+    out: dict[str, Any] = {"column": column, "value": value, "min_value": low, "max_value": high}
+    if len(rows) > 1:
+        out["rows"] = rows
+    return out
 
 
 def _sample(engine: Any, check: Check, batch_query: str, params: dict[str, Any]) -> list[dict]:

@@ -76,7 +76,7 @@ def test_empty_warehouse_every_page_says_there_is_nothing_yet(reading, tmp_path:
     for page in TITLES:
         at = app(page)
         if page == "Runs":
-            assert metrics(at) == {"pipeline runs": "0", "evaluations": "0", "LLM calls": "0"}
+            assert metrics(at) == {"pipeline runs": "0", "stage runs": "0", "evaluations": "0", "LLM calls": "0"}
         else:
             assert "No benchmarks in" in texts(at)
 
@@ -158,7 +158,7 @@ def test_inspector_on_an_import_shows_question_options_and_evidence(reading, imp
                         "ORDER BY seq LIMIT 1", [bid])["question_id"][0]
     at = app("Question inspector", benchmark="release", question=qid)
     assert at.selectbox(key="qi_question").value == qid
-    choices = frame(at, "choice_id", "text", "correct")
+    choices = pl.from_pandas(at.table[0].value.reset_index(drop=True))  # a static table: options wrap in full
     want = sql(imported, "SELECT c.choice_id, c.text, c.choice_id = q.correct_choice_id AS correct FROM question_choices c "
                          "JOIN questions q USING (question_id) WHERE question_id = ? ORDER BY c.seq", [qid])
     assert choices.to_dicts() == want.to_dicts()
@@ -227,7 +227,7 @@ def test_benchmarks_page_spend_equals_llm_calls_of_the_benchmarks_runs(reading, 
         GROUP BY ALL ORDER BY role""", [bid])
     shown = frame(at, "role", "provider", "model", "calls").select("role", "calls", "input_tokens", "output_tokens")
     assert shown.sort("role").to_dicts() == want.to_dicts()
-    assert metrics(at)["calls"] == str(int(want["calls"].sum()))
+    assert metrics(at)["calls"] == f"{int(want['calls'].sum()):,}"
     # content of the offline provider is labelled as such wherever it appears
     assert "tiny (generated, gate passed, offline)" in at.sidebar.selectbox(key="benchmark").options
     assert "release (imported, gate pending)" in at.sidebar.selectbox(key="benchmark").options
@@ -248,7 +248,7 @@ def test_generation_page_timeline_and_trace_browser_equal_sql(reading, full: Pat
                (SELECT count(*) FROM evidence WHERE persona_id = $1) AS evidence,
                (SELECT count(*) FROM traces WHERE persona_id = $1) AS traces""", [pid]).row(0, named=True)
     shown = metrics(at)
-    assert {k: shown[k] for k in counts} == {k: str(v) for k, v in counts.items()}
+    assert {k: shown[k] for k in counts} == {k: f"{v:,}" for k, v in counts.items()}
     timeline, monthly = charts(at)
     sizes = sorted(df.height for df in timeline.values())
     aligned = sql(full, "SELECT count(*) AS n FROM major_event_arcs JOIN major_events USING (major_event_id) "
@@ -294,10 +294,10 @@ def test_qa_page_funnel_cues_composition_and_gate_equal_sql(reading, full: Path)
                (SELECT count(*) FROM r WHERE stage = 'format') AS rejected_format,
                (SELECT count(*) FROM r) AS rejected""", [bid]).row(0, named=True)
     shown = metrics(at)
-    assert shown["accepted"] == str(want["accepted"])
-    assert shown["planned"] == str(want["accepted"] + want["rejected"])
+    assert shown["accepted"] == f"{want['accepted']:,}"
+    assert shown["planned"] == f"{want['accepted'] + want['rejected']:,}"
     for stage in ("rejected_sufficiency", "rejected_distractors", "rejected_format"):
-        assert shown[stage.replace("_", " ")] == str(want[stage])
+        assert shown[stage.replace("_", " ")] == f"{want[stage]:,}"
     by_type = frame(at, "question_type", "dimension", "planned", "accepted")
     accepted = sql(full, "SELECT question_type, dimension, count(*) AS n FROM questions WHERE benchmark_id = ? "
                          "GROUP BY ALL", [bid])
@@ -353,7 +353,8 @@ def test_inspector_retrieval_at_k_answers_and_judge_equal_the_stored_evaluation(
     assert at.selectbox(key="qi_eval").value == latest
     at.selectbox(key=f"qi_k_{latest}").set_value(3).run()
     assert_clean(at, "Question inspector")
-    overview = frame(at, "system", "gold_found", "recall_flat", "predicted_choice_id")
+    overview = frame(at, "system", "gold_found", "recall_flat")
+    overview = overview.rename({c: c.split(" (offline")[0] for c in overview.columns})  # offline labels off
     stored = sql(full, """
         SELECT m.system, m.value AS recall_flat, a.predicted_choice_id FROM eval_question_metrics m
         JOIN eval_answers a USING (eval_run_id, system, k, question_id)
@@ -382,7 +383,7 @@ def test_leaderboard_values_intervals_groups_efficiency_and_comparison_equal_sql
     want = sql(full, "SELECT system, k, n, value, ci_low, ci_high FROM eval_metrics WHERE eval_run_id = ? "
                      "AND group_by = 'all' AND metric = 'recall_flat' ORDER BY system, k", [runs[0]])
     shown = frame(at, "system", "k", "n", "value", "ci_low", "ci_high").sort("system", "k")
-    assert shown.to_dicts() == want.to_dicts()
+    assert shown.select(want.columns).to_dicts() == want.to_dicts()
     plotted = pl.concat([df for chart in charts(at)[:1] for df in chart.values()]).select(want.columns)
     assert plotted.sort("system", "k").to_dicts() == want.to_dicts()
 
@@ -416,9 +417,11 @@ def test_leaderboard_values_intervals_groups_efficiency_and_comparison_equal_sql
 def test_runs_page_lists_runs_and_calls_per_stage(reading, full: Path) -> None:
     reading(full)
     at = app("Runs")
-    counts = sql(full, "SELECT (SELECT count(*) FROM runs) AS r, (SELECT count(*) FROM eval_runs) AS e, "
+    counts = sql(full, "SELECT (SELECT count(*) FROM runs WHERE kind = 'pipeline') AS p, "
+                       "(SELECT count(*) FROM runs WHERE kind <> 'pipeline') AS r, (SELECT count(*) FROM eval_runs) AS e, "
                        "(SELECT count(*) FROM llm_calls) AS c").row(0)
-    assert metrics(at) == {"pipeline runs": str(counts[0]), "evaluations": str(counts[1]), "LLM calls": str(counts[2])}
+    assert metrics(at) == {"pipeline runs": f"{counts[0]:,}", "stage runs": f"{counts[1]:,}",
+                           "evaluations": f"{counts[2]:,}", "LLM calls": f"{counts[3]:,}"}
     pipeline = frame(at, "kind", "flow_run_id", "seconds")
     want = sql(full, "SELECT run_id, flow_run_id, date_diff('millisecond', started_at, finished_at) / 1000.0 AS seconds "
                      "FROM runs ORDER BY run_id")

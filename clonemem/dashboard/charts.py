@@ -143,14 +143,17 @@ def compare_runs(frame: pl.DataFrame, metric: str) -> alt.LayerChart:
 
 
 def retrieved(frame: pl.DataFrame) -> alt.LayerChart:
-    """What each system retrieved at k: one cell per (system, rank), gold traces marked."""
+    """What each system retrieved at k: one cell per (system, rank), gold traces marked, each cell naming
+    its trace by its id in the source file (a LoCoMo turn id such as ``D1:3``; every LoCoMo trace has the
+    same medium, so the medium would tell the cells apart nowhere)."""
+    frame = frame.with_columns(cell=pl.coalesce(pl.col("external_id"), pl.col("medium")).str.slice(0, 16))
     base = alt.Chart(frame).encode(x=alt.X("rank:O", title="rank"), y=alt.Y("system:N", title=None))
     return alt.layer(
         base.mark_rect(stroke="white").encode(
             color=alt.Color("gold:N", scale=alt.Scale(domain=[True, False], range=["#2ca02c", "#d9d9d9"]),
                             title="gold trace"),
             tooltip=["system:N", "rank:O", "gold:N", "external_id:N", "medium:N", "excerpt:N"]),
-        base.mark_text(fontSize=10).encode(text="medium:N"),
+        base.mark_text(fontSize=10).encode(text="cell:N"),
     ).properties(height=alt.Step(28), width=alt.Step(110))
 
 

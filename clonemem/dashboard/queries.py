@@ -315,10 +315,16 @@ def gate_runs(db: Db, benchmark_id: str) -> pl.DataFrame:
 
 
 def gate_results(db: Db, gate_run_id: str) -> pl.DataFrame:
-    """Every expectation of one gate run, failures first, with what it observed and its failing samples."""
+    """Every expectation of one gate run, failures first, with what it observed and its failing samples;
+    a bounded expectation (a rate, a cue accuracy, the media mix) with its measured value and bounds
+    (``measured`` and ``bound`` are null for gate runs that stored no measured value)."""
     return db.frame("""
-        SELECT suite, expectation, success, unexpected_count, observed::VARCHAR AS observed,
-               failing_sample::VARCHAR AS failing_sample
+        SELECT suite, expectation, success,
+               CASE WHEN json_type(observed) = 'OBJECT' THEN json_extract(observed, '$.value')::DOUBLE END AS measured,
+               CASE WHEN json_type(observed) = 'OBJECT' AND json_exists(observed, '$.min_value')
+                    THEN '[' || coalesce(json_extract(observed, '$.min_value')::VARCHAR, '-inf') || ', '
+                         || coalesce(json_extract(observed, '$.max_value')::VARCHAR, 'inf') || ']' END AS bound,
+               unexpected_count, observed::VARCHAR AS observed, failing_sample::VARCHAR AS failing_sample
         FROM gate_results WHERE gate_run_id = ? ORDER BY success, suite, expectation""", [gate_run_id])
 
 
@@ -417,6 +423,51 @@ def question_judgments(db: Db, eval_run_id: str, question_id: str) -> pl.DataFra
         WHERE eval_run_id = ? AND question_id = ? ORDER BY system, k, metric""", [eval_run_id, question_id])
 
 
+def question_scores(db: Db, eval_run_id: str, question_id: str) -> pl.DataFrame:
+    """Each system's stored per-question diagnosis at every k: the first failing step (write, read, use)
+    or correct, from ``eval_question_scores`` (null where the evaluation recorded none)."""
+    return db.frame("""
+        SELECT system, k, CASE WHEN write_failure = 1 THEN 'write' WHEN read_failure = 1 THEN 'read'
+                               WHEN utilization_failure = 1 THEN 'use' WHEN correct = 1 THEN 'correct' END AS diagnosis
+        FROM eval_question_scores WHERE eval_run_id = ? AND question_id = ? ORDER BY system, k""",
+                    [eval_run_id, question_id])
+
+
+def eval_systems(db: Db, eval_run_id: str) -> pl.DataFrame:
+    """The systems of one evaluation."""
+    return db.frame("SELECT DISTINCT system FROM eval_system_stats WHERE eval_run_id = ? ORDER BY system", [eval_run_id])
+
+
+# what a "failed" filter of the inspector means: a column of eval_question_scores equal to 1
+FAILURES = {"wrong (not correct)": "correct", "failed at write": "write_failure", "failed at read": "read_failure",
+            "failed at use": "utilization_failure"}
+
+
+def failed_questions(db: Db, eval_run_id: str, system: str, k: int, failure: str) -> pl.DataFrame:
+    """Question ids that ``system`` failed at k in one evaluation: ``failure`` is a key of :data:`FAILURES`
+    (wrong: its diagnosis is not 'correct'; else the question's first failing step)."""
+    column = FAILURES[failure]
+    condition = "correct = 0" if column == "correct" else f"{_q(column)} = 1"
+    return db.frame(f"""
+        SELECT question_id FROM eval_question_scores
+        WHERE eval_run_id = ? AND system = ? AND k = ? AND {condition}""", [eval_run_id, system, k])
+
+
+def eval_models(db: Db, eval_run_id: str, table_columns: list[str]) -> pl.DataFrame:
+    """The answerer and judge of one evaluation (from its provenance, else its stored config) and whether
+    they ran offline: its answers' ``is_offline``, its judge calls' ``llm_calls.is_offline``."""
+    prov = "e.provenance_json" if "provenance_json" in table_columns else "NULL::JSON"
+    return db.frame(f"""
+        SELECT coalesce(json_extract_string({prov}, '$.answerer'),
+                        json_extract_string(e.config_json, '$.models.answerer')) AS answerer,
+               coalesce(json_extract_string({prov}, '$.judge'),
+                        json_extract_string(e.config_json, '$.models.judge')) AS judge,
+               (SELECT bool_or(a.is_offline) FROM eval_answers a WHERE a.eval_run_id = e.eval_run_id) AS answers_offline,
+               (SELECT bool_or(c.is_offline) FROM llm_calls c
+                 WHERE c.run_id = e.eval_run_id AND c.role = 'judge') AS judge_calls_offline
+        FROM eval_runs e WHERE e.eval_run_id = ?""", [eval_run_id])
+
+
 # -- leaderboard -----------------------------------------------------------------------------------------
 
 
@@ -436,6 +487,21 @@ def efficiency(db: Db, eval_run_id: str) -> pl.DataFrame:
                s.llm_calls, s.llm_tokens
         FROM eval_system_stats s LEFT JOIN ctx USING (system)
         WHERE s.eval_run_id = $e ORDER BY s.system, ctx.k""", {"e": eval_run_id})
+
+
+def source_category_scores(db: Db, eval_run_id: str) -> pl.DataFrame:
+    """Per-question scores of one evaluation with each question's own category in its source file
+    (LoCoMo's ``source_category`` with its label ``source_question_type``), for questions that have one."""
+    return db.frame("""
+        SELECT s.*, q.source_category::VARCHAR || ' ' || coalesce(q.source_question_type, '') AS source_category
+        FROM eval_question_scores s JOIN questions q USING (question_id)
+        WHERE s.eval_run_id = ? AND q.source_category IS NOT NULL""", [eval_run_id])
+
+
+def has_source_categories(db: Db, benchmark_id: str) -> bool:
+    """Whether the benchmark's questions carry a source category (LoCoMo's 1-5)."""
+    return bool(db.frame("SELECT count(*) AS n FROM questions WHERE benchmark_id = ? AND source_category IS NOT NULL",
+                         [benchmark_id])["n"][0])
 
 
 # -- runs ------------------------------------------------------------------------------------------------

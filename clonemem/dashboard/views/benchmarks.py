@@ -9,8 +9,11 @@ import streamlit as st
 from clonemem.dashboard import charts
 from clonemem.dashboard import queries as Q
 from clonemem.dashboard.context import Session, run_page
+from clonemem.dashboard.links import count, count_columns
 
 TITLE = "Benchmarks"
+COUNTS = ("personas", "traces", "questions", "calls", "failed_calls", "input_tokens", "output_tokens",
+          "unpriced_calls")
 
 
 def render(session: Session) -> None:
@@ -21,9 +24,11 @@ def render(session: Session) -> None:
         return
     st.subheader("All benchmarks")
     st.dataframe(catalog.drop("benchmark_id"), hide_index=True,
-                 column_config={"created": st.column_config.DatetimeColumn(format="YYYY-MM-DD HH:mm")})
+                 column_config={"created": st.column_config.DatetimeColumn(format="YYYY-MM-DD HH:mm"),
+                                **count_columns(catalog, COUNTS)})
     st.subheader("LLM spend per benchmark")
-    st.dataframe(Q.spend_by_benchmark(session.db), hide_index=True)
+    by_benchmark = Q.spend_by_benchmark(session.db)
+    st.dataframe(by_benchmark, hide_index=True, column_config=count_columns(by_benchmark, COUNTS))
     _selected(session)
 
 
@@ -36,9 +41,9 @@ def _selected(session: Session) -> None:
     db = session.db
     st.header(f"{bench['name']}")
     cols = st.columns(4)
-    cols[0].metric("personas", bench["personas"])
-    cols[1].metric("traces", bench["traces"])
-    cols[2].metric("questions", bench["questions"])
+    cols[0].metric("personas", count(bench["personas"]))
+    cols[1].metric("traces", count(bench["traces"]))
+    cols[2].metric("questions", count(bench["questions"]))
     cols[3].metric("gate", bench["gate_status"])
     offline = "offline provider" if bench["is_offline"] else "live models or imported content"
     created = bench["created"].strftime("%Y-%m-%d %H:%M") if bench["created"] else "no run recorded"
@@ -52,12 +57,13 @@ def _selected(session: Session) -> None:
                 + (" (an import makes none)." if bench["source"] == "imported" else "."))
     else:
         totals = st.columns(4)
-        totals[0].metric("calls", int(spend["calls"].sum()))
-        totals[1].metric("input tokens", int(spend["input_tokens"].sum()))
-        totals[2].metric("output tokens", int(spend["output_tokens"].sum()))
+        totals[0].metric("calls", count(spend["calls"].sum()))
+        totals[1].metric("input tokens", count(spend["input_tokens"].sum()))
+        totals[2].metric("output tokens", count(spend["output_tokens"].sum()))
         totals[3].metric("estimated cost (USD)", f"{spend['cost_usd'].sum():.4f}")
         st.altair_chart(charts.spend(spend), width="stretch")
-        st.dataframe(spend, hide_index=True, column_config={"cost_usd": st.column_config.NumberColumn(format="%.4f")})
+        st.dataframe(spend, hide_index=True, column_config={"cost_usd": st.column_config.NumberColumn(format="%.4f"),
+                                                             **count_columns(spend, COUNTS)})
     loose = Q.unattributed_spend(db)
     if loose.height:
         with st.expander(f"{int(loose['calls'].sum())} LLM calls in this warehouse name no benchmark's run"):

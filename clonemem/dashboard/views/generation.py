@@ -10,6 +10,7 @@ import streamlit as st
 from clonemem.dashboard import charts
 from clonemem.dashboard import queries as Q
 from clonemem.dashboard.context import Session, generation_note, run_page
+from clonemem.dashboard.links import count
 
 TITLE = "Generation"
 BROWSER_ROWS = 200
@@ -27,7 +28,7 @@ def render(session: Session) -> None:
     counts = Q.generation_counts(db, persona_id).row(0, named=True)
     cols = st.columns(len(counts))
     for col, (name, value) in zip(cols, counts.items()):
-        col.metric(name.replace("_", " "), value)
+        col.metric(name.replace("_", " "), count(value))
     span = (f"{persona['timeline_start']:%Y-%m-%d} – {persona['timeline_end']:%Y-%m-%d}"
             if persona["timeline_start"] and persona["timeline_end"] else "no timeline recorded")
     st.caption(f"language {persona['language'] or 'unknown'} · timeline {span}"

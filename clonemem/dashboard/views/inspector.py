@@ -1,5 +1,6 @@
 """Question inspector: one question with its options and evidence, and what each evaluated system
-retrieved at k (gold traces marked), answered, chose, and how the judge scored it."""
+retrieved at k (gold traces marked), answered, chose, how the judge scored it and where it failed
+(write, read or use); the questions can be narrowed to those a chosen system failed."""
 
 from __future__ import annotations
 
@@ -10,13 +11,15 @@ from clonemem.dashboard import analysis as A
 from clonemem.dashboard import charts
 from clonemem.dashboard import queries as Q
 from clonemem.dashboard.context import Session, pick_run, run_page
+from clonemem.dashboard.producers import EvalModels, models_of
 
 TITLE = "Question inspector"
 
 
 def render(session: Session) -> None:
     db, bench = session.db, session.benchmark
-    question_id = _pick(session)
+    evaluation = _evaluation(session, bench["benchmark_id"])
+    question_id = _pick(session, evaluation)
     if question_id is None:
         return
     q = Q.question(db, question_id).row(0, named=True)
@@ -34,24 +37,50 @@ def render(session: Session) -> None:
     choices = Q.question_choices(db, question_id)
     if choices.height:
         st.markdown(f"**Options** (correct: {q['correct_choice_id']})")
-        st.dataframe(choices, hide_index=True)
+        # a static table wraps each option in full: options sharing a long prefix stay distinguishable
+        st.table(choices)
     else:
         st.caption("Free-text only: no options.")
     _evidence(session, question_id)
-    _systems(session, bench["benchmark_id"], question_id)
+    _systems(session, question_id, evaluation)
 
 
-def _pick(session: Session) -> str | None:
+def _evaluation(session: Session, bid: str) -> tuple[str, int] | None:
+    """The evaluation and k the page shows (and the failure filter reads), or None if there is none."""
+    runs = Q.eval_runs(session.db, bid)
+    if runs.height == 0:
+        return None
+    left, right = st.columns([3, 1])
+    eval_run_id, _labels = pick_run(runs, "eval_run_id", "systems", "Evaluation", key="qi_eval", where=left)
+    ks = _ks(runs.filter(pl.col("eval_run_id") == eval_run_id)["ks"][0])
+    if not ks:
+        return None
+    k = right.selectbox("k", ks, key=f"qi_k_{eval_run_id}")
+    return eval_run_id, k
+
+
+def _pick(session: Session, evaluation: tuple[str, int] | None) -> str | None:
     db, bid = session.db, session.benchmark["benchmark_id"]
     people = Q.personas(db, bid)
     requested = st.query_params.get("question")
-    left, mid = st.columns(2)
+    left, mid, sys_col, fail_col = st.columns(4)
     persona_names = {r["persona_id"]: r["person_name"] for r in people.iter_rows(named=True)}
     persona_id = left.selectbox("Persona", [None, *persona_names], key="qi_persona",
                                 format_func=lambda p: "all" if p is None else persona_names[p])
     types = sorted(Q.composition(db, bid)["question_type"].unique().to_list())
     qtype = mid.selectbox("Question type", [None, *types], key="qi_type", format_func=lambda t: "all" if t is None else t)
     index = Q.question_index(db, bid, persona_id, qtype)
+    if evaluation is not None:
+        eval_run_id, k = evaluation
+        systems = Q.eval_systems(db, eval_run_id)["system"].to_list()
+        system = sys_col.selectbox("Failed by system", [None, *systems], key="qi_failed_system",
+                                   format_func=lambda s: "any (no filter)" if s is None else s)
+        failure = fail_col.selectbox("Failure", list(Q.FAILURES), key="qi_failure", disabled=system is None)
+        if system is not None:
+            failed = Q.failed_questions(db, eval_run_id, system, k, failure)["question_id"]
+            index = index.filter(pl.col("question_id").is_in(failed.to_list()))
+            st.caption(f"{index.height:,} question(s) {system} {failure.replace('wrong', 'got wrong')} at k = {k} "
+                       "in this evaluation.")
     if index.height == 0:
         st.info("No questions match.")
         return None
@@ -69,7 +98,7 @@ def _pick(session: Session) -> str | None:
         st.session_state["qi_question"] = ids[0]
     labels = {r["question_id"]: f"{i + 1}. {r['external_id'][:12]} · {r['question_type']} · {r['question'][:90]}"
               for i, r in enumerate(index.iter_rows(named=True))}
-    return st.selectbox(f"Question ({len(ids)})", ids, format_func=labels.__getitem__, key="qi_question")
+    return st.selectbox(f"Question ({len(ids):,})", ids, format_func=labels.__getitem__, key="qi_question")
 
 
 def _evidence(session: Session, question_id: str) -> None:
@@ -88,46 +117,65 @@ def _evidence(session: Session, question_id: str) -> None:
                 st.text(r["content"])
 
 
-def _systems(session: Session, bid: str, question_id: str) -> None:
+def _systems(session: Session, question_id: str, evaluation: tuple[str, int] | None) -> None:
     db = session.db
     st.subheader("Evaluated systems")
-    runs = Q.eval_runs(db, bid)
-    if runs.height == 0:
-        st.info(f"Benchmark {session.benchmark['name']!r} has not been evaluated: "
-                f"`clonemem evaluate {session.benchmark['name']} --systems bm25,random --k 5,10`.")
+    if evaluation is None:
+        if Q.eval_runs(db, session.benchmark["benchmark_id"]).height:
+            st.info("This evaluation recorded no metrics.")
+        else:
+            st.info(f"Benchmark {session.benchmark['name']!r} has not been evaluated: "
+                    f"`clonemem evaluate {session.benchmark['name']} --systems bm25,random --k 5,10`.")
         return
-    left, right = st.columns([3, 1])
-    eval_run_id, _labels = pick_run(runs, "eval_run_id", "systems", "Evaluation", key="qi_eval", where=left)
-    ks = _ks(runs.filter(pl.col("eval_run_id") == eval_run_id)["ks"][0])
-    if not ks:
-        st.info("This evaluation recorded no metrics.")
-        return
-    k = right.selectbox("k", ks, key=f"qi_k_{eval_run_id}")
+    eval_run_id, k = evaluation
+    models = models_of(db, eval_run_id, session.columns("eval_runs"))
     gold = set(Q.question_gold_traces(db, question_id)["trace_id"].to_list())
     retrievals = Q.question_retrievals(db, eval_run_id, question_id)
     table = A.retrieval_table(retrievals, gold, k)
     summary = A.retrieval_summary(table, retrievals["system"].to_list(), gold)
     answers = Q.question_answers(db, eval_run_id, question_id).filter(pl.col("k") == k)
     judged = Q.question_judgments(db, eval_run_id, question_id).filter(pl.col("k") == k)
+    diagnosis = Q.question_scores(db, eval_run_id, question_id).filter(pl.col("k") == k).drop("k")
     scores = (judged.pivot(on="metric", index="system", values="score") if judged.height
               else pl.DataFrame({"system": []}, schema={"system": pl.Utf8}))
     overview = (summary.join(answers.select("system", "predicted_choice_id", "correct", "context_tokens"),
-                             on="system", how="left").join(scores, on="system", how="left"))
-    st.markdown(f"**At k = {k}**: gold traces found, the choice made, and the judge's scores "
+                             on="system", how="left").join(diagnosis, on="system", how="left")
+                .join(scores, on="system", how="left"))
+    if models.banner():
+        st.warning(models.banner())
+    st.markdown(f"**At k = {k}**: gold traces found, the choice made, where the system failed (diagnosis: "
+                f"the first failing step, write, read or use, else correct) and the judge's scores "
                 f"({len(gold)} gold trace(s))")
-    st.dataframe(overview, hide_index=True)
+    shown = {c: models.label(c) for c in overview.columns if c in ("diagnosis", *scores.columns) and c != "system"}
+    if models.answerer_offline:
+        shown.update({"predicted_choice_id": "predicted_choice_id (offline answerer)",
+                      "correct": "correct (offline answerer)"})
+    st.dataframe(overview.rename(shown), hide_index=True)
     if table.height:
         labels_of = Q.trace_labels(db, table["trace_id"].unique().to_list())
         ranked = table.join(labels_of, on="trace_id", how="left").sort("system", "rank")
-        st.markdown("**Retrieved at k** (gold marked)")
+        st.markdown("**Retrieved at k** (gold marked; each cell names the trace by its id in the source file)")
         st.altair_chart(charts.retrieved(ranked))
         st.dataframe(ranked.select("system", "rank", "gold", "external_id", "medium", "event_date", "excerpt"),
                      hide_index=True, height=320)
-    with st.expander("Answers in full"):
-        st.dataframe(answers, hide_index=True)
+    _answers(answers, models)
     unscored = judged.filter(~pl.col("scored"))
-    with st.expander(f"Judge verdicts ({unscored.height} unscored)"):
+    judge = " (offline judge)" if models.judge_offline else ""
+    with st.expander(f"Judge verdicts{judge} ({unscored.height} unscored)"):
         st.dataframe(judged, hide_index=True)
+
+
+def _answers(answers: pl.DataFrame, models: EvalModels) -> None:
+    """Each system's answer in full (wrapped text, not a table cell cut at its width)."""
+    by = " (offline answerer)" if models.answerer_offline else ""
+    with st.expander(f"Answers in full{by}"):
+        if answers.height == 0:
+            st.caption("No answers stored for this question at this k.")
+        for r in answers.iter_rows(named=True):
+            verdict = "" if r["correct"] is None else (" (correct)" if r["correct"] else " (wrong)")
+            st.markdown(f"**{r['system']}** chose {r['predicted_choice_id'] or 'no option'}{verdict} · "
+                        f"{r['context_tokens'] if r['context_tokens'] is not None else '?'} context tokens")
+            st.text(r["answer_text"] or "(no answer text)")
 
 
 def _ks(value: object) -> list[int]:

@@ -1,5 +1,7 @@
-"""Leaderboard: systems × metrics per k with 95% bootstrap intervals, by question type and dimension,
-efficiency, and two evaluations of the benchmark side by side."""
+"""Leaderboard: systems ranked by a headline metric per k with 95% bootstrap intervals, every metric (and
+the failure diagnosis apart), by question type, dimension, persona and LoCoMo's own categories,
+efficiency, and two evaluations of the benchmark side by side. Figures the offline answerer or judge
+produced are labelled as such."""
 
 from __future__ import annotations
 
@@ -9,6 +11,9 @@ import streamlit as st
 from clonemem.dashboard import charts
 from clonemem.dashboard import queries as Q
 from clonemem.dashboard.context import Session, pick_run, run_page
+from clonemem.dashboard.producers import EvalModels, models_of
+from clonemem.evaluation.metrics import aggregate
+from clonemem.schemas.results import DIAGNOSIS, METRICS
 
 TITLE = "Leaderboard"
 PREFERRED_METRICS = ("recall_flat", "choice_accuracy", "recall_any_any", "qa_consistency")
@@ -27,31 +32,66 @@ def render(session: Session) -> None:
     if overall.height == 0:
         st.info("This evaluation recorded no metrics.")
         return
+    models = models_of(db, eval_run_id, session.columns("eval_runs"))
+    if models.banner():
+        st.warning(models.banner())
     names = overall["metric"].unique().sort().to_list()
     default = next((m for m in PREFERRED_METRICS if m in names), names[0])
-    metric = st.selectbox("Metric", names, index=names.index(default), key="lb_metric")
+    metric = st.selectbox("Metric (the ranking's headline)", names, index=names.index(default), key="lb_metric",
+                          format_func=models.label)
     chosen = overall.filter(pl.col("metric") == metric).drop("group_value", "metric")
-    st.subheader(f"{metric} per system and k")
+    st.subheader(f"{models.label(metric)} per system and k")
     if chosen["value"].is_null().all():
         st.info(f"{metric} was not computed in this evaluation (e.g. choice accuracy of free-text-only items).")
     else:
         st.altair_chart(charts.leaderboard(chosen.drop_nulls("value"), metric))
-    st.dataframe(chosen.sort("k", "value", descending=[False, True], nulls_last=True), hide_index=True)
+    ranked = chosen.with_columns(rank=pl.col("value").rank("min", descending=True).over("k").cast(pl.Int64))
+    st.dataframe(ranked.sort("k", "rank", "system", nulls_last=True).select("rank", *chosen.columns), hide_index=True)
     ks = sorted(overall["k"].unique().to_list())
     k = st.selectbox("k for the tables below", ks, key=f"lb_k_{eval_run_id}")
-    st.markdown(f"**Every metric at k = {k}** (point estimates; intervals in the table above per metric)")
-    wide = overall.filter(pl.col("k") == k).pivot(on="metric", index="system", values="value")
-    st.dataframe(wide.sort("system"), hide_index=True)
-    _groups(session, eval_run_id, metric, k)
+    _every_metric(overall, metric, k, models)
+    _groups(session, eval_run_id, metric, k, models)
     _efficiency(session, eval_run_id)
     _provenance(session, eval_run_id)
     _compare(session, runs, eval_run_id, metric, labels)
 
 
-def _groups(session: Session, eval_run_id: str, metric: str, k: int) -> None:
-    st.subheader(f"{metric} at k = {k} by group")
-    group = st.radio("Group by", ["question_type", "dimension", "persona"], horizontal=True, key="lb_group")
-    frame = Q.metrics(session.db, eval_run_id, group).filter((pl.col("metric") == metric) & (pl.col("k") == k))
+def _every_metric(overall: pl.DataFrame, metric: str, k: int, models: EvalModels) -> None:
+    """Every metric at k, systems ranked by the headline metric (descending); the failure diagnosis, shares
+    of questions rather than scores, in a table of its own."""
+    wide = overall.filter(pl.col("k") == k).pivot(on="metric", index="system", values="value")
+    wide = wide.with_columns(rank=pl.col(metric).rank("min", descending=True).cast(pl.Int64)) \
+        .sort("rank", "system", nulls_last=True)
+    scores = [m for m in METRICS if m in wide.columns] + [m for m in wide.columns
+                                                         if m not in (*METRICS, *DIAGNOSIS, "system", "rank")]
+    st.markdown(f"**Every metric at k = {k}, ranked by {models.label(metric)}** (point estimates; intervals "
+                "in the table above per metric)")
+    st.dataframe(wide.select("rank", "system", *scores).rename({m: models.label(m) for m in scores}), hide_index=True)
+    diagnosis = [m for m in DIAGNOSIS if m in wide.columns]
+    if diagnosis:
+        st.markdown(f"**Failure diagnosis at k = {k}**: the share of questions whose first failing step is writing "
+                    "the evidence, reading it back, or using it (or none: correct); the four add up to 1")
+        st.dataframe(wide.select("rank", "system", *diagnosis).rename({m: models.label(m) for m in diagnosis}),
+                     hide_index=True)
+
+
+SOURCE_CATEGORY = "source category"  # LoCoMo's own categories (questions.source_category and its label)
+
+
+def _groups(session: Session, eval_run_id: str, metric: str, k: int, models: EvalModels) -> None:
+    st.subheader(f"{models.label(metric)} at k = {k} by group")
+    options = ["question_type", "dimension", "persona"]
+    if Q.has_source_categories(session.db, session.benchmark["benchmark_id"]):
+        options.append(SOURCE_CATEGORY)
+    group = st.radio("Group by", options, horizontal=True, key="lb_group")
+    if group == SOURCE_CATEGORY:
+        frame = source_category_metrics(Q.source_category_scores(session.db, eval_run_id))
+        frame = frame.filter((pl.col("metric") == metric) & (pl.col("k") == k)) if frame.height else frame
+        st.caption("LoCoMo's own question categories (1 multi-hop, 2 temporal, 3 open-domain, 4 single-hop, "
+                   "5 adversarial, with the label its file gives): means over questions with 95% bootstrap "
+                   "intervals computed here from the stored per-question scores.")
+    else:
+        frame = Q.metrics(session.db, eval_run_id, group).filter((pl.col("metric") == metric) & (pl.col("k") == k))
     if group == "persona":
         names = {r["persona_id"]: r["person_name"] for r in Q.personas(session.db, session.benchmark["benchmark_id"])
                  .iter_rows(named=True)}
@@ -61,6 +101,15 @@ def _groups(session: Session, eval_run_id: str, metric: str, k: int) -> None:
         return
     st.altair_chart(charts.by_group(frame.drop_nulls("value"), metric, group), width="stretch")
     st.dataframe(frame.drop("metric", "k"), hide_index=True)
+
+
+def source_category_metrics(scores: pl.DataFrame, samples: int = 1000, seed: int = 0) -> pl.DataFrame:
+    """Every metric per system, k and source category (as ``group_value``): mean, n and 95% bootstrap CI."""
+    if scores.height == 0:
+        return pl.DataFrame()
+    got = aggregate(scores.rename({"source_category": "group_value"}), ["group_value"], samples, seed)
+    return got.select("system", "k", "group_value", "metric", "n", "value", "ci_low", "ci_high") \
+        .sort("metric", "k", "system", "group_value")
 
 
 def _efficiency(session: Session, eval_run_id: str) -> None:

@@ -12,6 +12,7 @@ from clonemem.dashboard import analysis as A
 from clonemem.dashboard import charts
 from clonemem.dashboard import queries as Q
 from clonemem.dashboard.context import Session, pick_run, run_page
+from clonemem.dashboard.links import count
 
 TITLE = "QA quality"
 
@@ -37,7 +38,7 @@ def _funnel(session: Session) -> None:
     stages = A.funnel_long(funnel)
     cols = st.columns(stages.height)
     for col, row in zip(cols, stages.iter_rows(named=True)):
-        col.metric(row["stage"].replace("_", " "), row["items"])
+        col.metric(row["stage"].replace("_", " "), count(row["items"]))
     infeasible = Q.infeasible_plans(db, bench["benchmark_id"])["infeasible"][0]
     st.caption("planned = items whose plan the writer judged feasible (every item that reached quality control); "
                + (f"another {infeasible} candidate(s) were judged infeasible at planning (stage IV records them as "
@@ -112,11 +113,16 @@ def _gate(session: Session) -> None:
     failed = results.filter(~pl.col("success"))
     cols = st.columns(3)
     cols[0].metric("status", run["status"])
-    cols[1].metric("expectations", results.height)
-    cols[2].metric("failed", failed.height)
+    cols[1].metric("expectations", count(results.height))
+    cols[2].metric("failed", count(failed.height))
     if run["data_docs_path"]:
         st.caption(f"Data Docs: `{run['data_docs_path']}`")
-    st.dataframe(results.drop("failing_sample"), hide_index=True)
+    st.caption("measured: what a bounded expectation measured (a rate, a cue's accuracy, the largest media-mix "
+               "deviation); bound: the interval it must lie in. Other expectations count unexpected rows.")
+    if bench["source"] == "generated" and results["measured"].is_null().all():
+        st.caption("This gate run predates stored measurements: its bounded expectations show no measured value.")
+    st.dataframe(results.drop("failing_sample"), hide_index=True,
+                 column_config={"measured": st.column_config.NumberColumn(format="%.4f")})
     for row in failed.iter_rows(named=True):
         with st.expander(f"failed: {row['suite']} / {row['expectation']} ({row['unexpected_count']} unexpected)"):
             st.json(_json(row["failing_sample"]))

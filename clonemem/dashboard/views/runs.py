@@ -1,6 +1,6 @@
 """Runs: the warehouse's pipeline and evaluation runs with their Prefect flow-run (and deployment) ids
-where the schema has them, durations, what their summaries say (cache hits, LLM calls) and the LLM
-calls per run and stage."""
+where the schema has them (flow-run ids link to the Prefect UI, see ``links``), durations, what their
+summaries say (cached steps and items, LLM calls) and the LLM calls per run and stage."""
 
 from __future__ import annotations
 
@@ -8,13 +8,19 @@ import polars as pl
 import streamlit as st
 
 from clonemem.dashboard import analysis as A
-from clonemem.dashboard import charts
+from clonemem.dashboard import charts, links
 from clonemem.dashboard import queries as Q
 from clonemem.dashboard.context import Session, run_page
 
 TITLE = "Runs"
-# Summary fields worth a column of their own where a run's summary has them.
-SUMMARY_FIELDS = ("cache_hits", "llm_calls", "landed", "unchanged", "personas", "traces", "seconds")
+# Summary fields worth a column of their own where a run's summary has them: generation counts the
+# steps it took from the cache (cached_steps), stage IV the items (cached_items).
+SUMMARY_FIELDS = ("cached_steps", "cached_items", "steps", "llm_calls", "landed", "unchanged", "personas", "traces",
+                  "seconds")
+# A run of kind 'pipeline' is one `clonemem run`; its stages (generate, qa, gate) and imports are runs of their own.
+PIPELINE_KIND = "pipeline"
+COUNTS = ("llm_calls", "failed_calls", "llm_tokens", "summary.cached_steps", "summary.cached_items", "summary.steps",
+          "summary.llm_calls", "summary.landed", "summary.unchanged", "summary.personas", "summary.traces")
 
 
 def render(session: Session) -> None:
@@ -27,22 +33,28 @@ def render(session: Session) -> None:
     summaries = _summaries(Q.run_summaries(db, session.columns("runs")))
     calls = Q.calls_by_run_stage(db)
     extra = [c for c in pipeline.columns if "deployment" in c or "flow_run" in c]
-    cols = st.columns(3)
-    cols[0].metric("pipeline runs", pipeline.height)
-    cols[1].metric("evaluations", evaluations.height)
-    cols[2].metric("LLM calls", int(calls["calls"].sum()) if calls.height else 0)
-    st.caption("Prefect ids shown: " + (", ".join(extra) if extra else "none recorded in this schema"))
+    whole = pipeline.filter(pl.col("kind") == PIPELINE_KIND).height if pipeline.height else 0
+    cols = st.columns(4)
+    cols[0].metric("pipeline runs", links.count(whole), help="`clonemem run` (kind 'pipeline')")
+    cols[1].metric("stage runs", links.count(pipeline.height - whole),
+                   help="generate, qa, gate and import runs, each recorded on its own (also inside a pipeline run)")
+    cols[2].metric("evaluations", links.count(evaluations.height))
+    cols[3].metric("LLM calls", links.count(int(calls["calls"].sum()) if calls.height else 0))
+    ui = links.prefect_ui()
+    st.caption("Prefect ids shown: " + (", ".join(extra) if extra else "none recorded in this schema")
+               + (f"; flow-run ids link to the Prefect UI at {ui}" if ui else
+                  "; set PREFECT_UI_URL (or PREFECT_API_URL) to link flow-run ids to the Prefect UI"))
 
-    st.subheader("Pipeline runs")
+    st.subheader("Pipeline and stage runs")
     if pipeline.height:
         table = pipeline.join(summaries, on="run_id", how="left") if summaries.height else pipeline
-        st.dataframe(_with_calls(table, calls, "run_id"), hide_index=True)
+        _table(_with_calls(table, calls, "run_id"), ui)
     else:
         st.info("No pipeline runs recorded" + (" for this benchmark" if name else "")
                 + " (imports and the gate record none of their own).")
     st.subheader("Evaluations")
     if evaluations.height:
-        st.dataframe(_with_calls(evaluations, calls, "eval_run_id"), hide_index=True)
+        _table(_with_calls(evaluations, calls, "eval_run_id"), ui)
     else:
         st.info("No evaluations recorded" + (" for this benchmark." if name else "."))
     durations = _durations(pipeline, evaluations)
@@ -60,6 +72,12 @@ def render(session: Session) -> None:
         shown = shown.filter(pl.col("run_id").is_in(list(labels)))
     st.altair_chart(charts.calls_per_stage(shown), width="stretch")
     st.dataframe(shown.select("run", *[c for c in calls.columns if c != "run_id"]), hide_index=True)
+
+
+def _table(frame: pl.DataFrame, ui: str | None) -> None:
+    """A run table: counts with thousands separators, flow-run ids as links to the Prefect UI."""
+    linked, config = links.link_flow_runs(frame, [c for c in frame.columns if "flow_run" in c], ui)
+    st.dataframe(linked, hide_index=True, column_config={**links.count_columns(linked, COUNTS), **config})
 
 
 def _only(frame: pl.DataFrame, name: str | None) -> pl.DataFrame:
@@ -81,12 +99,15 @@ def _summaries(frame: pl.DataFrame) -> pl.DataFrame:
 
 
 def _with_calls(frame: pl.DataFrame, calls: pl.DataFrame, key: str) -> pl.DataFrame:
-    """Add the LLM calls, failed calls and tokens the warehouse recorded under each run."""
+    """Add the LLM calls, failed calls and tokens the warehouse recorded under each run (0 for a run that
+    made none, e.g. a re-run served from the cache)."""
     if calls.height == 0:
-        return frame
+        return frame.with_columns(llm_calls=pl.lit(0, pl.Int64), failed_calls=pl.lit(0, pl.Int64),
+                                  llm_tokens=pl.lit(0, pl.Int64))
     per_run = calls.group_by("run_id").agg(llm_calls=pl.col("calls").sum(), failed_calls=pl.col("failed_calls").sum(),
                                            llm_tokens=pl.col("tokens").sum())
-    return frame.join(per_run, left_on=key, right_on="run_id", how="left")
+    return frame.join(per_run, left_on=key, right_on="run_id", how="left").with_columns(
+        pl.col("llm_calls", "failed_calls", "llm_tokens").fill_null(0).cast(pl.Int64))
 
 
 def _durations(pipeline: pl.DataFrame, evaluations: pl.DataFrame) -> pl.DataFrame:
