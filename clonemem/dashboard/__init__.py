@@ -3,7 +3,8 @@
 ``app.py`` is the entry script (sidebar, benchmark picker, navigation); ``views/`` holds one module per
 page, each a script Streamlit runs and an importable module; ``queries.py`` holds every SQL read (named
 functions returning polars frames), ``analysis.py`` the pure computations, ``charts.py`` the Altair
-charts and ``context.py`` the per-render warehouse connection through the guarded read-only path.
+charts, ``exchanges.py`` how a stored LLM exchange is shown, and ``context.py`` the per-render warehouse
+connection through the guarded read-only path.
 """
 
 from pathlib import Path
@@ -18,7 +19,9 @@ PAGES: tuple[tuple[str, str, str], ...] = (
     ("QA quality", "views/qa_quality.py", "qa-quality"),
     ("Question inspector", "views/inspector.py", "inspector"),
     ("Leaderboard", "views/leaderboard.py", "leaderboard"),
+    ("History", "views/history.py", "history"),
     ("Runs", "views/runs.py", "runs"),
+    ("Calls", "views/calls.py", "calls"),
 )
 
 

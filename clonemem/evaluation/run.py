@@ -18,7 +18,7 @@ import numpy as np
 from clonemem.evaluation import metrics as M
 from clonemem.evaluation import stages as E
 from clonemem.evaluation.diagnosis import EvidenceDiagnosis, Supports, diagnose_question, verdict
-from clonemem.llm.types import LLMError, estimate_tokens
+from clonemem.llm.types import LLMError, about, estimate_tokens
 from clonemem.memory import SYSTEMS
 from clonemem.memory.base import BuildContext, MemoryTrace, QuestionView
 from clonemem.memory.coverage import write_coverage
@@ -136,14 +136,15 @@ def build_and_retrieve(system: str, persona: PersonaData, k_max: int, llm: Calla
     calls, tokens = usage()
     out = Retrieval(system, persona.persona_id, build, calls, tokens, int(ctx.stats.get("items", 0)))
     for q in persona.questions:
-        with system_work(system, f"retrieve for question {q.question_id}"):
+        with about(question_id=q.question_id, system=system), system_work(system, f"retrieve for question {q.question_id}"):
             t0 = time.perf_counter()
             items = memory.retrieve(q.view(), k_max)
             latency = (time.perf_counter() - t0) * 1000
             out.results[q.question_id] = (tuple(i.text for i in items), tuple(i.trace_ids for i in items), latency)
             out.kinds[q.question_id] = tuple(i.kind for i in items)
         if supports is not None:
-            with system_work(system, f"listing its stored memory for question {q.question_id}"):
+            with about(question_id=q.question_id, system=system), \
+                    system_work(system, f"listing its stored memory for question {q.question_id}"):
                 out.diagnosis[q.question_id] = diagnose_question(
                     memory, q.question_time, list(zip(q.statements, q.evidence_sets)), items, supports)
     if persona.traces:
@@ -180,6 +181,10 @@ class GivenAnswer:
 def answer_and_judge(system: str, k: int, persona: PersonaData, retrieval: Retrieval, run: Callable,
                      workers: int = 8, given: Mapping[str, GivenAnswer] | None = None) -> list[Outcome]:
     def one(q: EvalQuestion) -> Outcome:
+        with about(question_id=q.question_id, system=system, k=k):  # the calls land labelled with their question
+            return _one(q)
+
+    def _one(q: EvalQuestion) -> Outcome:
         memories = context_for(system, retrieval.results[q.question_id][0], k)
         when = q.question_time.isoformat(sep=" ", timespec="minutes")
         own = (given or {}).get(q.question_id, GivenAnswer())
