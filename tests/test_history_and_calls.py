@@ -23,7 +23,6 @@ from typer.testing import CliRunner
 from clonemem import prompts
 from clonemem.cli import app as cli_app
 from clonemem.llm.model import MemorySink, get_model
-from clonemem.llm.types import about
 from clonemem.schemas.config import RunConfig
 from tests.fakeapi import FakeAPIServer
 
@@ -158,6 +157,8 @@ def _live_model(server: FakeAPIServer, store_calls: str | None, sink: MemorySink
 
 
 def test_a_live_call_keeps_no_text_unless_the_config_says_all(monkeypatch) -> None:
+    from clonemem.llm.types import about
+
     monkeypatch.setenv("CLONEMEM_TEST_KEY", SECRET)
     prompt = prompts.Prompt("t", "You judge answers.", "Is the answer right?", "h")
     with FakeAPIServer("openai") as server:
