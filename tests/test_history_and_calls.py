@@ -113,7 +113,7 @@ def test_side_by_side_defaults_to_the_last_two_different_evaluations(reading, ev
         for table in tables:
             con.execute(f"INSERT INTO {table} SELECT * REPLACE ('copy-of-newest' AS eval_run_id) FROM {table} "
                         "WHERE eval_run_id = ?", [newest])
-        con.execute("UPDATE eval_runs SET started_at = started_at + INTERVAL 1 MINUTE, fingerprint = NULL "
+        con.execute("UPDATE eval_runs SET started_at = started_at + INTERVAL 1 MINUTE "
                     "WHERE eval_run_id = 'copy-of-newest'")
     finally:
         con.close()
