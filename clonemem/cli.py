@@ -509,6 +509,7 @@ def evaluate(
     # failures map to exit codes in handles_errors: 5 only for MemorySystemFailed, 6 at the budget
     with writing(State.warehouse), shown():
         result = evaluate_flow(str(State.warehouse.expanduser().resolve()), benchmark, names, ks, force, cfg)
+    _say_if_reused(result)
     typer.echo(leaderboard(result))
     if json_out is not None:
         _write_json(json_out, result)
@@ -556,6 +557,7 @@ def _evaluate_results_file(benchmark: str, path: Path | None, name: str | None, 
                f"{','.join(map(str, scored.ks))}: {scored.lines} lines"
                + (f"; {scored.missing} questions without a line scored as retrieving nothing" if scored.missing else ""),
                err=True)
+    _say_if_reused(scored.evaluation)
     typer.echo(leaderboard(scored.evaluation))
     if json_out is not None:
         _write_json(json_out, scored.evaluation)
@@ -600,6 +602,13 @@ def _precheck_evaluation(benchmark: str, names: list[str], force: bool, cfg: Any
             SYSTEMS.get(name)
     with Warehouse.open_reader(State.warehouse) as wh:
         require_gate_passed(wh, benchmark, force)
+
+
+def _say_if_reused(result: Any) -> None:
+    if result.reused:
+        typer.echo(f"evaluation identical to the latest stored one of {result.benchmark!r} ({result.eval_run_id}: same "
+                   "benchmark content, systems, k, config, provenance and results, nothing newly computed): not "
+                   "stored again; its id is returned", err=True)
 
 
 def leaderboard(result: Any) -> str:

@@ -10,5 +10,7 @@ PAGES: tuple[tuple[str, str, str], ...] = (
     ("QA quality", "views/qa_quality.py", "qa-quality"),
     ("Question inspector", "views/inspector.py", "inspector"),
     ("Leaderboard", "views/leaderboard.py", "leaderboard"),
+    ("History", "views/history.py", "history"),
     ("Runs", "views/runs.py", "runs"),
+    ("Calls", "views/calls.py", "calls"),
 )

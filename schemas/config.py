@@ -259,6 +259,18 @@ class EvaluationConfig(_Section):
         return v
 
 
+class LoggingConfig(_Section):
+    """What the warehouse keeps of each LLM call besides its accounting (the README's Warehouse section)."""
+
+    # the prompt and the reply, with the call in `llm_calls`: of offline calls only (the default: they are
+    # free and reproducible, and make the inspector readable), of every call, or of none. Never a key or
+    # a header. Live prompts can be large and hold the benchmark's content: opt in with "all".
+    store_calls: Literal["offline", "all", "none"] = "offline"
+
+    def stores(self, is_live: bool) -> bool:
+        return self.store_calls == "all" or (self.store_calls == "offline" and not is_live)
+
+
 class RunConfig(_Section):
     """One pipeline run."""
 
@@ -274,6 +286,7 @@ class RunConfig(_Section):
     qa: QAConfig = Field(default_factory=QAConfig)  # built when a config is made: the types declared by then
     gate: GateConfig = GateConfig()
     evaluation: EvaluationConfig = EvaluationConfig()
+    logging: LoggingConfig = LoggingConfig()
 
     @field_validator("name")
     @classmethod

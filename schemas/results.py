@@ -246,6 +246,9 @@ class EvaluationResult(_R):
     by_question_type: list[TypeScores]  # type: ignore[valid-type]
     seconds: float = 0.0
     provenance: Provenance | None = None  # None only for results built outside an evaluation run
+    # identical (inputs, provenance and results) to the benchmark's latest stored evaluation, which made no new
+    # call: not stored again; ``eval_run_id`` is that earlier evaluation's
+    reused: bool = False
 
     def scores(self, system: str, k: int) -> Any:
         return next(r for r in self.results if r.system == system and r.k == k)

@@ -16,7 +16,15 @@ from clonemem import runtime
 from clonemem.evaluation import provenance, report
 from clonemem.evaluation import stages as E
 from clonemem.evaluation.diagnosis import judge_supports
-from clonemem.evaluation.land import Answers, EvaluationRun, Retrievals, evaluation_rows, land_evaluation, system_stats
+from clonemem.evaluation.land import (
+    Answers,
+    EvaluationRun,
+    Retrievals,
+    evaluation_rows,
+    fingerprint,
+    land_evaluation,
+    system_stats,
+)
 from clonemem.evaluation.run import (
     Outcome,
     PersonaData,
@@ -83,15 +91,17 @@ def answer_task(system: str, k: int, persona: PersonaData, retrieval: Retrieval)
 def land_task(warehouse_path: str, run: EvaluationRun, personas: list[PersonaData], retrievals: Retrievals,
               answers: Answers, calls: Sequence[CallRecord]) -> EvaluationResult:
     """Per-question metrics, aggregates with bootstrap intervals (aggregated as the config says),
-    efficiency and provenance; landed in one transaction."""
+    efficiency and provenance; landed in one transaction — unless identical to the benchmark's latest
+    stored evaluation (a re-run served from the cache): then that one stands for it (``reused``)."""
     rows = evaluation_rows(run, personas, retrievals, answers)
     stats = system_stats(run.systems, personas, retrievals)
     ev = run.config.evaluation
     aggs = report.aggregates(rows.per_question, ev.bootstrap_samples, run.config.seed, by=ev.aggregate,
                              exclude_no_evidence=ev.exclude_no_evidence)
     prov = provenance.collect(run.systems, run.config, run.provenance)
+    digest = fingerprint(run, personas, rows, stats, aggs, prov)
     with Warehouse.open_writer(warehouse_path) as wh:
-        land_evaluation(wh, run, rows, stats, aggs, calls, provenance=prov)
+        earlier = land_evaluation(wh, run, rows, stats, aggs, calls, provenance=prov, digest=digest)
     return report.evaluation_result(rows.per_question, aggs, stats, run.systems, run.ks, benchmark=run.benchmark,
-                                    benchmark_id=run.benchmark_id, eval_run_id=run.eval_run_id, offline=run.offline,
-                                    provenance=prov)
+                                    benchmark_id=run.benchmark_id, eval_run_id=earlier or run.eval_run_id,
+                                    offline=run.offline, provenance=prov, reused=earlier is not None)

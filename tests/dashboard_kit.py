@@ -37,14 +37,15 @@ def imported_warehouse(path: Path) -> Path:
 
 def full_warehouse(folder: Path) -> Path:
     """A tiny generated benchmark 'tiny' (stages I–IV, one gate run that fails on strict bounds and one
-    that passes, two evaluations with bm25 and random), plus the imports of ``imported_warehouse`` with
+    that passes, two evaluations with bm25 and random, over questions and as the mean of persona means),
+    plus the imports of ``imported_warehouse`` with
     'release' evaluated once. Runs the real flows in this process."""
     from pipeline_kit import tiny_config
 
     from clonemem.expectations.gate import run_gate
     from clonemem.flows.evaluation import evaluate_flow
     from clonemem.flows.pipeline import pipeline_flow
-    from clonemem.schemas.config import GateConfig, RunConfig, load_config
+    from clonemem.schemas.config import EvaluationConfig, GateConfig, RunConfig, load_config
 
     path = folder / "wh.duckdb"
     cfg = load_config(tiny_config(folder))
@@ -54,8 +55,11 @@ def full_warehouse(folder: Path) -> Path:
     assert run_gate(path, "tiny", gate=cfg.gate, docs_dir=folder / "gx").status == "passed"
     imported_warehouse(path)
     defaults = RunConfig()
-    for _ in range(2):
-        evaluate_flow(str(path), "tiny", ["bm25", "random"], [1, 3], config=defaults)
+    # two different evaluations (an identical re-run would not be stored again): the second aggregates as
+    # the paper does
+    for aggregate in ("questions", "personas"):
+        evaluate_flow(str(path), "tiny", ["bm25", "random"], [1, 3],
+                      config=defaults.model_copy(update={"evaluation": EvaluationConfig(aggregate=aggregate)}))
     evaluate_flow(str(path), "release", ["bm25", "random"], [1, 3], force=True, config=defaults)
     return path
 

@@ -3,7 +3,8 @@
 ``app.py`` is the entry script (sidebar, benchmark picker, navigation); ``views/`` holds one module per
 page, each a script Streamlit runs and an importable module; ``queries.py`` holds every SQL read (named
 functions returning polars frames), ``analysis.py`` the pure computations, ``charts.py`` the Altair
-charts and ``context.py`` the per-render warehouse connection through the guarded read-only path.
+charts, ``exchanges.py`` how a stored LLM exchange is shown, and ``context.py`` the per-render warehouse
+connection through the guarded read-only path.
 """
 
 from pathlib import Path

@@ -110,3 +110,28 @@ def flatten_summary(summary: str | None) -> dict[str, object]:
     if not isinstance(doc, dict):
         return {}
     return {k: (json.dumps(v, ensure_ascii=False) if isinstance(v, (dict, list)) else v) for k, v in doc.items()}
+
+
+def provenance_changes(identities: pl.DataFrame) -> pl.DataFrame:
+    """Where the code, models, packages or aggregation changed: each evaluation (``eval_identities`` rows,
+    any order) whose provenance differs from the one before it in time, with what changed ("; "-joined).
+    Evaluations without recorded provenance are passed over (unknown is not a change)."""
+    from clonemem.schemas.results import Provenance
+
+    out: list[dict] = []
+    previous: Provenance | None = None
+    for row in identities.sort("started_at", "eval_run_id").iter_rows(named=True):
+        if row["provenance_json"] is None:
+            continue
+        current = Provenance.model_validate_json(row["provenance_json"])
+        if previous is not None and (changed := previous.differences(current)):
+            out.append({"eval_run_id": row["eval_run_id"], "started_at": row["started_at"], "changes": "; ".join(changed)})
+        previous = current
+    return pl.DataFrame(out, schema={"eval_run_id": pl.Utf8, "started_at": pl.Datetime("us"), "changes": pl.Utf8})
+
+
+def first_different(identities: pl.DataFrame, chosen: str, candidates: list[str]) -> str:
+    """The first of ``candidates`` (newest first) that is not a copy of ``chosen``: another provenance or
+    other stored figures (``eval_identities`` rows); the first candidate when every one is a copy."""
+    ident = {r["eval_run_id"]: (r["provenance_json"], r["figures"]) for r in identities.iter_rows(named=True)}
+    return next((c for c in candidates if ident.get(c) != ident.get(chosen)), candidates[0])

@@ -167,3 +167,31 @@ def calls_per_stage(frame: pl.DataFrame) -> alt.Chart:
     return alt.Chart(frame).mark_bar().encode(
         x=alt.X("sum(calls):Q", title="LLM calls"), y=alt.Y("run:N", title=None, axis=alt.Axis(labelLimit=320)), color=alt.Color("stage:N"),
         tooltip=["run:N", "stage:N", "calls:Q", "failed_calls:Q", "tokens:Q"]).properties(height=alt.Step(34))
+
+
+def history(series: pl.DataFrame, changes: pl.DataFrame, metric: str) -> alt.LayerChart:
+    """One metric of each system across evaluations over time: a point per evaluation with its 95% interval,
+    joined by a line, and a dashed rule at each evaluation whose code, models or config changed (the
+    changes in its tooltip)."""
+    base = alt.Chart(series).encode(x=alt.X("started_at:T", title="evaluation started"),
+                                    color=alt.Color("system:N", title="system"))
+    layers: list[alt.Chart] = [
+        base.mark_errorbar(ticks=True).encode(y=alt.Y("ci_low:Q", title=metric), y2="ci_high:Q"),
+        base.mark_line(point=True).encode(
+            y="value:Q", tooltip=["system:N", "k:Q", alt.Tooltip("value:Q", format=".3f"),
+                                  alt.Tooltip("ci_low:Q", format=".3f"), alt.Tooltip("ci_high:Q", format=".3f"), "n:Q",
+                                  alt.Tooltip("started_at:T", format="%Y-%m-%d %H:%M:%S"), "eval_run_id:N"])]
+    if changes.height:
+        layers.append(alt.Chart(changes).mark_rule(strokeDash=[5, 3], color="#c0392b").encode(
+            x="started_at:T", tooltip=[alt.Tooltip("started_at:T", format="%Y-%m-%d %H:%M:%S"), "changes:N"]))
+    return alt.layer(*layers).properties(height=300)
+
+
+def calls_by_stage(frame: pl.DataFrame) -> alt.Chart:
+    """Calls per stage, stacked by outcome."""
+    return alt.Chart(frame).mark_bar().encode(
+        x=alt.X("calls:Q"), y=alt.Y("stage:N", title=None, sort="-x", axis=alt.Axis(labelLimit=240)),
+        color=alt.Color("outcome:N", scale=alt.Scale(domain=["ok", "invalid_output", "transient_error",
+                                                             "permanent_error", "disabled"],
+                                                     range=["#54a24b", "#f58518", "#eeca3b", "#e45756", "#bab0ac"])),
+        tooltip=["stage:N", "outcome:N", "calls:Q"]).properties(height=alt.Step(24))

@@ -543,3 +543,117 @@ def calls_by_run_stage(db: Db) -> pl.DataFrame:
                round(median(latency_ms), 2) AS median_latency_ms, min(started_at) AS first_call,
                max(started_at) AS last_call
         FROM llm_calls GROUP BY ALL ORDER BY first_call, stage""")
+
+
+# -- history ---------------------------------------------------------------------------------------------
+
+
+def metric_history(db: Db, benchmark_id: str) -> pl.DataFrame:
+    """Every evaluation's overall figures (group ``all``) of a benchmark with their 95% intervals, oldest
+    evaluation first."""
+    return db.frame("""
+        SELECT e.eval_run_id, e.started_at, m.system, m.k, m.metric, m.n, m.value, m.ci_low, m.ci_high
+        FROM eval_metrics m JOIN eval_runs e USING (eval_run_id)
+        WHERE e.benchmark_id = ? AND m.group_by = 'all'
+        ORDER BY e.started_at, e.eval_run_id, m.system, m.k, m.metric""", [benchmark_id])
+
+
+def eval_identities(db: Db, benchmark_id: str, table_columns: list[str]) -> pl.DataFrame:
+    """Per evaluation of a benchmark, newest first: its provenance (JSON text, NULL where not recorded) and a
+    digest of every figure it stored, so evaluations with the same numbers from the same code can be told
+    apart from different ones (``table_columns``: ``eval_runs``'s columns in this warehouse)."""
+    prov = "e.provenance_json::VARCHAR" if "provenance_json" in table_columns else "NULL::VARCHAR"
+    return db.frame(f"""
+        WITH figures AS (
+            SELECT eval_run_id, md5(string_agg(concat_ws('|', system, k, group_by, group_value, metric, n, value,
+                                                         ci_low, ci_high), ','
+                                    ORDER BY system, k, group_by, group_value, metric)) AS figures
+            FROM eval_metrics WHERE eval_run_id IN (SELECT eval_run_id FROM eval_runs WHERE benchmark_id = $b)
+            GROUP BY ALL)
+        SELECT e.eval_run_id, e.started_at, {prov} AS provenance_json, f.figures
+        FROM eval_runs e LEFT JOIN figures f USING (eval_run_id)
+        WHERE e.benchmark_id = $b ORDER BY e.started_at DESC, e.eval_run_id DESC""", {"b": benchmark_id})
+
+
+# -- calls -----------------------------------------------------------------------------------------------
+
+
+def _call_texts(call_columns: list[str], columns: tuple[str, ...] = ("item", "prompt_text", "response_text")) -> str:
+    """Select-list items for these columns of ``llm_calls`` as text (NULL in a warehouse older than
+    migration 0018, which added them)."""
+    return ", ".join(f"c.{c}::VARCHAR AS {c}" if c in call_columns else f"NULL::VARCHAR AS {c}" for c in columns)
+
+
+def call_runs(db: Db, benchmark_id: str | None) -> pl.DataFrame:
+    """The runs that made LLM calls (of one benchmark, or all of them), newest first, with their calls."""
+    return db.frame(f"""
+        WITH rb AS ({_RUN_BENCHMARKS})
+        SELECT c.run_id, any_value(b.name) AS benchmark, min(c.started_at) AS first_call, count(*) AS calls,
+               count(*) FILTER (WHERE c.outcome <> 'ok') AS failed_calls
+        FROM llm_calls c LEFT JOIN rb USING (run_id) LEFT JOIN benchmarks b USING (benchmark_id)
+        WHERE $b IS NULL OR rb.benchmark_id = $b
+        GROUP BY ALL ORDER BY first_call DESC""", {"b": benchmark_id})
+
+
+def calls(db: Db, run_ids: list[str], stages: list[str] | None, outcomes: list[str] | None, call_columns: list[str],
+          limit: int = 500) -> pl.DataFrame:
+    """LLM calls of the given runs, optionally of some stages and outcomes only, newest first: at most
+    ``limit`` rows; ``matching`` (the same on every row) counts them all. ``call_columns``: ``llm_calls``'s
+    columns in this warehouse."""
+    texts = _call_texts(call_columns)
+    return db.frame(f"""
+        WITH c AS (
+            SELECT c.call_id, c.started_at, c.run_id, c.stage, c.role, c.provider, c.model, c.outcome, c.attempts,
+                   c.input_tokens, c.output_tokens, c.cost_usd, c.latency_ms, c.error, {texts}
+            FROM llm_calls c
+            WHERE list_contains($runs, c.run_id) AND ($stages IS NULL OR list_contains($stages, c.stage))
+              AND ($outcomes IS NULL OR list_contains($outcomes, c.outcome)))
+        SELECT call_id, started_at, run_id, stage, role, provider || '/' || model AS model, outcome, attempts,
+               input_tokens, output_tokens, cost_usd, round(latency_ms, 2) AS latency_ms,
+               json_extract_string(item, '$.question_id') AS question_id, json_extract_string(item, '$.system') AS system,
+               TRY_CAST(json_extract_string(item, '$.k') AS INTEGER) AS k, prompt_text IS NOT NULL AS stored,
+               error, count(*) OVER () AS matching
+        FROM c ORDER BY started_at DESC, call_id LIMIT $limit""",
+                    {"runs": run_ids, "stages": stages, "outcomes": outcomes, "limit": limit})
+
+
+def call_stage_outcomes(db: Db, run_ids: list[str]) -> pl.DataFrame:
+    """Calls of the given runs per stage and outcome."""
+    return db.frame("""
+        SELECT stage, outcome, count(*) AS calls FROM llm_calls WHERE list_contains(?, run_id)
+        GROUP BY ALL ORDER BY stage, outcome""", [run_ids])
+
+
+def call(db: Db, call_id: str, call_columns: list[str]) -> pl.DataFrame:
+    """One call in full: its accounting, what it was about, and its prompt and reply where stored."""
+    return db.frame(f"""
+        SELECT c.call_id, c.started_at, c.run_id, c.stage, c.role, c.provider, c.model, c.is_offline, c.outcome,
+               c.attempts, c.error, {_call_texts(call_columns)}
+        FROM llm_calls c WHERE c.call_id = ?""", [call_id])
+
+
+def question_calls(db: Db, eval_run_id: str, question_id: str, k: int, call_columns: list[str]) -> pl.DataFrame:
+    """The LLM calls an evaluation's figures for one question at k came from, per system: the answerer's and
+    judge's (labelled with the question, system and k) and the retrieval step's (question and system). Each
+    step's calls are this evaluation's own where it made them, else those of the latest run before it ended
+    (a step served from the cache carries an earlier run's calls). Empty before migration 0018."""
+    if "item" not in call_columns:
+        return pl.DataFrame()
+    return db.frame(f"""
+        WITH until AS (SELECT coalesce(finished_at, TIMESTAMP '9999-12-31') AS t FROM eval_runs WHERE eval_run_id = $e),
+        c AS (
+            SELECT c.call_id, c.started_at, c.run_id, c.stage, c.role, c.provider || '/' || c.model AS model,
+                   c.outcome, c.attempts, c.error, json_extract_string(c.item, '$.system') AS system,
+                   json_extract(c.item, '$.k') IS NULL AS retrieval_step, c.run_id = $e AS this_run,
+                   {_call_texts(call_columns, ("prompt_text", "response_text"))}
+            FROM llm_calls c
+            WHERE c.item IS NOT NULL AND json_extract_string(c.item, '$.question_id') = $q
+              AND (json_extract(c.item, '$.k') IS NULL OR TRY_CAST(json_extract_string(c.item, '$.k') AS INTEGER) = $k)
+              AND c.started_at <= (SELECT t FROM until)),
+        chosen AS (SELECT DISTINCT ON (system, retrieval_step) system, retrieval_step, run_id FROM c
+                   ORDER BY system, retrieval_step, this_run DESC, started_at DESC)
+        SELECT c.system, c.stage, c.role, c.model, c.outcome, c.attempts, c.error, c.this_run, c.run_id, c.call_id,
+               c.started_at, c.prompt_text, c.response_text
+        FROM c JOIN chosen USING (system, retrieval_step, run_id)
+        ORDER BY c.system, c.retrieval_step DESC, c.started_at, c.call_id""",
+                    {"e": eval_run_id, "q": question_id, "k": k})

@@ -3,7 +3,9 @@ transaction with the LLM calls it paid for (a killed run leaves nothing of itsel
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
+import hashlib
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -98,21 +100,64 @@ def system_stats(systems: Sequence[str], personas: Sequence[PersonaData], retrie
     return out
 
 
+def _config_json(run: EvaluationRun) -> str:
+    ev = run.config.evaluation
+    return json.dumps({"systems": list(run.systems), "k": list(run.ks), "models": run.config.models.model_dump(),
+                       "aggregation": {"aggregate": ev.aggregate, "exclude_no_evidence": ev.exclude_no_evidence}})
+
+
+def fingerprint(run: EvaluationRun, personas: Sequence[PersonaData], rows: EvaluationRows,
+                stats: Mapping[str, Mapping], aggregates: Mapping[str, pl.DataFrame],
+                provenance: Provenance | None) -> str:
+    """The digest of an evaluation's inputs (the benchmark's content as evaluated, systems, k, config,
+    seed, provenance) and of its results (per-question rows, retrievals, answers, verdicts, efficiency,
+    aggregates) — not of its ids or times. Two evaluations with one fingerprint are the same evaluation."""
+    digest = hashlib.sha256()
+
+    def feed(obj: object) -> None:
+        digest.update(json.dumps(obj, sort_keys=True, default=str, ensure_ascii=False).encode("utf-8") + b"\n")
+
+    feed({"benchmark_id": run.benchmark_id, "forced": run.force, "config": _config_json(run), "seed": run.config.seed,
+          "evaluation": run.config.evaluation.model_dump(mode="json"),
+          "provenance": None if provenance is None else provenance.model_dump(mode="json")})
+    for p in personas:
+        feed(dataclasses.asdict(p))
+    for table in (rows.retrievals, rows.answers, rows.judgments):
+        for row in table:
+            feed({k: v for k, v in row.items() if k != "eval_run_id"})
+    feed(rows.per_question.write_json())
+    feed({s: dict(st) for s, st in stats.items()})
+    for group in sorted(aggregates):
+        feed([group, aggregates[group].write_json()])
+    return digest.hexdigest()[:32]
+
+
+def identical_latest(wh: Warehouse, benchmark_id: str, digest: str) -> str | None:
+    """The benchmark's latest stored evaluation if its fingerprint is ``digest`` (else None)."""
+    latest = wh.rows("SELECT eval_run_id, fingerprint FROM eval_runs WHERE benchmark_id = ? "
+                     "ORDER BY started_at DESC, eval_run_id DESC LIMIT 1", [benchmark_id])
+    return latest[0][0] if latest and latest[0][1] == digest else None
+
+
 def land_evaluation(wh: Warehouse, run: EvaluationRun, rows: EvaluationRows, stats: Mapping[str, Mapping],
                     aggregates: Mapping[str, pl.DataFrame], calls: Sequence[CallRecord] = (),
-                    provenance: Provenance | None = None) -> None:
+                    provenance: Provenance | None = None, digest: str | None = None) -> str | None:
     """Everything of one evaluation, with the LLM calls it made and where its numbers came from, in one
-    transaction."""
+    transaction. Given its ``digest`` (:func:`fingerprint`): an evaluation identical to the benchmark's
+    latest stored one that made no new call (every step served from the cache) is not landed again, and
+    the earlier evaluation's id is returned; otherwise None (landed under ``run.eval_run_id``)."""
     eid = run.eval_run_id
-    ev = run.config.evaluation
+    calls = new_calls(wh, calls)
+    if digest is not None and not calls:
+        earlier = identical_latest(wh, run.benchmark_id, digest)
+        if earlier is not None:
+            return earlier
     with wh.transaction():
         wh.upsert("eval_runs", [{
             "eval_run_id": eid, "benchmark_id": run.benchmark_id, "run_id": run.flow_run_id or eid, "forced": run.force,
-            "config_json": json.dumps({"systems": list(run.systems), "k": list(run.ks),
-                                       "models": run.config.models.model_dump(),
-                                       "aggregation": {"aggregate": ev.aggregate,
-                                                       "exclude_no_evidence": ev.exclude_no_evidence}}),
+            "config_json": _config_json(run),
             "provenance_json": None if provenance is None else provenance.model_dump_json(),
+            "fingerprint": digest,
             "started_at": run.started_at, "finished_at": dt.datetime.now(dt.UTC).replace(tzinfo=None)}])
         wh.upsert("eval_retrievals", rows.retrievals)
         wh.upsert("eval_answers", rows.answers)
@@ -127,8 +172,8 @@ def land_evaluation(wh: Warehouse, run: EvaluationRun, rows: EvaluationRows, sta
                 value = pl.concat_str([pl.col(c).cast(pl.Utf8) for c in group_cols]) if group_cols else pl.lit("all")
                 wh.upsert("eval_metrics", agg.with_columns(pl.lit(eid).alias("eval_run_id"), pl.lit(group).alias("group_by"),
                                                            value.alias("group_value")).drop(group_cols))
-        landed = new_calls(wh, calls)
-        wh.upsert("llm_calls", [c.row() for c in landed])
+        wh.upsert("llm_calls", [c.row() for c in calls])
         # calls of an evaluation killed before it landed, served from the cache: their run gets a row
-        adopt_runs(wh, [c for c in landed if c.run_id != eid], "evaluate", run.benchmark_id, "interrupted")
+        adopt_runs(wh, [c for c in calls if c.run_id != eid], "evaluate", run.benchmark_id, "interrupted")
         checkpoint("evaluation.landing")  # fault hook: a kill here leaves nothing of this evaluation
+    return None

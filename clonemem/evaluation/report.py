@@ -56,7 +56,7 @@ def _where(frame: pl.DataFrame, **equal: object) -> pl.DataFrame:
 def evaluation_result(per_question: pl.DataFrame, aggs: Mapping[str, pl.DataFrame], stats: Mapping[str, Mapping],
                       systems: Sequence[str], ks: Sequence[int], *, benchmark: str, benchmark_id: str,
                       eval_run_id: str, offline: bool, seconds: float = 0.0,
-                      provenance: Provenance | None = None) -> EvaluationResult:
+                      provenance: Provenance | None = None, reused: bool = False) -> EvaluationResult:
     """The result per (system, k) and per question type, in the order systems and k were asked for."""
     results, by_type = [], []
     for s in systems:
@@ -74,7 +74,8 @@ def evaluation_result(per_question: pl.DataFrame, aggs: Mapping[str, pl.DataFram
                 by_type.append(TypeScores(system=s, k=k, question_type=qtype, n_questions=tsub.height,
                                           **_scores(typed), diagnosis=_diagnosis(typed)))
     return EvaluationResult(benchmark=benchmark, benchmark_id=benchmark_id, eval_run_id=eval_run_id, offline=offline,
-                            results=results, by_question_type=by_type, seconds=seconds, provenance=provenance)
+                            results=results, by_question_type=by_type, seconds=seconds, provenance=provenance,
+                            reused=reused)
 
 
 LEADERBOARD_COLUMNS = (("recall_flat", "R-flat"), ("recall_all_any", "R-all-any"), ("recall_any_any", "R-any-any"),

@@ -20,7 +20,7 @@ from clonemem.evaluation import metrics as M
 from clonemem.evaluation import stages as E
 from clonemem.evaluation.diagnosis import EvidenceDiagnosis, Supports, diagnose_question, verdict
 from clonemem.evaluation.replay import Replay, schedule
-from clonemem.llm.types import LLMError, ProviderRejected, estimate_tokens
+from clonemem.llm.types import LLMError, ProviderRejected, about, estimate_tokens
 from clonemem.memory import SYSTEMS
 from clonemem.memory.base import BuildContext, MemoryTrace, QuestionView
 from clonemem.memory.coverage import write_coverage
@@ -169,14 +169,16 @@ def build_and_retrieve(system: str, persona: PersonaData, k_max: int, llm: Calla
         asked = iter(persona.questions)
     results, kinds, diagnosis = {}, {}, {}
     for q in _asked(system, asked):
-        with system_work(system, f"retrieve for question {q.question_id}"):
+        with about(question_id=q.question_id, system=system), \
+                system_work(system, f"retrieve for question {q.question_id}"):
             t0 = time.perf_counter()
             items = memory.retrieve(q.view(), k_max)
             latency = (time.perf_counter() - t0) * 1000
             results[q.question_id] = (tuple(i.text for i in items), tuple(i.trace_ids for i in items), latency)
             kinds[q.question_id] = tuple(i.kind for i in items)
         if supports is not None:
-            with system_work(system, f"listing its stored memory for question {q.question_id}"):
+            with about(question_id=q.question_id, system=system), \
+                    system_work(system, f"listing its stored memory for question {q.question_id}"):
                 diagnosis[q.question_id] = diagnose_question(
                     memory, q.question_time, list(zip(q.statements, q.evidence_sets)), items, supports)
     if replay:
@@ -224,6 +226,10 @@ class GivenAnswer:
 def answer_and_judge(system: str, k: int, persona: PersonaData, retrieval: Retrieval, run: Callable,
                      workers: int = 8, given: Mapping[str, GivenAnswer] | None = None) -> list[Outcome]:
     def one(q: EvalQuestion) -> Outcome:
+        with about(question_id=q.question_id, system=system, k=k):  # the calls land labelled with their question
+            return _one(q)
+
+    def _one(q: EvalQuestion) -> Outcome:
         memories = context_for(system, retrieval.results[q.question_id][0], k)
         when = q.question_time.isoformat(sep=" ", timespec="minutes")
         own = (given or {}).get(q.question_id, GivenAnswer())

@@ -41,6 +41,7 @@ from clonemem.llm.types import (
     TransientError,
     Usage,
     estimate_tokens,
+    current_item,
     loads_lenient,
 )
 from clonemem.schemas.config import ModelPrice, Role, RunConfig
@@ -147,6 +148,7 @@ class Model:
         sleep: Callable[[float], None] = time.sleep,
         budget: Budget | None = None,
         covers: Mapping[str, str] | None = None,
+        store_texts: bool = False,
     ) -> None:
         self.api = api
         self.role = role
@@ -159,6 +161,7 @@ class Model:
         self._sleep = sleep
         self.budget = budget
         self.covers = covers  # stage name -> role a cached task's key covers (None: no restriction)
+        self.store_texts = store_texts  # keep each call's prompt and reply in its record ([logging] store_calls)
         self._usage_lock = threading.Lock()
 
     @property
@@ -170,7 +173,7 @@ class Model:
         usage totals): a task records the calls it makes, to return them with its result. ``covers``
         (stage name -> role) are the only stages it may then run: those its task's cache key covers."""
         return Model(self.api, self.role, self.policy, self._limiter, self.price, sink, self.run_id, self._sleep,
-                     self.budget, covers)
+                     self.budget, covers, self.store_texts)
 
     @property
     def is_offline(self) -> bool:
@@ -237,6 +240,8 @@ class Model:
 
     def _complete(self, request: GenerateRequest, rec: CallRecord) -> GenerateResult:
         retries = 0
+        if self.store_texts:
+            rec.prompt_text = self.api.redact(_exchange(request))
         while True:
             reserved = self._reserve(request)
             rec.attempts += 1
@@ -263,6 +268,8 @@ class Model:
                 raise
             rec.input_tokens += result.input_tokens
             rec.output_tokens += result.output_tokens
+            if self.store_texts:
+                rec.response_text = self.api.redact(result.text)
             self._settle(reserved, cost_usd(self.price, result.input_tokens, result.output_tokens))
             return result
 
@@ -281,6 +288,7 @@ class Model:
             call_id=_call_id(), run_id=self.run_id, stage=request.stage, role=self.role,
             provider=self.api.provider, model=self.api.model, is_offline=self.is_offline,
             prompt_hash=request.prompt_hash, started_at=dt.datetime.now(dt.UTC).replace(tzinfo=None),
+            item=current_item(),
         )
 
     def _fail(self, rec: CallRecord, exc: LLMError) -> None:
@@ -300,6 +308,13 @@ class Model:
             self.usage.add(rec)
         if self.sink is not None:
             self.sink.record(rec)
+
+
+def _exchange(request: GenerateRequest) -> str:
+    """What the model is sent, as JSON: the system prompt, then the conversation (validation feedback too)."""
+    turns = [{"role": "system", "content": request.system}, *({"role": m.role, "content": m.content}
+                                                               for m in request.messages)]
+    return json.dumps(turns, ensure_ascii=False)
 
 
 @lru_cache(maxsize=None)
@@ -332,7 +347,8 @@ def get_model(config: RunConfig, role: Role, sink: CallSink | None = None, run_i
         backoff_max_s=settings.backoff_max_s,
     )
     return Model(api, role, policy, _limiter(ref.provider, settings.max_concurrency),
-                 price_for(str(ref), config), sink, run_id, sleep, budget)
+                 price_for(str(ref), config), sink, run_id, sleep, budget,
+                 store_texts=config.logging.stores(api.is_live))
 
 
 __all__ = ["CallFailed", "CallSink", "MemorySink", "Model", "RetryPolicy", "get_model", "TransientError"]

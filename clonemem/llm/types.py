@@ -6,7 +6,9 @@ import datetime as dt
 import json
 import random
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Generic, Literal, TypeVar
 
@@ -91,12 +93,38 @@ class CallRecord:
     attempts: int = 0
     outcome: Outcome = "ok"
     error: str | None = None
+    item: str | None = None  # what the call was about, a JSON object (see `about`); None where no step said
+    # the exchange, when the config's [logging] store_calls keeps it: the last attempt's messages as a JSON
+    # list of {"role", "content"} (system first) and the model's last reply; never a key or a header
+    prompt_text: str | None = None
+    response_text: str | None = None
     # the warehouse of the run that made the call (not a column): a result served from Prefect's cache
     # carries its calls, and they are spend only of the warehouse they were made for
     warehouse: str | None = field(default=None, compare=False)
 
     def row(self) -> dict:
         return {k: v for k, v in self.__dict__.items() if k != "warehouse"}
+
+
+# What the calls made in this context are about: set around a step that works on one item (evaluation: a
+# question, for a system at k), read when a call's record is built. A context variable, so each worker
+# thread of a batch has its own.
+_CALL_ITEM: ContextVar[str | None] = ContextVar("clonemem_call_item", default=None)
+
+
+@contextmanager
+def about(**labels: object) -> Iterator[None]:
+    """Label the LLM calls made inside (``about(question_id=..., system=..., k=...)``): the labels land as
+    the calls' ``item`` (a JSON object), so a question's calls can be found in the warehouse."""
+    token = _CALL_ITEM.set(json.dumps(labels, sort_keys=True, default=str))
+    try:
+        yield
+    finally:
+        _CALL_ITEM.reset(token)
+
+
+def current_item() -> str | None:
+    return _CALL_ITEM.get()
 
 
 T = TypeVar("T")

@@ -8,7 +8,7 @@ import polars as pl
 import streamlit as st
 
 from clonemem.dashboard import analysis as A
-from clonemem.dashboard import charts
+from clonemem.dashboard import charts, exchanges
 from clonemem.dashboard import queries as Q
 from clonemem.dashboard.context import Session, pick_run, run_page
 from clonemem.dashboard.producers import EvalModels, models_of
@@ -163,6 +163,24 @@ def _systems(session: Session, question_id: str, evaluation: tuple[str, int] | N
     judge = " (offline judge)" if models.judge_offline else ""
     with st.expander(f"Judge verdicts{judge} ({unscored.height} unscored)"):
         st.dataframe(judged, hide_index=True)
+    _exchanges(session, eval_run_id, question_id, k)
+
+
+def _exchanges(session: Session, eval_run_id: str, question_id: str, k: int) -> None:
+    """The LLM exchanges behind these figures: each system's answerer and judge calls for this question at k
+    (and its retrieval step's), with the prompt and reply where stored."""
+    st.markdown(f"**LLM exchanges at k = {k}** (answerer, judge, and the retrieval step's support checks)")
+    calls = Q.question_calls(session.db, eval_run_id, question_id, k, session.columns("llm_calls"))
+    if calls.height == 0:
+        st.caption("No LLM call of this evaluation is labelled with this question (calls are labelled since "
+                   "migration 0018; a results file's given answers make none).")
+        return
+    if not calls["this_run"].all():
+        st.caption("Some steps were served from the cache: their calls are those of the earlier run that made them.")
+    for r in calls.iter_rows(named=True):
+        made = "" if r["this_run"] else f" · made by run {r['run_id'][:8]}"
+        with st.expander(f"{r['system']} · {r['stage']} ({r['model']}) · {r['outcome']}{made}"):
+            exchanges.show(r["prompt_text"], r["response_text"], r["error"])
 
 
 def _answers(answers: pl.DataFrame, models: EvalModels) -> None:

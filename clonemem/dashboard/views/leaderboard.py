@@ -8,6 +8,7 @@ from __future__ import annotations
 import polars as pl
 import streamlit as st
 
+from clonemem.dashboard import analysis as A
 from clonemem.dashboard import charts
 from clonemem.dashboard import queries as Q
 from clonemem.dashboard.context import Session, pick_run, run_page
@@ -163,7 +164,11 @@ def _compare(session: Session, runs: pl.DataFrame, eval_run_id: str, metric: str
         st.info(f"Only one evaluation of {session.benchmark['name']!r}; evaluate it again (`--force`) "
                 "to compare two runs here.")
         return
-    other = st.selectbox("Compare with", others, format_func=labels.__getitem__, key="lb_other")
+    # by default the newest evaluation that differs from A (copies of it would show every difference as 0)
+    default = A.first_different(Q.eval_identities(session.db, session.benchmark["benchmark_id"],
+                                                  session.columns("eval_runs")), eval_run_id, others)
+    other = st.selectbox("Compare with", others, index=others.index(default), format_func=labels.__getitem__,
+                         key="lb_other")
     _provenance_difference(session, eval_run_id, other)
     both = pl.concat([
         Q.metrics(session.db, run_id, "all").filter(pl.col("metric") == metric).with_columns(run=pl.lit(name))
