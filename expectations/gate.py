@@ -7,7 +7,6 @@ import datetime as dt
 import json
 import os
 import uuid
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -16,53 +15,11 @@ from clonemem.expectations.gx_duckdb import close_all_engines, patch_duckdb_conn
 from clonemem.faults import checkpoint
 from clonemem.qa.land import cue_stats
 from clonemem.schemas.config import DEFAULT_MEDIA_MIX, GateConfig, QAConfig, RunConfig
+from clonemem.schemas.results import ExpectationOutcome, GateFailed, GateResult  # noqa: F401 - the verdict's types, also named here
 from clonemem.warehouse import Warehouse
 from clonemem.warehouse.catalog import resolve_benchmark
 
 SAMPLE_ROWS = 5
-
-
-@dataclass
-class ExpectationOutcome:
-    suite: str
-    expectation: str
-    success: bool
-    observed: Any
-    unexpected_count: int | None
-    failing_sample: list[dict] = field(default_factory=list)
-
-
-@dataclass
-class GateResult:
-    gate_run_id: str
-    benchmark_id: str
-    name: str
-    status: str  # passed, failed
-    outcomes: list[ExpectationOutcome]
-    data_docs: str | None
-    params: dict[str, Any]
-
-    @property
-    def failed(self) -> list[ExpectationOutcome]:
-        return [o for o in self.outcomes if not o.success]
-
-    def describe_failures(self) -> list[str]:
-        return [f"{o.suite}: {o.expectation} (unexpected: {o.unexpected_count})" for o in self.failed]
-
-
-class GateFailed(RuntimeError):
-    """The benchmark failed the gate: it is stored with status `failed` and evaluation refuses it."""
-
-    def __init__(self, result: GateResult, pipeline: Any = None) -> None:
-        failed = "; ".join(result.describe_failures())
-        super().__init__(f"benchmark {result.name!r} failed the gate ({len(result.failed)}/{len(result.outcomes)} "
-                         f"expectations unmet: {failed}); evaluate it anyway with --force (deployment parameter "
-                         "`force: true`)")
-        self.result = result
-        self.pipeline = pipeline  # what the pipeline did before the gate (a PipelineResult), when it ran one
-
-    def __reduce__(self) -> tuple:
-        return (GateFailed, (self.result, self.pipeline))
 
 
 def gate_params(wh: Warehouse, bid: str, gate: GateConfig) -> dict[str, Any]:

@@ -2,24 +2,25 @@
 
 from __future__ import annotations
 
-import datetime as dt
 import time
 from collections import Counter
 
 from prefect import flow
-from prefect.cache_policies import NO_CACHE
 from prefect.futures import as_completed
 from prefect.task_runners import ThreadPoolTaskRunner
 from prefect.utilities.annotations import opaque
 
 from clonemem import progress, runtime
-from clonemem.evaluation.land import EvaluationRun
-from clonemem.evaluation.replay import replay_refused
-from clonemem.memory import SYSTEMS, remote
-from clonemem.schemas.config import ConfigError, RunConfig, resolve_config
+from clonemem.schemas.config import RunConfig, resolve_config
 from clonemem.schemas.results import EvaluationResult
-from clonemem.tasks.context import flow_run_ids, new_run_id
-from clonemem.tasks.evaluation import answer_task, land_task, load_task, retrieve_task
+from clonemem.tasks.evaluation import (
+    answer_task,
+    evaluated_systems,
+    evaluation_run,
+    land_task,
+    load_task,
+    retrieval_task,
+)
 from clonemem.tasks.reporting import log, publish_leaderboard
 
 
@@ -29,15 +30,9 @@ def evaluate_flow(warehouse_path: str, benchmark: str, systems: list[str] | None
     """Score ``systems`` (default: the config's) at each k on ``benchmark`` (its id or name)."""
     cfg = resolve_config(config)
     ks = sorted(set(ks or cfg.evaluation.k))
-    # remote systems (URL, NAME=URL, a name in [evaluation.remote]) are asked their /v1/info and
-    # registered under their label while the run lasts; unknown names fail here, before any work
-    with remote.registered(list(systems or cfg.evaluation.systems), cfg.evaluation) as systems:
-        live = cfg.models.ref("extractor").provider != "offline"
-        for name in systems:
-            factory = SYSTEMS.get(name)
-            refused = replay_refused(factory, live) if cfg.evaluation.replay else None
-            if refused:
-                raise ConfigError(refused)
+    # remote systems are registered under their label while the run lasts; unknown names, and systems
+    # that may not be replayed, fail here, before any work
+    with evaluated_systems(systems or cfg.evaluation.systems, cfg) as systems:
         result = _evaluate(warehouse_path, benchmark, systems, ks, force, cfg)
     publish_leaderboard(result)
     return result
@@ -47,15 +42,13 @@ def _evaluate(warehouse_path: str, benchmark: str, systems: list[str], ks: list[
               cfg: RunConfig) -> EvaluationResult:
     started = time.perf_counter()
     bid, name, personas = load_task(warehouse_path, benchmark, force)
-    flow_run_id, _ = flow_run_ids()
-    run = EvaluationRun(flow_run_id or new_run_id(), bid, name, tuple(systems), tuple(ks), force, cfg,
-                        dt.datetime.now(dt.UTC).replace(tzinfo=None), flow_run_id)
+    run = evaluation_run(bid, name, systems, ks, force, cfg)
     # Values, not futures, go in: ``opaque`` spares Prefect walking every trace and question of them
     # for dependencies (it was a third of a bm25 run's time); the cache key still hashes the values.
     with runtime.use(runtime.Runtime(cfg, run_id=run.eval_run_id, warehouse=warehouse_path)):
         budget = cfg.evaluation.full_context_tokens
         replay = cfg.evaluation.replay
-        retrieving = {(s, p.persona_id): _retrieve(s).submit(s, opaque(p), max(ks), budget, replay)
+        retrieving = {(s, p.persona_id): retrieval_task(s).submit(s, opaque(p), max(ks), budget, replay)
                       for s in systems for p in personas}
         retrievals = _collect(retrieving, "evaluation: build and retrieve (system × persona)")
         answering = {(s, k, p.persona_id): answer_task.submit(s, k, opaque(p),
@@ -67,14 +60,6 @@ def _evaluate(warehouse_path: str, benchmark: str, systems: list[str], ks: list[
     result = land_task(warehouse_path, run, opaque(personas), opaque({k: v.value for k, v in retrievals.items()}),
                        opaque({k: v.value for k, v in answers.items()}), opaque(calls))
     return result.model_copy(update={"seconds": round(time.perf_counter() - started, 2)})
-
-
-def _retrieve(system: str):  # noqa: ANN202 - a Prefect task
-    """The retrieval task for ``system``: a system whose results may change without its code changing (a
-    remote service) is never served from the cache, and is not retried as a whole (its calls are)."""
-    if SYSTEMS.get(system).cacheable:
-        return retrieve_task
-    return retrieve_task.with_options(cache_policy=NO_CACHE, persist_result=False, retries=0)
 
 
 def _collect(futures: dict, what: str) -> dict:

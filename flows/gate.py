@@ -5,18 +5,11 @@ Prefect's UI shows it; the stored verdict and results are the same either way.""
 
 from __future__ import annotations
 
-from prefect import flow, task
-from prefect.cache_policies import NO_CACHE
+from prefect import flow
 
-from clonemem.expectations.gate import GateFailed, GateResult, run_gate
-from clonemem.tasks.context import flow_run_ids
+from clonemem.schemas.results import GateFailed, GateResult
+from clonemem.tasks.gate import gate_task
 from clonemem.tasks.reporting import publish_gate
-
-
-@task(cache_policy=NO_CACHE, task_run_name="gate {benchmark}")
-def gate_task(warehouse_path: str, benchmark: str) -> GateResult:
-    """Validate a benchmark with Great Expectations and mark it passed or failed (never cached)."""
-    return run_gate(warehouse_path, benchmark, run_id=flow_run_ids()[0])
 
 
 @flow(name="gate")

@@ -10,28 +10,23 @@ from __future__ import annotations
 
 import time
 
-from prefect import flow, task
-from prefect.cache_policies import NO_CACHE
+from prefect import flow
 from prefect.task_runners import ThreadPoolTaskRunner
 
 from clonemem import runtime
-from clonemem.expectations.gate import GateFailed
 from clonemem.flows.evaluation import evaluate_flow
 from clonemem.flows.gate import gate_flow
 from clonemem.flows.generation import generate_flow
 from clonemem.flows.qa import qa_flow
 from clonemem.flows.scaleout import generate_distributed_flow
 from clonemem.schemas.config import RunConfig, resolve_config
-from clonemem.schemas.results import GenerationResult, PipelineResult
-from clonemem.tasks.context import flow_run_ids, new_run_id
-from clonemem.ids import benchmark_id
+from clonemem.schemas.results import GateFailed, GenerationResult, PipelineResult
+from clonemem.tasks.context import flow_run_ids
+from clonemem.tasks.gate import gate_status_task
 from clonemem.tasks.generation import record_run_task
-from clonemem.tasks.runs import tracked
 from clonemem.tasks.release import export_task
 from clonemem.tasks.reporting import publish_pipeline
-from clonemem.warehouse import Warehouse
-from clonemem.warehouse.catalog import gate_status
-from clonemem.warehouse.runs import RunRecord, utcnow
+from clonemem.tasks.runs import flow_run_record, tracked
 
 
 class NothingGenerated(RuntimeError):
@@ -45,12 +40,6 @@ class NothingGenerated(RuntimeError):
         return (NothingGenerated, (str(self), self.generation))
 
 
-@task(cache_policy=NO_CACHE, task_run_name="gate status {benchmark_id}")
-def gate_status_task(warehouse_path: str, benchmark_id: str) -> str | None:
-    with Warehouse.open_reader(warehouse_path) as wh:
-        return gate_status(wh, benchmark_id)
-
-
 @flow(name="pipeline")
 def pipeline_flow(warehouse_path: str, config: RunConfig | str | None = None, gate: bool = True, evaluate: bool = True,
                   systems: list[str] | None = None, ks: list[int] | None = None, force: bool = False,
@@ -62,9 +51,7 @@ def pipeline_flow(warehouse_path: str, config: RunConfig | str | None = None, ga
     generates each persona as a run of the `generate-persona` deployment on the workers, with bundles under
     ``bundle_location`` (any fsspec URL; see flows/scaleout.py), instead of in this process."""
     cfg = resolve_config(config)
-    flow_run_id, deployment_id = flow_run_ids()
-    run = RunRecord(flow_run_id or new_run_id(), "pipeline", benchmark_id(cfg.name), utcnow(), flow_run_id=flow_run_id,
-                    deployment_id=deployment_id, config_json=cfg.model_dump_json(exclude={"warehouse"}))
+    run = flow_run_record("pipeline", cfg)
     # a failed pipeline run is recorded with its error (its stages' runs have their own rows)
     with tracked(warehouse_path, run), runtime.spending(cfg.max_cost_usd):  # one budget for the whole chain
         return _chain(warehouse_path, cfg, gate, evaluate, systems, ks, force, export_dir, distribute, bundle_location)
@@ -73,8 +60,8 @@ def pipeline_flow(warehouse_path: str, config: RunConfig | str | None = None, ga
 def _chain(warehouse_path: str, cfg: RunConfig, gate: bool, evaluate: bool, systems: list[str] | None,
            ks: list[int] | None, force: bool, export_dir: str | None, distribute: bool,
            bundle_location: str | None) -> PipelineResult:
-    started, started_at = time.perf_counter(), utcnow()
-    flow_run_id, deployment_id = flow_run_ids()
+    started, begun = time.perf_counter(), flow_run_record("pipeline", cfg)
+    flow_run_id, _ = flow_run_ids()
     runner = ThreadPoolTaskRunner(max_workers=cfg.generation.workers)
     gen = (generate_distributed_flow(warehouse_path, cfg, bundle_location) if distribute
            else generate_flow.with_options(task_runner=runner)(warehouse_path, cfg))
@@ -105,9 +92,8 @@ def _chain(warehouse_path: str, cfg: RunConfig, gate: bool, evaluate: bool, syst
                             gate_failed=failed, evaluation=evaluation, export=exported,
                             seconds=round(time.perf_counter() - started, 2))
     if flow_run_id and (gen.landed or qa.landed or evaluation is not None):
-        record_run_task(warehouse_path, RunRecord(
-            flow_run_id or new_run_id(), "pipeline", gen.benchmark_id, started_at, flow_run_id=flow_run_id,
-            deployment_id=deployment_id, config_json=cfg.model_dump_json(exclude={"warehouse"}),
-            summary_json=result.model_dump_json(include={"benchmark_id", "name", "gate_status", "seconds"})))
+        # the config's benchmark is the one generated (its id comes from the config's name)
+        record_run_task(warehouse_path, begun.finished("completed", summary_json=result.model_dump_json(
+            include={"benchmark_id", "name", "gate_status", "seconds"})))
     publish_pipeline(result, flow_run_id)
     return result

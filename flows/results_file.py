@@ -3,7 +3,6 @@ built-in system's evaluation, under the name given, with the file's name and sha
 
 from __future__ import annotations
 
-import datetime as dt
 import time
 
 from prefect import flow
@@ -11,15 +10,17 @@ from prefect.task_runners import ThreadPoolTaskRunner
 from prefect.utilities.annotations import opaque
 
 from clonemem import runtime
-from clonemem.evaluation.land import EvaluationRun
-from clonemem.evaluation.results_file import ResultsFileError, file_ks
-from clonemem.memory import SYSTEMS
 from clonemem.schemas.config import RunConfig, resolve_config
 from clonemem.schemas.results_file import ResultsFileScored
-from clonemem.tasks.context import flow_run_ids, new_run_id
 from clonemem.tasks.evaluation import land_task, load_task
 from clonemem.tasks.reporting import log, publish_leaderboard
-from clonemem.tasks.results_file import file_answer_task, file_retrieve_task, read_results_task
+from clonemem.tasks.results_file import (
+    check_system_name,
+    file_answer_task,
+    file_retrieve_task,
+    file_run,
+    read_results_task,
+)
 
 
 @flow(name="evaluate-results-file", task_runner=ThreadPoolTaskRunner(max_workers=8))
@@ -28,16 +29,12 @@ def evaluate_results_file_flow(warehouse_path: str, benchmark: str, path: str, n
                                allow_missing: bool = False) -> ResultsFileScored:
     """Score the retrievals (and choices, answers) in the JSONL file ``path`` as the system ``name``."""
     cfg = resolve_config(config)
-    if name in SYSTEMS.names():
-        raise ResultsFileError(f"--name {name!r} is a registered memory system: name the file's system otherwise")
+    check_system_name(name)
     started = time.perf_counter()
     bid, bname, personas = load_task(warehouse_path, benchmark, force)
     resolved = read_results_task(warehouse_path, bid, path, allow_missing)
-    ks = file_ks(resolved, ks)
-    flow_run_id, _ = flow_run_ids()
-    run = EvaluationRun(flow_run_id or new_run_id(), bid, bname, (name,), tuple(ks), force, cfg,
-                        dt.datetime.now(dt.UTC).replace(tzinfo=None), flow_run_id,
-                        provenance={name: dict(resolved.provenance)})
+    run = file_run(bid, bname, name, resolved, ks, force, cfg)
+    ks = list(run.ks)
     with runtime.use(runtime.Runtime(cfg, run_id=run.eval_run_id, warehouse=warehouse_path)):
         lines = {p.persona_id: resolved.by_persona.get(p.persona_id, {}) for p in personas}
         reading = {p.persona_id: file_retrieve_task.submit(name, opaque(p), opaque(lines[p.persona_id]))

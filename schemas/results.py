@@ -6,6 +6,7 @@ of :class:`EvaluationResult` is the file's content.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
@@ -134,6 +135,54 @@ class QAResult(_R):
                 f"failed; {self.cached_items} items from cache, {self.llm_calls} LLM calls; cues: longest "
                 f"{self.cues.longest_option_accuracy}, overlap {self.cues.overlap_option_accuracy} (chance 0.25); "
                 f"{self.seconds:.1f} s")
+
+
+# -- the gate ---------------------------------------------------------------------------------------
+
+
+@dataclass
+class ExpectationOutcome:
+    suite: str
+    expectation: str
+    success: bool
+    observed: Any
+    unexpected_count: int | None
+    failing_sample: list[dict] = field(default_factory=list)
+
+
+@dataclass
+class GateResult:
+    """The gate's verdict on one benchmark (`clonemem/expectations/gate.py` runs it), with every outcome."""
+
+    gate_run_id: str
+    benchmark_id: str
+    name: str
+    status: str  # passed, failed
+    outcomes: list[ExpectationOutcome]
+    data_docs: str | None
+    params: dict[str, Any]
+
+    @property
+    def failed(self) -> list[ExpectationOutcome]:
+        return [o for o in self.outcomes if not o.success]
+
+    def describe_failures(self) -> list[str]:
+        return [f"{o.suite}: {o.expectation} (unexpected: {o.unexpected_count})" for o in self.failed]
+
+
+class GateFailed(RuntimeError):
+    """The benchmark failed the gate: it is stored with status `failed` and evaluation refuses it."""
+
+    def __init__(self, result: GateResult, pipeline: Any = None) -> None:
+        failed = "; ".join(result.describe_failures())
+        super().__init__(f"benchmark {result.name!r} failed the gate ({len(result.failed)}/{len(result.outcomes)} "
+                         f"expectations unmet: {failed}); evaluate it anyway with --force (deployment parameter "
+                         "`force: true`)")
+        self.result = result
+        self.pipeline = pipeline  # what the pipeline did before the gate (a PipelineResult), when it ran one
+
+    def __reduce__(self) -> tuple:
+        return (GateFailed, (self.result, self.pipeline))
 
 
 # -- evaluation -------------------------------------------------------------------------------------

@@ -17,6 +17,11 @@ from clonemem.schemas.results import EvaluationResult
 CHOICE_IDS = ("A", "B", "C", "D", "E")
 
 
+class ResultsFileError(ValueError):
+    """A results file that cannot be scored (malformed, or naming what the benchmark does not have), or an
+    export that cannot be made; the message is one line saying what and where."""
+
+
 class _Line(BaseModel):
     model_config = ConfigDict(extra="ignore", strict=True, frozen=True)
 

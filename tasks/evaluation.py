@@ -7,9 +7,11 @@ evaluation module) and the models bound to the roles, so a re-run makes no LLM c
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import datetime as dt
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 
-from prefect import task
+from prefect import Task, task
 from prefect.cache_policies import INPUTS, NO_CACHE, TASK_SOURCE
 
 from clonemem import runtime
@@ -25,6 +27,7 @@ from clonemem.evaluation.land import (
     land_evaluation,
     system_stats,
 )
+from clonemem.evaluation.replay import replay_refused
 from clonemem.evaluation.run import (
     Outcome,
     PersonaData,
@@ -34,10 +37,12 @@ from clonemem.evaluation.run import (
     load_benchmark,
 )
 from clonemem.llm.types import CallRecord, Paid
-from clonemem.schemas.config import FULL_CONTEXT_TOKENS
+from clonemem.memory import SYSTEMS, remote
+from clonemem.schemas.config import FULL_CONTEXT_TOKENS, ConfigError, RunConfig
 from clonemem.schemas.results import EvaluationResult
 from clonemem.stages import STAGES
 from clonemem.tasks.caching import MemorySystemPolicy, StagePolicy, covered_stages
+from clonemem.tasks.context import flow_run_ids, new_run_id
 from clonemem.tasks.generation import _transient_only
 from clonemem.warehouse import Warehouse
 from clonemem.warehouse.catalog import require_gate_passed
@@ -105,3 +110,39 @@ def land_task(warehouse_path: str, run: EvaluationRun, personas: list[PersonaDat
     return report.evaluation_result(rows.per_question, aggs, stats, run.systems, run.ks, benchmark=run.benchmark,
                                     benchmark_id=run.benchmark_id, eval_run_id=earlier or run.eval_run_id,
                                     offline=run.offline, provenance=prov, reused=earlier is not None)
+
+
+
+# -- what a flow asks before and around the tasks ------------------------------------------------------
+
+
+@contextmanager
+def evaluated_systems(systems: Sequence[str], cfg: RunConfig) -> Iterator[list[str]]:
+    """The labels of ``systems`` while the block runs. Remote systems (URL, NAME=URL, a name in
+    [evaluation.remote]) are asked their /v1/info and registered under their label meanwhile; unknown
+    names, and systems that may not be replayed when ``evaluation.replay`` is on, fail here, before any work."""
+    with remote.registered(list(systems), cfg.evaluation) as labels:
+        live = cfg.models.ref("extractor").provider != "offline"
+        for name in labels:
+            factory = SYSTEMS.get(name)
+            refused = replay_refused(factory, live) if cfg.evaluation.replay else None
+            if refused:
+                raise ConfigError(refused)
+        yield labels
+
+
+def retrieval_task(system: str) -> Task:
+    """The retrieval task for ``system``: a system whose results may change without its code changing (a
+    remote service) is never served from the cache, and is not retried as a whole (its calls are)."""
+    if SYSTEMS.get(system).cacheable:
+        return retrieve_task
+    return retrieve_task.with_options(cache_policy=NO_CACHE, persist_result=False, retries=0)
+
+
+def evaluation_run(benchmark_id: str, benchmark: str, systems: Sequence[str], ks: Sequence[int], force: bool,
+                   cfg: RunConfig, system_provenance: Mapping[str, Mapping[str, str]] | None = None) -> EvaluationRun:
+    """What identifies this evaluation, started now: its run id is the flow run's (one of its own outside
+    Prefect); ``system_provenance`` is per system, what its class cannot carry (a results file's name and hash)."""
+    flow_run_id, _ = flow_run_ids()
+    return EvaluationRun(flow_run_id or new_run_id(), benchmark_id, benchmark, tuple(systems), tuple(ks), force, cfg,
+                         dt.datetime.now(dt.UTC).replace(tzinfo=None), flow_run_id, provenance=dict(system_provenance or {}))

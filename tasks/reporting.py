@@ -12,9 +12,8 @@ from typing import Any
 
 from clonemem import settings
 from clonemem.evaluation.report import leaderboard_markdown, provenance_markdown
-from clonemem.expectations.gate import GateResult
 from clonemem.pages import PAGES
-from clonemem.schemas.results import EvaluationResult, PipelineResult, QAResult
+from clonemem.schemas.results import EvaluationResult, GateResult, PipelineResult, QAResult
 
 
 def _in_flow_run() -> bool:

@@ -4,7 +4,7 @@ file's own choices and answers where it gives them."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from prefect import task
 from prefect.cache_policies import INPUTS, NO_CACHE, TASK_SOURCE
@@ -12,15 +12,40 @@ from prefect.cache_policies import INPUTS, NO_CACHE, TASK_SOURCE
 from clonemem import runtime
 from clonemem.evaluation import stages as E
 from clonemem.evaluation.diagnosis import judge_supports
-from clonemem.evaluation.results_file import FileRetrieval, ResolvedFile, file_retrieval, given_answers, read_and_resolve
+from clonemem.evaluation.land import EvaluationRun
+from clonemem.evaluation.results_file import (
+    FileRetrieval,
+    ResolvedFile,
+    file_ks,
+    file_retrieval,
+    given_answers,
+    read_and_resolve,
+)
 from clonemem.evaluation.run import Outcome, PersonaData, Retrieval, answer_and_judge
 from clonemem.llm.types import Paid
+from clonemem.memory import SYSTEMS
+from clonemem.schemas.config import RunConfig
+from clonemem.schemas.results_file import ResultsFileError
 from clonemem.tasks.caching import StagePolicy, covered_stages
-from clonemem.tasks.evaluation import EVAL_STAGES
+from clonemem.tasks.evaluation import EVAL_STAGES, evaluation_run
 from clonemem.tasks.generation import _transient_only
 from clonemem.warehouse import Warehouse
 
 MODULES = ("clonemem.evaluation.run", "clonemem.evaluation.diagnosis", "clonemem.evaluation.results_file")
+
+
+def check_system_name(name: str) -> None:
+    """A file's system is named apart from the registered ones (its results must not pass for theirs)."""
+    if name in SYSTEMS.names():
+        raise ResultsFileError(f"--name {name!r} is a registered memory system: name the file's system otherwise")
+
+
+def file_run(benchmark_id: str, benchmark: str, name: str, resolved: ResolvedFile, ks: Sequence[int] | None,
+             force: bool, cfg: RunConfig) -> EvaluationRun:
+    """The evaluation that scores ``resolved`` as the system ``name``, at the k values it may be scored at
+    (see :func:`file_ks`), with the file's name and sha256 as the system's provenance."""
+    return evaluation_run(benchmark_id, benchmark, (name,), file_ks(resolved, ks), force, cfg,
+                          system_provenance={name: dict(resolved.provenance)})
 
 
 @task(cache_policy=NO_CACHE, task_run_name="read results file {path}")

@@ -13,11 +13,22 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from clonemem.errors import one_line
+from clonemem.ids import benchmark_id
 from clonemem.llm.types import BudgetExceeded
+from clonemem.schemas.config import RunConfig
+from clonemem.tasks.context import flow_run_ids, new_run_id
 from clonemem.warehouse import Warehouse
-from clonemem.warehouse.runs import RunNotRecorded, RunRecord, begin_run, open_run, record_run
+from clonemem.warehouse.runs import RunKind, RunNotRecorded, RunRecord, begin_run, open_run, record_run, utcnow
 
 log = logging.getLogger(__name__)
+
+
+def flow_run_record(kind: RunKind, config: RunConfig) -> RunRecord:
+    """This flow run's row for the config's benchmark, started now: its Prefect ids (a run id of its own
+    outside Prefect) and the config it ran with (without the warehouse path)."""
+    flow_run_id, deployment_id = flow_run_ids()
+    return RunRecord(flow_run_id or new_run_id(), kind, benchmark_id(config.name), utcnow(), flow_run_id=flow_run_id,
+                     deployment_id=deployment_id, config_json=config.model_dump_json(exclude={"warehouse"}))
 
 
 @task(cache_policy=NO_CACHE, task_run_name="begin {run.kind} run")
@@ -56,6 +67,6 @@ def tracked(warehouse_path: str, run: RunRecord) -> Iterator[None]:
         try:
             with Warehouse.open_writer(warehouse_path) as wh:
                 record_run(wh, run.finished(status, error=one_line(exc)[:2000]))
-        except Exception as secondary:  # noqa: BLE001 - the first error is the one to report
+        except Exception as secondary:  # the first error is the one to report
             log.warning("run %s: could not record its %s status: %s", run.run_id, status, one_line(secondary))
         raise

@@ -25,15 +25,9 @@ from pydantic import ValidationError
 from clonemem.evaluation.diagnosis import Supports, diagnose_read
 from clonemem.evaluation.run import GivenAnswer, PersonaData, Retrieval
 from clonemem.memory.base import Retrieved
-from clonemem.schemas.results_file import FileLine
+from clonemem.schemas.results_file import FileLine, ResultsFileError
 from clonemem.warehouse import Warehouse
 from clonemem.warehouse.catalog import UnknownBenchmark, resolve_benchmark
-
-
-class ResultsFileError(ValueError):
-    """A results file that cannot be scored (malformed, or naming what the benchmark does not have), or an
-    export that cannot be made; the message is one line saying what and where."""
-
 
 # -- reading ---------------------------------------------------------------------------------------
 
