@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, create_model
+from pydantic import BaseModel, ConfigDict, Field
 
 # -- metric names -------------------------------------------------------------------------
 
@@ -187,13 +187,6 @@ class GateFailed(RuntimeError):
 
 # -- evaluation -------------------------------------------------------------------------------------
 
-_METRIC_FIELDS: dict[str, Any] = {}
-for _m in METRICS:
-    _METRIC_FIELDS[_m] = (float | None, None)
-    _METRIC_FIELDS[f"{_m}_ci"] = (list[float] | None, None)
-
-
-
 class Diagnosis(_R):
     """Shares of questions whose first failing step is writing, reading or using the memory (they sum
     to 1 over the questions it could be decided for: ``n``), with 95% bootstrap intervals."""
@@ -206,21 +199,57 @@ class Diagnosis(_R):
     ci: dict[str, list[float] | None] = Field(default_factory=dict)
 
 
-# One (system, k) of the leaderboard: every metric with its 95% bootstrap interval, and efficiency.
-SystemScores = create_model(
-    "SystemScores", __config__=ConfigDict(frozen=True, extra="forbid"),
-    system=(str, ...), k=(int, ...), n_questions=(int, ...), **_METRIC_FIELDS,
-    context_tokens=(float | None, None), build_seconds=(float | None, None), retrieval_p50_ms=(float | None, None),
-    retrieval_p95_ms=(float | None, None), llm_calls=(int | None, None), llm_tokens=(int | None, None),
-    write_coverage=(float | None, None), diagnosis=(Diagnosis, Diagnosis()),
-)
+class Scores(_R):
+    """Every metric of ``METRICS`` for one (system, k) over ``n_questions``, each with its 95% bootstrap
+    interval (``<metric>_ci``); None where not computed. ``tests/test_results_contract.py`` holds these
+    fields to the metric list."""
 
-# The same metrics for one question type of one (system, k).
-TypeScores = create_model(
-    "TypeScores", __config__=ConfigDict(frozen=True, extra="forbid"),
-    system=(str, ...), k=(int, ...), question_type=(str, ...), n_questions=(int, ...), **_METRIC_FIELDS,
-    diagnosis=(Diagnosis, Diagnosis()),
-)
+    system: str
+    k: int
+    n_questions: int
+    recall_flat: float | None = None
+    recall_flat_ci: list[float] | None = None
+    recall_all_all: float | None = None
+    recall_all_all_ci: list[float] | None = None
+    recall_all_any: float | None = None
+    recall_all_any_ci: list[float] | None = None
+    recall_any_all: float | None = None
+    recall_any_all_ci: list[float] | None = None
+    recall_any_any: float | None = None
+    recall_any_any_ci: list[float] | None = None
+    choice_accuracy: float | None = None
+    choice_accuracy_ci: list[float] | None = None
+    qa_consistency: float | None = None
+    qa_consistency_ci: list[float] | None = None
+    qa_hallucination_rate: float | None = None
+    qa_hallucination_rate_ci: list[float] | None = None
+    qa_perfect_rate: float | None = None
+    qa_perfect_rate_ci: list[float] | None = None
+    mem_recall: float | None = None
+    mem_recall_ci: list[float] | None = None
+    mem_helpful: float | None = None
+    mem_helpful_ci: list[float] | None = None
+
+
+class SystemScores(Scores):
+    """One (system, k) of the leaderboard: the metrics, efficiency and the failure diagnosis (an entry of
+    ``evaluate --json``'s ``results``)."""
+
+    context_tokens: float | None = None
+    build_seconds: float | None = None
+    retrieval_p50_ms: float | None = None
+    retrieval_p95_ms: float | None = None
+    llm_calls: int | None = None
+    llm_tokens: int | None = None
+    write_coverage: float | None = None
+    diagnosis: Diagnosis = Diagnosis()
+
+
+class TypeScores(Scores):
+    """The same metrics for one question type of one (system, k) (``by_question_type``)."""
+
+    question_type: str
+    diagnosis: Diagnosis = Diagnosis()
 
 
 class AggregationSettings(_R):
@@ -291,8 +320,8 @@ class EvaluationResult(_R):
     benchmark_id: str
     eval_run_id: str
     offline: bool  # the answerer or the judge ran on the offline provider
-    results: list[SystemScores]  # type: ignore[valid-type]
-    by_question_type: list[TypeScores]  # type: ignore[valid-type]
+    results: list[SystemScores]
+    by_question_type: list[TypeScores]
     seconds: float = 0.0
     provenance: Provenance | None = None  # None only for results built outside an evaluation run
     # identical (inputs, provenance and results) to the benchmark's latest stored evaluation, which made no new
