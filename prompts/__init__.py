@@ -8,10 +8,10 @@ plugin ships the prompts of its own stages and they are hashed like the built-in
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from functools import lru_cache
 import importlib
 import re
+from dataclasses import dataclass
+from functools import lru_cache
 from importlib import resources
 from importlib.resources.abc import Traversable
 

@@ -6,16 +6,19 @@ its plugin template like a built-in system's follows ``prompts/templates/``."""
 from __future__ import annotations
 
 import json
+import random
 import sys
 from pathlib import Path
 
 import jinja2
 import pytest
+from pydantic import BaseModel
 from typer.testing import CliRunner
 
 from clonemem import prompts, release, runtime
 from clonemem.cli import app
 from clonemem.memory import SYSTEMS
+from clonemem.offline import OfflineCall
 from clonemem.schemas.config import RunConfig
 from clonemem.stages import STAGES, Stage
 from clonemem.tasks.caching import MemorySystemPolicy, stage_key_parts
@@ -51,11 +54,7 @@ def test_keyfacts_is_listed_and_its_stage_prompt_comes_from_the_plugin() -> None
     assert stage.output.model_validate(offline(_call(inp))).fact == "I adopted a grey cat named Miso."
 
 
-def _call(inp):  # noqa: ANN001, ANN202
-    import random
-
-    from clonemem.offline import OfflineCall
-
+def _call(inp: BaseModel) -> OfflineCall:
     return OfflineCall(stage="example.keyfact", inputs=inp, rng=random.Random(0), model="offline")
 
 
@@ -91,8 +90,6 @@ def toy_package(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def test_a_package_template_is_rendered_and_its_file_is_in_the_key(toy_package: Path) -> None:
-    from pydantic import BaseModel
-
     prompt = prompts.render("toy_prompts_pkg:note", inp="milk")
     assert (prompt.system, prompt.user) == ("Be brief.", "Note: milk")
     stage = Stage("toy.note", "toy_prompts_pkg:note", "extractor", BaseModel, BaseModel, offline="json:dumps")
