@@ -1,12 +1,19 @@
 """Prompt templates: one Jinja file per prompt under ``templates/``, each with a ``system`` and a
 ``user`` block, and this one loader. Editing a template changes its hash, which is part of the
-cache key of every task that renders it."""
+cache key of every task that renders it.
+
+A name is either built-in (``"qa_plan"``: ``templates/qa_plan.j2`` here) or package-qualified
+(``"some_plugin:notes"``: ``templates/notes.j2`` inside the importable package ``some_plugin``), so a
+plugin ships the prompts of its own stages and they are hashed like the built-in ones."""
 
 from __future__ import annotations
 
+import importlib
+import re
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
+from importlib.resources.abc import Traversable
 
 import jinja2
 
@@ -26,7 +33,7 @@ def _env() -> jinja2.Environment:
     from clonemem.schemas.question_types import spec as question_type
 
     env = jinja2.Environment(
-        loader=jinja2.PackageLoader("clonemem.prompts", "templates"),
+        loader=jinja2.FunctionLoader(template_source),
         undefined=jinja2.StrictUndefined,  # a missing variable is a bug, not an empty string
         trim_blocks=True,
         lstrip_blocks=True,
@@ -41,8 +48,28 @@ def _env() -> jinja2.Environment:
     return env
 
 
+_NAME = re.compile(r"(?:(?P<package>[A-Za-z_][\w.]*):)?(?P<stem>[A-Za-z_][\w-]*)")
+
+
+def _template_file(name: str) -> Traversable:
+    """Where template ``name`` lives: a built-in name, or ``package:stem`` (a plugin's own templates)."""
+    match = _NAME.fullmatch(name)
+    if match is None:
+        raise ValueError(f"prompt template name {name!r}: expected 'stem' or 'package:stem'")
+    package = match["package"] or "clonemem.prompts"
+    try:
+        importlib.import_module(package)
+    except ImportError as exc:
+        raise ValueError(f"prompt template {name!r}: package {package!r} cannot be imported ({exc})") from None
+    path = resources.files(package) / "templates" / f"{match['stem']}.j2"
+    if not path.is_file():
+        raise jinja2.TemplateNotFound(name, f"prompt template {name!r}: no templates/{match['stem']}.j2 in "
+                                            f"package {package!r}")
+    return path
+
+
 def template_source(name: str) -> str:
-    return (resources.files("clonemem.prompts") / "templates" / f"{name}.j2").read_text("utf-8")
+    return _template_file(name).read_text("utf-8")
 
 
 @lru_cache(maxsize=None)
@@ -52,12 +79,12 @@ def template_hash(name: str) -> str:
 
 
 def render(name: str, **variables: object) -> Prompt:
-    template = _env().get_template(f"{name}.j2")
+    template = _env().get_template(name)
     context = template.new_context(variables)
     blocks = {}
     for block in ("system", "user"):
         if block not in template.blocks:
-            raise KeyError(f"prompt template {name}.j2 has no {{% block {block} %}}")
+            raise KeyError(f"prompt template {name!r} has no {{% block {block} %}}")
         blocks[block] = "".join(template.blocks[block](context)).strip()
     return Prompt(name=name, system=blocks["system"], user=blocks["user"], template_hash=template_hash(name))
 
