@@ -5,6 +5,7 @@ product; what the product promises is in the README and docs/)."""
 from __future__ import annotations
 
 import re
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -45,3 +46,18 @@ def test_the_check_sees_a_missing_document(tmp_path: Path) -> None:
     assert not exists("docs/no-such-guide.md", ROOT / "README.md")
     assert exists("docs/architecture.md", ROOT / "README.md")
     assert BRIEF.search("validator must differ from qa_writer (SPEC §2)")
+
+
+def test_the_readme_layout_names_every_folder_and_module() -> None:
+    """The README's layout table keeps up with the tree: every top-level folder, every sub-package of
+    `clonemem/` and every module directly in it is named there."""
+    readme = (ROOT / "README.md").read_text("utf-8")
+    layout = readme.split("## Layout", 1)[1].split("\n## ", 1)[0]
+    tracked = subprocess.run(["git", "-C", str(ROOT), "ls-files"], capture_output=True, text=True, check=True).stdout
+    tops = sorted({line.split("/", 1)[0] for line in tracked.splitlines() if "/" in line} - {".ci"})
+    packages = [f"clonemem/{p.name}/" for p in (ROOT / "clonemem").iterdir() if (p / "__init__.py").is_file()]
+    modules = [p.name for p in (ROOT / "clonemem").glob("*.py") if p.name != "__init__.py"]
+    missing = [f"{t}/" for t in tops if f"`{t}/`" not in layout]
+    missing += [p for p in packages if f"`{p}`" not in layout]
+    missing += [m for m in modules if f"`{m}`" not in layout and f"`clonemem/{m}`" not in layout]
+    assert not missing, f"README's Layout does not name {missing}"
