@@ -13,6 +13,7 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Protocol, TextIO
 
 
@@ -20,13 +21,14 @@ class Listener(Protocol):
     def update(self, task: str, done: int, total: int) -> None: ...
 
 
-_listener: Listener | None = None
+# a context variable: task and step threads run in a copy of the context that started them
+_listener: ContextVar[Listener | None] = ContextVar("clonemem_progress", default=None)
 _lock = threading.Lock()
 
 
 def advance(task: str, done: int, total: int) -> None:
     """``done`` of ``total`` units of ``task`` (e.g. "generation: personas") are finished."""
-    listener = _listener
+    listener = _listener.get()
     if listener is not None:
         with _lock:
             listener.update(task, done, total)
@@ -34,12 +36,11 @@ def advance(task: str, done: int, total: int) -> None:
 
 @contextmanager
 def listening(listener: Listener) -> Iterator[Listener]:
-    global _listener
-    saved, _listener = _listener, listener
+    token = _listener.set(listener)
     try:
         yield listener
     finally:
-        _listener = saved
+        _listener.reset(token)
 
 
 class PlainLines:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TypeVar
 
@@ -38,7 +39,7 @@ class Runtime:
 
     def __post_init__(self) -> None:
         if self.budget is None:
-            self.budget = _budget or (Budget(self.config.max_cost_usd) if self.config.max_cost_usd else None)
+            self.budget = _budget.get() or (Budget(self.config.max_cost_usd) if self.config.max_cost_usd else None)
 
     def start(self) -> None:
         """Run ``on_start`` once, before the run's first step that calls a model (a step served from the
@@ -58,36 +59,37 @@ class Runtime:
             return self._models[role]
 
 
-_current: Runtime | None = None
-_budget: Budget | None = None  # a budget shared by the runs started inside `spending`
+# Context variables, not module globals: a Prefect task thread and a step pool's thread run in a copy of
+# the submitting context, so each run (two in one process, a test beside another) sees its own.
+_current: ContextVar[Runtime | None] = ContextVar("clonemem_runtime", default=None)
+_budget: ContextVar[Budget | None] = ContextVar("clonemem_budget", default=None)  # shared by runs inside `spending`
 
 
 @contextmanager
 def spending(limit_usd: float | None) -> Iterator[Budget | None]:
     """One cost budget for every run started inside (the pipeline's subflows share it)."""
-    global _budget
-    saved = _budget
-    _budget = Budget(limit_usd) if limit_usd else saved
+    budget = Budget(limit_usd) if limit_usd else _budget.get()
+    token = _budget.set(budget)
     try:
-        yield _budget
+        yield budget
     finally:
-        _budget = saved
+        _budget.reset(token)
 
 
 @contextmanager
 def use(runtime: Runtime) -> Iterator[Runtime]:
-    global _current
-    saved, _current = _current, runtime
+    token = _current.set(runtime)
     try:
         yield runtime
     finally:
-        _current = saved
+        _current.reset(token)
 
 
 def current() -> Runtime:
-    if _current is None:
+    runtime = _current.get()
+    if runtime is None:
         raise RuntimeError("no run context: call tasks inside clonemem.runtime.use(...)")
-    return _current
+    return runtime
 
 
 class Recorder:
