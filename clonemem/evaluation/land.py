@@ -65,7 +65,7 @@ def evaluation_rows(run: EvaluationRun, personas: Sequence[PersonaData], retriev
             retrieval_rows += [{"eval_run_id": run.eval_run_id, "system": s, "question_id": q.question_id,
                                 "retrieved_trace_ids": retrieved_json(r, q.question_id),
                                 "items": retrieved_items_json(r, q.question_id),
-                                "latency_ms": r.results[q.question_id][2]} for q in p.questions]
+                                "latency_ms": r.results[q.question_id].latency_ms} for q in p.questions]
             for k in run.ks:
                 outcomes = {o.question_id: o for o in answers[(s, k, p.persona_id)]}
                 for q in p.questions:

@@ -23,7 +23,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from clonemem.evaluation.diagnosis import Supports, diagnose_read
-from clonemem.evaluation.run import GivenAnswer, PersonaData, Retrieval
+from clonemem.evaluation.run import GivenAnswer, PersonaData, QuestionRetrieval, Retrieval
 from clonemem.memory.base import Retrieved
 from clonemem.schemas.results_file import FileLine, ResultsFileError
 from clonemem.warehouse import Warehouse
@@ -224,7 +224,8 @@ def file_retrieval(system: str, persona: PersonaData, lines: Mapping[str, FileRe
     out = Retrieval(system, persona.persona_id, build_seconds=0.0, llm_calls=0, llm_tokens=0, items=0)
     for q in persona.questions:
         line = lines.get(q.question_id, FileRetrieval())
-        out.results[q.question_id] = (tuple(i.text for i in line.items), tuple(i.trace_ids for i in line.items), None)
+        out.results[q.question_id] = QuestionRetrieval(tuple(i.text for i in line.items),
+                                                       tuple(i.trace_ids for i in line.items), None)
         out.kinds[q.question_id] = tuple(i.kind for i in line.items)
         if supports is not None:
             out.diagnosis[q.question_id] = diagnose_read(list(zip(q.statements, q.evidence_sets)), line.items,

@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 
@@ -94,6 +95,15 @@ def load_benchmark(wh: Warehouse, benchmark_id: str) -> list[PersonaData]:
     return out
 
 
+class QuestionRetrieval(NamedTuple):
+    """What a system returned for one question, in rank order: each item's text and the trace ids of its
+    provenance, and how long the query took (None when not measured: a results file)."""
+
+    texts: tuple[str, ...]
+    trace_ids: tuple[tuple[str, ...], ...]
+    latency_ms: float | None
+
+
 @dataclass
 class Retrieval:
     system: str
@@ -102,7 +112,7 @@ class Retrieval:
     llm_calls: int
     llm_tokens: int
     items: int
-    results: dict[str, tuple[tuple[str, ...], tuple[tuple[str, ...], ...], float | None]] = field(default_factory=dict)
+    results: dict[str, QuestionRetrieval] = field(default_factory=dict)
     # question_id -> (texts, trace ids per item, latency ms; None when not measured: a results file)
     kinds: dict[str, tuple[str, ...]] = field(default_factory=dict)  # question_id -> each item's kind
     diagnosis: dict[str, tuple[EvidenceDiagnosis, ...] | None] = field(default_factory=dict)  # write, read rank
@@ -174,7 +184,8 @@ def build_and_retrieve(system: str, persona: PersonaData, k_max: int, llm: Calla
             t0 = time.perf_counter()
             items = memory.retrieve(q.view(), k_max)
             latency = (time.perf_counter() - t0) * 1000
-            results[q.question_id] = (tuple(i.text for i in items), tuple(i.trace_ids for i in items), latency)
+            results[q.question_id] = QuestionRetrieval(tuple(i.text for i in items), tuple(i.trace_ids for i in items),
+                                                       latency)
             kinds[q.question_id] = tuple(i.kind for i in items)
         if supports is not None:
             with about(question_id=q.question_id, system=system), \
@@ -230,7 +241,7 @@ def answer_and_judge(system: str, k: int, persona: PersonaData, retrieval: Retri
             return _one(q)
 
     def _one(q: EvalQuestion) -> Outcome:
-        memories = context_for(system, retrieval.results[q.question_id][0], k)
+        memories = context_for(system, retrieval.results[q.question_id].texts, k)
         when = q.question_time.isoformat(sep=" ", timespec="minutes")
         own = (given or {}).get(q.question_id, GivenAnswer())
         free_answer = own.answer if own.answer is not None else run(E.ANSWER_FREE, AnswerInput(
@@ -288,7 +299,7 @@ def percentile(values: list[float], p: float) -> float | None:
 
 
 def retrieved_json(retrieval: Retrieval, qid: str) -> str:
-    return json.dumps([t for item in retrieval.results[qid][1] for t in item])
+    return json.dumps([t for item in retrieval.results[qid].trace_ids for t in item])
 
 
 def retrieved_items_json(retrieval: Retrieval, qid: str) -> str:
