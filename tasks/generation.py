@@ -1,6 +1,7 @@
 """Generation's LLM steps, each cached across runs without a Prefect task run of its own (one per step
 made the Prefect server's load grow with the steps: see :mod:`clonemem.tasks.caching`), retried on
-transient failures (a permanent error, such as a rejected key, is not); and the landing tasks."""
+transient failures (a permanent error, such as a rejected key, is not); what the flows run with them (every
+persona of a config, landed as each completes, or one persona into a bundle); and the landing tasks."""
 
 from __future__ import annotations
 

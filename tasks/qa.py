@@ -1,5 +1,6 @@
 """Stage IV: one cached, retried step per candidate item (segment × question type), without a Prefect
-task run each (see :mod:`clonemem.tasks.caching`); and the reading and landing tasks around them."""
+task run each (see :mod:`clonemem.tasks.caching`); a persona's items run and landed for the flow; and the
+reading and landing tasks around them."""
 
 from __future__ import annotations
 
