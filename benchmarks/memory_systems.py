@@ -36,7 +36,7 @@ os.environ.setdefault("PREFECT_HOME", tempfile.mkdtemp(prefix="clonemem-bench-pr
 os.environ.setdefault("CLONEMEM_DISABLE_LIVE_LLM", "1")
 os.environ.setdefault("CLONEMEM_EMBED_CACHE", "off")  # time the encoder cold, not an earlier run's vectors
 
-import numpy as np  # noqa: E402
+import numpy as np
 
 LOCOMO_DEV = Path(os.environ.get("CLONEMEM_LOCOMO_DEV", "/work/shared/data/locomo-dev"))
 
@@ -61,13 +61,13 @@ def synthetic(n_traces: int, workdir: Path) -> list:
     from concurrent.futures import ThreadPoolExecutor
 
     from clonemem.evaluation.run import load_benchmark
-    from clonemem.flows.qa import candidates
     from clonemem.generation.assemble import assemble
     from clonemem.generation.execute import new_dags, run_inline
     from clonemem.generation.land import ensure_benchmark, land
     from clonemem.ids import benchmark_id
     from clonemem.qa.land import land_qa, qa_rows
     from clonemem.qa.pipeline import run_item
+    from clonemem.qa.report import candidates
     from clonemem.qa.segments import persona_segments
     from clonemem.runtime import Runtime, use
     from clonemem.schemas.config import RunConfig
@@ -139,7 +139,7 @@ def run_one(system: str, personas: list, k: int, encoder: str) -> dict:
     real = hashing_encode if encoder == "hash" else embed.encode
     encode_s = [0.0]
 
-    def timed_encode(texts, *args, **kwargs):  # noqa: ANN001, ANN202
+    def timed_encode(texts, *args, **kwargs):
         t0 = time.perf_counter()
         try:
             return real(texts, *args, **kwargs)

@@ -21,19 +21,13 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 
-from prefect import flow, get_run_logger, task
-from prefect.cache_policies import NO_CACHE
+from prefect import flow, get_run_logger
 
-from clonemem.generation.bundle import join, read_bundle
-from clonemem.generation.land import land_bundles
-from clonemem.generation.report import GenerationTally
-from clonemem.ids import benchmark_id
 from clonemem.schemas.config import RunConfig, resolve_config
 from clonemem.schemas.results import GenerationResult
-from clonemem.tasks.context import flow_run_ids, new_run_id
 from clonemem.tasks.generation import record_run_task
-from clonemem.warehouse import Warehouse
-from clonemem.warehouse.runs import FailureRecord, RunRecord, utcnow
+from clonemem.tasks.runs import flow_run_record
+from clonemem.tasks.scaleout import bundle_url, failure_records, land_bundles_task
 
 PERSONA_DEPLOYMENT = "generate-persona/generate-persona"
 
@@ -45,12 +39,6 @@ class PersonaRunsFailed(RuntimeError):
 def default_bundle_location(warehouse_path: str) -> str:
     """Beside the warehouse: enough when the workers share this machine's file system."""
     return f"{warehouse_path}.bundles"
-
-
-def bundle_url(location: str, benchmark_name: str, run_id: str, persona_index: int) -> str:
-    """Where persona ``persona_index`` of a distributed run goes: one folder per orchestrating run, so a
-    persona run left over from an interrupted attempt never writes over this attempt's bundle."""
-    return join(location, benchmark_name, run_id, f"persona-{persona_index:04d}.json")
 
 
 def launch_persona_runs(deployment: str, urls: Sequence[str], config: dict, run_id: str) -> list:
@@ -96,18 +84,6 @@ def wait_for_runs(runs: list, poll_seconds: float) -> list:
             time.sleep(poll_seconds)
 
 
-@task(cache_policy=NO_CACHE, task_run_name="land bundles {run_id}")
-def land_bundles_task(warehouse_path: str, urls: list[str], cfg: RunConfig, run_id: str) -> GenerationResult:
-    """Read every bundle (all must be readable) and land them in one transaction."""
-    bundles = [read_bundle(u) for u in urls]
-    with Warehouse.open_writer(warehouse_path) as wh:
-        landed = set(land_bundles(wh, bundles))
-    tally = GenerationTally(benchmark_id(cfg.name), cfg.name, cfg.generation.personas, run_id)
-    for bundle in bundles:  # the same summary as in-process generation's
-        tally.add_bundle(bundle, bundle.persona_id in landed)
-    return tally.result(0.0)
-
-
 @flow(name="generate-distributed")
 def generate_distributed_flow(warehouse_path: str, config: RunConfig | str | None = None,
                               bundle_location: str | None = None, persona_deployment: str = PERSONA_DEPLOYMENT,
@@ -116,9 +92,8 @@ def generate_distributed_flow(warehouse_path: str, config: RunConfig | str | Non
     each into a bundle under ``bundle_location`` (any fsspec URL the workers and this run can both
     reach; default: a folder beside the warehouse), then land them all at once in ``warehouse_path``."""
     cfg = resolve_config(config)
-    started, started_at = time.perf_counter(), utcnow()
-    flow_run_id, deployment_id = flow_run_ids()
-    run_id = flow_run_id or new_run_id()
+    started, begun = time.perf_counter(), flow_run_record("generate", cfg)
+    run_id = begun.run_id
     location = bundle_location or default_bundle_location(warehouse_path)
     urls = [bundle_url(location, cfg.name, run_id, i) for i in range(cfg.generation.personas)]
     # the workers get the configuration itself (they need no copy of the file); never the warehouse
@@ -134,8 +109,6 @@ def generate_distributed_flow(warehouse_path: str, config: RunConfig | str | Non
     result = land_bundles_task(warehouse_path, urls, cfg, run_id)
     result = result.model_copy(update={"seconds": round(time.perf_counter() - started, 2)})
     if result.landed or result.llm_calls or result.failures:
-        record_run_task(warehouse_path, RunRecord(
-            run_id, "generate", result.benchmark_id, started_at, flow_run_id=flow_run_id, deployment_id=deployment_id,
-            config_json=cfg.model_dump_json(exclude={"warehouse"}), summary_json=result.model_dump_json()),
-            [FailureRecord(f.persona, f.stage, f.item, f.error) for f in result.failures])
+        record_run_task(warehouse_path, begun.finished("completed", summary_json=result.model_dump_json()),
+                        failure_records(result))
     return result

@@ -1,6 +1,7 @@
 """Generation's LLM steps, each cached across runs without a Prefect task run of its own (one per step
 made the Prefect server's load grow with the steps: see :mod:`clonemem.tasks.caching`), retried on
-transient failures (a permanent error, such as a rejected key, is not); and the landing tasks."""
+transient failures (a permanent error, such as a rejected key, is not); what the flows run with them (every
+persona of a config, landed as each completes, or one persona into a bundle); and the landing tasks."""
 
 from __future__ import annotations
 
@@ -11,13 +12,18 @@ from prefect.cache_policies import NO_CACHE
 from prefect.results import ResultStore
 from pydantic import BaseModel
 
-from clonemem import runtime
-from clonemem.generation.assemble import Assembly
+from clonemem import ids, progress, runtime
+from clonemem.generation.assemble import Assembly, assemble
+from clonemem.generation.bundle import write_bundle
+from clonemem.generation.dag import PersonaDag
+from clonemem.generation.execute import Step, new_dags, run_pooled
 from clonemem.generation.land import ensure_benchmark, land_persona
+from clonemem.generation.report import GenerationTally
 from clonemem.generation.stages import STAGES
 from clonemem.llm.types import CallRecord, Paid
 from clonemem.schemas.config import RunConfig
-from clonemem.tasks.caching import StagePolicy, cached_step, is_transient, policy_stages, step_key
+from clonemem.schemas.results import PersonaBundleResult
+from clonemem.tasks.caching import StagePolicy, cached_step, is_transient, policy_stages, step_key, step_store
 from clonemem.warehouse import Warehouse
 from clonemem.warehouse.runs import FailureRecord, RunRecord, record_run
 
@@ -47,6 +53,50 @@ def cached_stage(store: ResultStore, stage_name: str, item: str, inp: BaseModel)
     module's step source, the stage's template, model, seed and offline code), else run and stored."""
     inputs = {"stage_name": stage_name, "item": item, "inp": inp}
     return cached_step(step_key(run_stage, inputs, STEP_POLICY), lambda: run_stage(stage_name, item, inp), store)[0]
+
+
+def cached_steps() -> Step:
+    """Steps served from (and stored in) the current run's result store."""
+    store = step_store()
+    return lambda stage, inp, item: cached_stage(store, stage.name, item, inp)
+
+
+# -- what a flow runs: every persona of a config, or one into a bundle ---------------------------------
+
+
+def generation_tally(config: RunConfig, run_id: str) -> GenerationTally:
+    """The run's summary, filled as personas finish (``result`` and ``failure_records`` at the end)."""
+    return GenerationTally(ids.benchmark_id(config.name), config.name, config.generation.personas, run_id)
+
+
+def generate_and_land(warehouse_path: str, config: RunConfig, tally: GenerationTally) -> None:
+    """Generate every persona of the config on a pool of ``generation.workers`` threads (each step cached);
+    each, as soon as it is complete, is checked, assembled and landed with the calls it paid for."""
+    def on_persona_done(dag: PersonaDag) -> None:
+        runtime.require_mostly_ok(dag.calls)  # before landing: a persona whose steps mostly failed stops the run
+        assembly = assemble(dag, config.name)
+        landed = None if assembly is None else land_persona_task(warehouse_path, assembly, tally.benchmark_id, dag.calls)
+        tally.add(dag, assembly, landed)
+        progress.advance("generation: personas", tally.landed + tally.unchanged + (landed is None), tally.personas)
+
+    progress.advance("generation: personas", 0, config.generation.personas)
+    run_pooled(new_dags(config), cached_steps(), on_persona_done, config.generation.workers)
+
+
+def persona_dag(config: RunConfig, persona_index: int) -> PersonaDag:
+    """Persona ``persona_index`` of the config, not yet generated (a flow parameter: a clear error outside the range)."""
+    dags = [d for d in new_dags(config) if d.spec.index == persona_index]
+    if not dags:
+        raise ValueError(f"flow parameter `persona_index`: {persona_index} is outside 0..{config.generation.personas - 1}")
+    return dags[0]
+
+
+def generate_bundle(bundle_path: str, config: RunConfig, dag: PersonaDag, run_id: str) -> PersonaBundleResult:
+    """Generate one persona (each step cached) and write its rows, with the calls it paid for, to a bundle
+    at ``bundle_path`` (a local path or any fsspec URL)."""
+    done: list[PersonaDag] = []
+    run_pooled([dag], cached_steps(), done.append, config.generation.workers)
+    return write_bundle(bundle_path, config, done[0], assemble(done[0], config.name), run_id)
 
 
 # -- landing (through this process's writer; the CLI holds the writer lock for the whole command) -----

@@ -23,12 +23,13 @@ from clonemem.warehouse.runs import RunKind, RunNotRecorded, RunRecord, begin_ru
 log = logging.getLogger(__name__)
 
 
-def flow_run_record(kind: RunKind, config: RunConfig) -> RunRecord:
+def flow_run_record(kind: RunKind, config: RunConfig, with_config: bool = True) -> RunRecord:
     """This flow run's row for the config's benchmark, started now: its Prefect ids (a run id of its own
-    outside Prefect) and the config it ran with (without the warehouse path)."""
+    outside Prefect) and, ``with_config``, the config it ran with (without the warehouse path)."""
     flow_run_id, deployment_id = flow_run_ids()
     return RunRecord(flow_run_id or new_run_id(), kind, benchmark_id(config.name), utcnow(), flow_run_id=flow_run_id,
-                     deployment_id=deployment_id, config_json=config.model_dump_json(exclude={"warehouse"}))
+                     deployment_id=deployment_id,
+                     config_json=config.model_dump_json(exclude={"warehouse"}) if with_config else None)
 
 
 @task(cache_policy=NO_CACHE, task_run_name="begin {run.kind} run")
