@@ -12,7 +12,6 @@ from __future__ import annotations
 import time
 
 from prefect import flow
-from prefect.task_runners import ThreadPoolTaskRunner
 
 from clonemem import runtime
 from clonemem.schemas.config import RunConfig, resolve_config
@@ -29,10 +28,9 @@ from clonemem.tasks.generation import (
 from clonemem.tasks.reporting import log
 from clonemem.tasks.runs import begin_run_task, flow_run_record, opener, tracked
 
-WORKERS = 64
-
-
-@flow(name="generate-benchmark", task_runner=ThreadPoolTaskRunner(max_workers=WORKERS))
+# The LLM steps run on a pool of the config's `generation.workers` threads (tasks/generation.py); the
+# flow's own tasks (the benchmark row, a landing per persona, the run record) run one at a time.
+@flow(name="generate-benchmark")
 def generate_flow(warehouse_path: str, config: RunConfig | str | None = None) -> GenerationResult:
     """Generate every persona of the config concurrently and land each as soon as it is complete."""
     cfg = resolve_config(config)
@@ -53,12 +51,11 @@ def generate_flow(warehouse_path: str, config: RunConfig | str | None = None) ->
 
 
 def run_generation(cfg: RunConfig, warehouse: str) -> GenerationResult:
-    """Run :func:`generate_flow` with the config's worker count."""
-    runner = ThreadPoolTaskRunner(max_workers=cfg.generation.workers)
-    return generate_flow.with_options(task_runner=runner)(str(warehouse), cfg)
+    """Run :func:`generate_flow` (the config sizes its step pool)."""
+    return generate_flow(str(warehouse), cfg)
 
 
-@flow(name="generate-persona", task_runner=ThreadPoolTaskRunner(max_workers=WORKERS))
+@flow(name="generate-persona")
 def generate_persona_flow(persona_index: int, bundle_path: str, config: RunConfig | str | None = None) -> PersonaBundleResult:
     """Scale-out unit: generate one persona and write its rows to a bundle at ``bundle_path`` (a local
     path or any fsspec URL: ``s3://…``, ``gs://…``) for `clonemem land` or ``generate_distributed_flow``."""

@@ -11,7 +11,6 @@ from __future__ import annotations
 import time
 
 from prefect import flow
-from prefect.task_runners import ThreadPoolTaskRunner
 
 from clonemem import runtime
 from clonemem.flows.evaluation import evaluate_flow
@@ -62,9 +61,8 @@ def _chain(warehouse_path: str, cfg: RunConfig, gate: bool, evaluate: bool, syst
            bundle_location: str | None) -> PipelineResult:
     started, begun = time.perf_counter(), flow_run_record("pipeline", cfg)
     flow_run_id, _ = flow_run_ids()
-    runner = ThreadPoolTaskRunner(max_workers=cfg.generation.workers)
     gen = (generate_distributed_flow(warehouse_path, cfg, bundle_location) if distribute
-           else generate_flow.with_options(task_runner=runner)(warehouse_path, cfg))
+           else generate_flow(warehouse_path, cfg))
     if gen.generated == 0:
         raise NothingGenerated(f"no persona was generated ({len(gen.failures)} stage item(s) failed): fix the "
                                "provider settings or the config (flow parameter `config`) and run again; finished "

@@ -5,7 +5,6 @@ from __future__ import annotations
 import time
 
 from prefect import flow
-from prefect.task_runners import ThreadPoolTaskRunner
 
 from clonemem import runtime
 from clonemem.runtime import require_mostly_ok
@@ -18,7 +17,7 @@ from clonemem.tasks.reporting import publish_qa
 from clonemem.tasks.runs import begin_run_task, flow_run_record, opener, tracked
 
 
-@flow(name="qa", task_runner=ThreadPoolTaskRunner(max_workers=32))
+@flow(name="qa")  # its items run on a step pool of the config's `qa.workers` threads
 def qa_flow(warehouse_path: str, config: RunConfig | str | None = None) -> QAResult:
     """Questions for every persona of the config's benchmark, landed persona by persona."""
     cfg = resolve_config(config)
@@ -27,7 +26,7 @@ def qa_flow(warehouse_path: str, config: RunConfig | str | None = None) -> QARes
     bid, run_id = tally.benchmark_id, begun.run_id
     run = begin_run_task(warehouse_path, begun)
     rt = runtime.Runtime(cfg, run_id=run_id, warehouse=warehouse_path, on_start=opener(warehouse_path, run))
-    with tracked(warehouse_path, run), runtime.use(rt), step_pool(32) as pool:
+    with tracked(warehouse_path, run), runtime.use(rt), step_pool(cfg.qa.workers) as pool:
         store = step_store()
         personas = segments_task(warehouse_path, bid, cfg.qa)
         for n, persona in enumerate(personas):

@@ -182,7 +182,7 @@ class GenerationConfig(_Section):
     traces_per_event: PosInt = 4
     noise_traces_per_phase: NonNegInt = 6
     arcs_per_dimension: PosInt = 1
-    workers: PosInt = Field(64, description="threads running stage tasks; LLM calls are further limited per provider")
+    workers: PosInt = Field(64, description="LLM steps in flight; LLM calls are further limited per provider")
     media_mix: dict[str, Annotated[float, Field(ge=0)]] = Field(default_factory=lambda: dict(DEFAULT_MEDIA_MIX))
     seed_pool: Path | None = Field(None, description="TOML file of curated event seeds; default: the packaged pool")
 
@@ -210,6 +210,7 @@ class QAConfig(_Section):
         default_factory=lambda: len(_declared_question_types()))
     max_questions_per_persona: PosInt = 150
     distractor_rounds: PosInt = 3
+    workers: PosInt = Field(32, description="candidate items in flight; LLM calls are further limited per provider")
 
 
 class GateConfig(_Section):
