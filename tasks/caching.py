@@ -30,6 +30,7 @@ from prefect.cache_policies import INPUTS, NO_CACHE, CachePolicy, CompoundCacheP
 from prefect.context import TaskRunContext
 from prefect.filesystems import NullFileSystem
 from prefect.results import ResultStore, get_default_result_storage, get_result_store
+from prefect.settings import get_current_settings
 from prefect.transactions import CommitMode, transaction
 from prefect.utilities.hashing import hash_objects
 
@@ -176,7 +177,9 @@ def cached_step(key: str, body: Callable[[], T], store: ResultStore, retries: in
     before, else computed (tried again up to ``retries`` times on a transient failure) and committed at
     once (eagerly: a run killed later keeps it). A failure commits nothing and is raised."""
     with transaction(key=key, store=store, commit_mode=CommitMode.EAGER, logger=_log) as txn:
-        if txn.is_committed():
+        # PREFECT_TASKS_REFRESH_CACHE runs (and stores again) every step, as it does every task: the
+        # cost estimate's dry run counts every call that way
+        if not get_current_settings().tasks.refresh_cache and txn.is_committed():
             record = txn.read()
             if record is not None:
                 return record.result, True
