@@ -25,7 +25,7 @@ from pathlib import Path
 os.environ.setdefault("PREFECT_HOME", tempfile.mkdtemp(prefix="clonemem-bench-prefect-"))
 os.environ.setdefault("CLONEMEM_DISABLE_LIVE_LLM", "1")
 
-from clonemem.prefect_env import configure  # noqa: E402
+from clonemem.prefect_env import configure
 
 configure()
 

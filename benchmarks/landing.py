@@ -23,7 +23,7 @@ from pathlib import Path
 os.environ.setdefault("PREFECT_HOME", tempfile.mkdtemp(prefix="clonemem-bench-prefect-"))
 os.environ.setdefault("CLONEMEM_DISABLE_LIVE_LLM", "1")
 
-from clonemem.prefect_env import configure  # noqa: E402
+from clonemem.prefect_env import configure
 
 configure()
 
@@ -46,7 +46,7 @@ def bundles_for(name: str, personas: int, folder: Path) -> list[str]:
         sink = MemorySink()
         rt = Runtime(cfg, sink=sink, run_id=f"bench-{name}")
 
-        def done(d) -> None:  # noqa: ANN001
+        def done(d) -> None:
             d.calls = list(sink.records)
             url = str(folder / name / f"persona-{d.spec.index:04d}.json")
             write_bundle(url, cfg, d, assemble(d, cfg.name), rt.run_id)

@@ -23,7 +23,7 @@ from pathlib import Path
 os.environ.setdefault("PREFECT_HOME", tempfile.mkdtemp(prefix="clonemem-bench-prefect-"))
 os.environ.setdefault("CLONEMEM_DISABLE_LIVE_LLM", "1")
 
-from clonemem.prefect_env import configure  # noqa: E402
+from clonemem.prefect_env import configure
 
 configure()
 
@@ -35,8 +35,8 @@ TARGETS = {5: 0.62, 10: 0.72}  # issue 9: the best system, on these and on unsee
 
 
 def run(paths: list[Path], systems: list[str], ks: list[int]) -> dict:
-    from clonemem.importers import import_files
     from clonemem.flows.evaluation import evaluate_flow
+    from clonemem.importers import import_files
     from clonemem.memory import embed
     from clonemem.schemas.config import RunConfig
     from clonemem.warehouse import Warehouse

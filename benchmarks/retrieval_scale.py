@@ -27,9 +27,9 @@ import time
 
 os.environ.setdefault("CLONEMEM_EMBED_CACHE", "off")  # builds are timed cold, not from an earlier run's vectors
 
-import numpy as np  # noqa: E402
+import numpy as np
 
-from clonemem.memory.base import BuildContext, MemoryTrace, QuestionView  # noqa: E402
+from clonemem.memory.base import BuildContext, MemoryTrace, QuestionView
 
 COMMON = ("today work home friend coffee morning evening call message week plan time family walk city "
           "dinner train weather tired happy busy weekend meeting project talk think feel remember").split()

@@ -17,7 +17,7 @@ from pathlib import Path
 os.environ.setdefault("PREFECT_HOME", tempfile.mkdtemp(prefix="clonemem-bench-prefect-"))
 os.environ.setdefault("CLONEMEM_DISABLE_LIVE_LLM", "1")
 
-from clonemem.prefect_env import configure  # noqa: E402
+from clonemem.prefect_env import configure
 
 configure()
 
@@ -29,9 +29,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--k", type=int, default=10)
     args = parser.parse_args()
-    from clonemem.flows.pipeline import pipeline_flow
-
     from clonemem.demo import demo_config
+    from clonemem.flows.pipeline import pipeline_flow
 
     cfg = demo_config()
     with tempfile.TemporaryDirectory() as tmp:

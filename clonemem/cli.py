@@ -351,7 +351,6 @@ def _run_pipeline(cfg: Any, **options: Any) -> Any:
     """Run the `pipeline` flow holding the warehouse, printing each part's summary; map failures to exit codes."""
     from clonemem.expectations.gate import GateFailed
     from clonemem.flows.pipeline import NothingGenerated, pipeline_flow
-
     from clonemem.progress import shown
 
     warehouse = _warehouse_for(cfg).expanduser().resolve()
@@ -572,7 +571,8 @@ def export_retrievals(
     k: Annotated[int | None, typer.Option("--k", min=1, help="which k (required when the run scored several)")] = None,
 ) -> None:
     """Write one system's retrievals, choices and answers of a stored evaluation as a results file."""
-    from clonemem.evaluation.results_file import ResultsFileError, export_retrievals as export
+    from clonemem.evaluation.results_file import ResultsFileError
+    from clonemem.evaluation.results_file import export_retrievals as export
     from clonemem.warehouse import Warehouse
 
     try:
@@ -710,8 +710,8 @@ def benchmarks(
 @handles_errors
 def drop(benchmark: Annotated[str, typer.Argument(help="benchmark id or name")]) -> None:
     """Remove a benchmark and everything that belongs to it, in one transaction."""
-    from clonemem.warehouse.catalog import resolve_benchmark
     from clonemem.warehouse import Warehouse
+    from clonemem.warehouse.catalog import resolve_benchmark
     from clonemem.warehouse.lifecycle import drop_benchmark
 
     with writing(State.warehouse, runs_flows=False), Warehouse.open_writer(State.warehouse, wait_s=State.wait) as wh:

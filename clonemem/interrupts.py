@@ -102,7 +102,7 @@ def _watch(fd: int) -> None:
             for stop in list(_hooks):
                 try:
                     stop()
-                except Exception:  # noqa: BLE001 - best effort: the deadline still ends the command
+                except Exception:
                     pass
             timer = threading.Timer(DEADLINE_S, leave)
             timer.daemon = True

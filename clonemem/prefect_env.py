@@ -85,10 +85,10 @@ def die_with_parent_server() -> None:
     original = server_module.SubprocessASGIServer._run_uvicorn_command
     read_end, _pipe_write_end = os.pipe()  # both non-inheritable; the read end is passed explicitly
 
-    def run_uvicorn_under_watchdog(self) -> subprocess.Popen:  # noqa: ANN001
+    def run_uvicorn_under_watchdog(self) -> subprocess.Popen:
         real_popen = subprocess.Popen
 
-        def popen(*a, **kwargs):  # noqa: ANN002, ANN003
+        def popen(*a, **kwargs):
             args = kwargs.pop("args", None) if not a else a[0]
             if list(args[1:3]) != ["-m", "uvicorn"]:
                 return real_popen(args, *a[1:], **kwargs)

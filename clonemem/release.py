@@ -45,7 +45,7 @@ decode_json_bytes = decode_text
 read_json_text = read_text
 
 
-def parse_release_file(path: str | Path):  # noqa: ANN201
+def parse_release_file(path: str | Path):
     return parse_release_persona(path).release
 
 

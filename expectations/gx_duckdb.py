@@ -24,7 +24,7 @@ def patch_duckdb_connection() -> None:
     original = engine_module.SqlAlchemyExecutionEngine.get_connection
 
     @contextmanager
-    def get_connection(self) -> Iterator[object]:  # noqa: ANN001
+    def get_connection(self) -> Iterator[object]:
         if self.dialect_name != "duckdb":
             with original(self) as connection:
                 yield connection
@@ -58,9 +58,8 @@ def close_all_engines() -> None:
     find every one and close it: DuckDB refuses the writer while they hold the file."""
     import gc
 
-    from great_expectations.execution_engine import SqlAlchemyExecutionEngine
-
     import sqlalchemy
+    from great_expectations.execution_engine import SqlAlchemyExecutionEngine
 
     for obj in gc.get_objects():
         if isinstance(obj, SqlAlchemyExecutionEngine):

@@ -28,6 +28,7 @@ from clonemem.tasks.generation import (
 from clonemem.tasks.reporting import log
 from clonemem.tasks.runs import begin_run_task, flow_run_record, opener, tracked
 
+
 # The LLM steps run on a pool of the config's `generation.workers` threads (tasks/generation.py); the
 # flow's own tasks (the benchmark row, a landing per persona, the run record) run one at a time.
 @flow(name="generate-benchmark")

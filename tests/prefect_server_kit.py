@@ -130,7 +130,7 @@ class Stack:
         for name in sorted(self.procs, key=lambda n: n == "server"):
             try:
                 self.stop(name)
-            except Exception as exc:  # noqa: BLE001 - keep stopping the others
+            except Exception as exc:
                 errors.append(f"{name}: {exc}")
         if errors:
             raise RuntimeError("; ".join(errors))

@@ -122,10 +122,10 @@ def faulty(server: Faulty) -> Iterator[str]:
             self.end_headers()
             self.wfile.write(data)
 
-        def do_GET(self) -> None:  # noqa: N802
+        def do_GET(self) -> None:
             self._go("GET")
 
-        def do_POST(self) -> None:  # noqa: N802
+        def do_POST(self) -> None:
             self._go("POST")
 
     http = ThreadingHTTPServer(("127.0.0.1", 0), Handler)

@@ -55,7 +55,7 @@ def test_a_systems_key_follows_its_model_templates_and_seed(system: str, monkeyp
 def test_a_factory_without_llm_stages_is_an_error_not_no_stages() -> None:
     from clonemem.memory.flat import BM25
 
-    def factory():  # noqa: ANN202 - a plain function registered as a system: it declares nothing
+    def factory():
         return BM25()
 
     SYSTEMS.add("undeclared_toy", factory)
@@ -138,12 +138,12 @@ def test_inside_a_cached_task_an_uncovered_stage_call_fails(tmp_path: Path, demo
     narrowed = retrieve_task.with_options(cache_policy=INPUTS + TASK_SOURCE + MemorySystemPolicy(), retries=0)
 
     @flow
-    def attempt(task, system: str) -> BaseException | str:  # noqa: ANN001
+    def attempt(task, system: str) -> BaseException | str:
         with runtime.use(runtime.Runtime(RunConfig())):
             state = task(system, persona, 3, return_state=True)
             try:
                 state.result()
-            except Exception as exc:  # noqa: BLE001 - the failure is what is looked at
+            except Exception as exc:
                 return exc
             return state.name
 

@@ -19,7 +19,7 @@ from clonemem.stages import STAGES, all_stages
 def _fresh() -> None:
     """Forget hashes computed in this process (a code edit normally happens between runs)."""
     codehash.closure.cache_clear()
-    codehash._code_hash.cache_clear()  # noqa: SLF001
+    codehash._code_hash.cache_clear()
     importlib.invalidate_caches()
 
 

@@ -17,6 +17,20 @@ from pathlib import Path
 import duckdb
 import polars as pl
 import pytest
+from dashboard_kit import (
+    app,
+    assert_clean,
+    benchmark_id,
+    charts,
+    descendants,
+    frame,
+    full_warehouse,
+    imported_warehouse,
+    metrics,
+    sql,
+    stop,
+    texts,
+)
 from typer.testing import CliRunner
 
 from clonemem.cli import app as cli_app
@@ -24,10 +38,6 @@ from clonemem.dashboard import PAGES, analysis, command, context
 from clonemem.qa.land import cue_stats
 from clonemem.warehouse import Warehouse
 from clonemem.warehouse.guard import SqlRefused, open_guarded
-from dashboard_kit import (
-    app, assert_clean, benchmark_id, charts, descendants, frame, full_warehouse, imported_warehouse, metrics, sql,
-    stop, texts,
-)
 
 TITLES = [title for title, _script, _url in PAGES]
 

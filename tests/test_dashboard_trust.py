@@ -238,7 +238,7 @@ def serve_attacker(port: int) -> tuple[http.server.ThreadingHTTPServer, int]:
     page = ATTACKER.replace("PORT", str(port)).encode()
 
     class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802
+        def do_GET(self) -> None:
             self.send_response(200)
             self.send_header("Content-Type", "text/html")
             self.send_header("Content-Length", str(len(page)))

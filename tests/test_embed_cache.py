@@ -17,7 +17,7 @@ TEXTS = ["I went hiking last week.", "上周我去爬山了。", "Dinner with Me
 
 
 @pytest.fixture
-def disk(monkeypatch, tmp_path: Path):  # noqa: ANN201 - a fresh disk cache and an empty process cache
+def disk(monkeypatch, tmp_path: Path):
     path = tmp_path / "cache" / "embeddings.sqlite3"
     monkeypatch.setenv(embed.CACHE_ENV, str(path))
     monkeypatch.setattr(embed, "_disk", embed._DiskVectors())
@@ -35,7 +35,7 @@ def test_a_later_process_reads_the_vectors_an_earlier_one_embedded(disk: Path, t
     assert done.returncode == 0, done.stderr[-2000:]
     assert disk.is_file()
 
-    def no_model(texts, role):  # noqa: ANN001, ANN202
+    def no_model(texts, role):
         raise AssertionError(f"embedded {texts!r} again")
 
     monkeypatch.setattr(embed, "_embed", no_model)
@@ -51,7 +51,7 @@ def test_only_new_texts_are_embedded(disk: Path, monkeypatch) -> None:
     seen: list[str] = []
     real = embed._embed
 
-    def counting(texts, role):  # noqa: ANN001, ANN202
+    def counting(texts, role):
         seen.extend(texts)
         return real(texts, role)
 

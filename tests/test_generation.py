@@ -13,9 +13,9 @@ from clonemem.generation.dag import PersonaDag
 from clonemem.generation.execute import new_dags, run_inline
 from clonemem.llm.types import PermanentError
 from clonemem.offline import OfflineCall
-from clonemem.stages import STAGES, offline_override
 from clonemem.runtime import Runtime, use
 from clonemem.schemas.config import RunConfig
+from clonemem.stages import STAGES, offline_override
 
 SMALL = {"generation": {"major_events": 3, "phases_per_event": 2, "events_per_phase": 3, "traces_per_event": 3,
                         "noise_traces_per_phase": 2}}

@@ -4,10 +4,10 @@ works for a format added in a test, and names that are refused when blank."""
 from __future__ import annotations
 
 import ast
-import importlib
-import sys
 import datetime as dt
+import importlib
 import json
+import sys
 from pathlib import Path
 from typing import ClassVar
 
@@ -15,7 +15,7 @@ import pytest
 from typer.testing import CliRunner
 
 from clonemem.cli import app
-from clonemem.importers import IMPORTERS, ImportFailed, Importer, ParsedPersona, Problem, QuestionSource, importer
+from clonemem.importers import IMPORTERS, Importer, ImportFailed, ParsedPersona, Problem, QuestionSource, importer
 from clonemem.importers.base import detect_language
 from clonemem.registry import RegistryError
 from clonemem.schemas.release import ReleaseEvidence, ReleaseFile, ReleaseQuestion, ReleaseTrace

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from clonemem import release
-from clonemem.interrupts import DEADLINE_S
 from clonemem.demo import fixture_files
+from clonemem.interrupts import DEADLINE_S
 from clonemem.warehouse import Warehouse
 from tests.dashboard_kit import descendants
 from tests.pipeline_kit import EXE, env_for, tiny_config
@@ -57,7 +57,7 @@ class Terminal:
         """The end of what the terminal shows (progress bars redraw one line many times)."""
         return self.text()[-1500:]
 
-    def wait_for(self, predicate, timeout: float, what: str) -> None:  # noqa: ANN001
+    def wait_for(self, predicate, timeout: float, what: str) -> None:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:

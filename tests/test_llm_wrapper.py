@@ -7,7 +7,6 @@ import time
 from dataclasses import dataclass, field
 
 import pytest
-from pydantic import BaseModel
 
 from clonemem import prompts
 from clonemem.llm.model import MemorySink, Model, RetryPolicy, get_model
@@ -23,9 +22,9 @@ from clonemem.llm.types import (
 )
 from clonemem.memory.memsys_stages import SUMMARIZE_TRACE
 from clonemem.offline import ScriptExhausted, scripted
-from clonemem.stages import offline_override
 from clonemem.schemas.config import RunConfig
 from clonemem.schemas.memory import TraceSummary, TraceText
+from clonemem.stages import offline_override
 
 TRACE = TraceText(trace_id="t1", medium="diary", event_date="2023-03-04T15:20:00",
                   content="First sketch in years: the old tram depot on Harbour Street. Wobbly lines, very happy. "

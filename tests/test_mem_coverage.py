@@ -93,10 +93,10 @@ def test_write_coverage_inputs():
     class NoListing(MemorySystem):
         name = "no_listing"
 
-        def build(self, traces, ctx):  # noqa: ANN001, ANN202
+        def build(self, traces, ctx):
             pass
 
-        def retrieve(self, question, k):  # noqa: ANN001, ANN202
+        def retrieve(self, question, k):
             return []
 
     with pytest.raises(NotImplementedError):

@@ -78,7 +78,7 @@ class Recorder(_Traces):
         Recorder.seen[question.question_id] = (len(held), max((t.event_date for t in held), default=None))
         return [Retrieved(t.content, (t.trace_id,)) for t in held[-k:]]
 
-    def stored(self, as_of=None) -> list[Retrieved]:  # noqa: ANN001
+    def stored(self, as_of=None) -> list[Retrieved]:
         return [Retrieved(t.content, (t.trace_id,)) for t in getattr(self, "held", [])]
 
 
@@ -139,12 +139,12 @@ def test_replaying_an_llm_built_system_without_its_own_ingest_is_refused_with_a_
 # -- the client: errors name the URL, the call and the field ------------------------------------
 
 
-def _remote(url: str):  # noqa: ANN202
+def _remote(url: str):
     cls = remote_system(None, url, FAST)
     return cls()
 
 
-def _drive(memory, persona: PersonaData) -> list[list[Retrieved]]:  # noqa: ANN001
+def _drive(memory, persona: PersonaData) -> list[list[Retrieved]]:
     ctx = BuildContext(llm=None, persona_id=persona.public_id, release_ids=persona.release_ids)  # type: ignore[arg-type]
     memory.reset(ctx)
     memory.ingest(persona.traces, ctx)

@@ -10,18 +10,21 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from dashboard_kit import app, sql, texts
+
 from clonemem.evaluation import provenance
 from clonemem.schemas.config import RunConfig
 from clonemem.schemas.results import EvaluationResult, Provenance
-from dashboard_kit import app, sql, texts
+
 
 @pytest.fixture(scope="module")
 def two_evaluations(tmp_path_factory) -> tuple[Path, dict, dict]:
     """The demo release evaluated with mem0 twice through the console script (one Prefect home, so the
     second run may use the first one's cache): the default extractor, then another extractor model with
     the paper's aggregation (the CLI options)."""
-    from clonemem.demo import fixture_files
     from pipeline_kit import clonemem
+
+    from clonemem.demo import fixture_files
 
     folder = tmp_path_factory.mktemp("provenance")
     wh, home = folder / "wh.duckdb", folder / "home"

@@ -12,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+
 from clonemem.llm.model import MemorySink
 from clonemem.llm.types import ProviderRejected
 from clonemem.warehouse import Warehouse

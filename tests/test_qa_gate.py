@@ -15,8 +15,8 @@ from clonemem.offline import OfflineCall
 from clonemem.offline.world.qa import check_choice
 from clonemem.qa.pipeline import CONFIDENT
 from clonemem.schemas.config import DIMENSIONS, RunConfig
-from clonemem.schemas.question_types import names as question_type_names
 from clonemem.schemas.qa import E_TEXT, Choice, ChoiceInput
+from clonemem.schemas.question_types import names as question_type_names
 from clonemem.warehouse import Warehouse
 
 pytestmark = pytest.mark.prefect

@@ -8,10 +8,10 @@ import pytest
 
 from clonemem import prompts, release
 from clonemem.offline.world.qa import qa_lexicon
-from clonemem.schemas import question_types
 from clonemem.qa.pipeline import run_item
-from clonemem.schemas.question_types import QuestionTypeSpec
+from clonemem.schemas import question_types
 from clonemem.schemas.config import RunConfig
+from clonemem.schemas.question_types import QuestionTypeSpec
 
 
 def test_the_paper_types_in_their_order() -> None:
@@ -80,7 +80,7 @@ def test_the_pipeline_enforces_a_types_evidence_minimum(monkeypatch) -> None:
     one = QAPlan(feasible=True, reason="r", evidence_ids=[seg.evidence[-1].evidence_id], temporal_scope="s",
                  outline="o")
 
-    def run(stage, _inp):  # noqa: ANN001
+    def run(stage, _inp):
         assert stage is Q.PLAN, "nothing after the plan may run for an item that cites too little"
         return one
 

@@ -33,7 +33,7 @@ def imported(tmp_path_factory) -> Path:
     return path
 
 
-def evaluate(wh: Path, *args: str):  # noqa: ANN201
+def evaluate(wh: Path, *args: str):
     return CliRunner().invoke(app, ["--warehouse", str(wh), "evaluate", "imported", *args])
 
 

@@ -6,7 +6,6 @@ run's."""
 
 from __future__ import annotations
 
-import datetime as dt
 import signal
 from pathlib import Path
 

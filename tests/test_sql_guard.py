@@ -129,7 +129,7 @@ def test_locked_settings_hold_even_without_the_statement_check(imported: Path, t
     """The statement check is only the second line: DuckDB's own locked settings refuse on their own."""
     before = _sha(imported)
     with open_guarded(imported) as con:
-        raw = con._con  # noqa: SLF001 - bypass check_statements on purpose
+        raw = con._con
         for sql in (f"COPY (SELECT 1) TO '{tmp_path}/x.csv'", "SELECT * FROM read_text('/proc/self/environ')",
                     "SET enable_external_access = true", "CALL enable_logging()", "LOAD fts",
                     f"ATTACH '{tmp_path}/o.duckdb'", "DELETE FROM traces", "SET lock_configuration = false",

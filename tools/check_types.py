@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import argparse
 import re
+import shutil
 import subprocess
 import sys
-import shutil
 from collections import Counter
 from pathlib import Path
 

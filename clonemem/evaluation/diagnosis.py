@@ -65,7 +65,7 @@ def _represents(items: Sequence[Retrieved], traces: frozenset[str], statement: s
     return out
 
 
-def diagnose_question(memory: MemorySystem, question_time, evidence: Sequence[tuple[str, Sequence[str]]],  # noqa: ANN001
+def diagnose_question(memory: MemorySystem, question_time, evidence: Sequence[tuple[str, Sequence[str]]],
                       retrieved: Sequence[Retrieved], supports: Supports) -> tuple[EvidenceDiagnosis, ...] | None:
     """Write and read of each evidence item (statement, trace ids); None when the system cannot list
     what it stores (a plugin without ``stored``)."""

@@ -12,8 +12,15 @@ from dataclasses import dataclass, field
 
 import polars as pl
 
-from clonemem.evaluation.run import (Outcome, PersonaData, Retrieval, percentile, question_metrics, retrieved_items_json,
-                                     retrieved_json)
+from clonemem.evaluation.run import (
+    Outcome,
+    PersonaData,
+    Retrieval,
+    percentile,
+    question_metrics,
+    retrieved_items_json,
+    retrieved_json,
+)
 from clonemem.faults import checkpoint
 from clonemem.llm.types import CallRecord
 from clonemem.schemas.config import RunConfig

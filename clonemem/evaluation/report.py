@@ -9,8 +9,16 @@ from typing import Any
 import polars as pl
 
 from clonemem.evaluation import metrics as M
-from clonemem.schemas.results import (DIAGNOSIS, EFFICIENCY, METRICS, Diagnosis, EvaluationResult, Provenance,
-                                      SystemScores, TypeScores)
+from clonemem.schemas.results import (
+    DIAGNOSIS,
+    EFFICIENCY,
+    METRICS,
+    Diagnosis,
+    EvaluationResult,
+    Provenance,
+    SystemScores,
+    TypeScores,
+)
 
 # group name -> the per-question columns it groups by (besides system and k)
 GROUPS: dict[str, list[str]] = {"all": [], "persona": ["persona_id"], "question_type": ["question_type"],

@@ -159,7 +159,7 @@ def build_and_retrieve(system: str, persona: PersonaData, k_max: int, llm: Calla
     replay = replay or factory.replay_only
     declared = {s.name for s in memory.llm_stages}
 
-    def step(stage_name: str, inp):  # noqa: ANN001, ANN202 - only declared stages: they are what the cache key covers
+    def step(stage_name: str, inp):
         if stage_name not in declared:
             raise MemorySystemFailed(system, f"called stage {stage_name!r}, which its class does not declare in "
                                              "llm_stages")

@@ -123,7 +123,7 @@ def read_bundle(url: str) -> PersonaBundle:
                                         error=f["error"]) for f in data.get("failures", [])),
             dropped=tuple(data.get("dropped", [])), calls=tuple(_call(c) for c in data.get("calls", [])),
             run_id=data.get("run_id"))
-        bundle.benchmark["benchmark_id"]  # noqa: B018 - required
+        bundle.benchmark["benchmark_id"]
     except FileNotFoundError:
         raise BundleError(f"{url}: no such bundle") from None
     except (OSError, ValueError, KeyError, TypeError) as exc:

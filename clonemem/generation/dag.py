@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 
 from pydantic import BaseModel
 
-from clonemem.llm.types import CallRecord
 from clonemem.generation import stages as S
+from clonemem.llm.types import CallRecord
 from clonemem.schemas import generation as g
 from clonemem.schemas.config import GenerationConfig
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from clonemem.stages import STAGES, Stage, define
 from clonemem.schemas import generation as g
+from clonemem.stages import STAGES, Stage, define
 
 __all__ = ["STAGES", "Stage"]
 

@@ -28,8 +28,8 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from clonemem.importers.base import (
-    ImportFailed,
     Importer,
+    ImportFailed,
     ImportNote,
     ParsedPersona,
     Problem,

@@ -16,8 +16,8 @@ from pydantic import ValidationError
 
 from clonemem.importers import locomo
 from clonemem.importers.base import (
-    ImportFailed,
     Importer,
+    ImportFailed,
     ParsedPersona,
     Problem,
     QuestionSource,
@@ -78,20 +78,9 @@ def parse_release_text(data: bytes | str, file: str) -> ReleaseFile:
 
 def check_references(release: ReleaseFile, file: str) -> list[Problem]:
     """Checks the schema cannot express: one question list, unique ids, trace ids that exist, choices."""
-    problems: list[Problem] = []
-    if release.questions is not None and release.qa_items is not None:
-        problems.append(Problem(file, "$", "both `questions` and `qa_items` are present; a file has one question list"))
-    elif release.questions is None and release.qa_items is None:
-        problems.append(Problem(file, "$.questions", "required field is missing (the question list, "
-                                                     f"under `{QUESTION_KEYS[0]}` or `{QUESTION_KEYS[1]}`)"))
+    problems = _question_list(release, file)
+    trace_ids = _unique_trace_ids(release, file, problems)
     key = release.questions_key
-    trace_ids: dict[str, int] = {}
-    for i, trace in enumerate(release.context):
-        if trace.id in trace_ids:
-            problems.append(Problem(file, f"$.context[{i}].id",
-                                    f"duplicate trace id {trace.id!r} (first at $.context[{trace_ids[trace.id]}])"))
-        else:
-            trace_ids[trace.id] = i
     question_ids: dict[str, int] = {}
     for qi, q in enumerate(release.items):
         base = f"$.{key}[{qi}]"
@@ -100,25 +89,54 @@ def check_references(release: ReleaseFile, file: str) -> list[Problem]:
                                     f"duplicate question id {q.id!r} (first at $.{key}[{question_ids[q.id]}])"))
         else:
             question_ids[q.id] = qi
-        for ti, tid in enumerate(q.digital_trace_ids):
-            if tid not in trace_ids:
-                problems.append(Problem(file, f"{base}.digital_trace_ids[{ti}]", f"trace {tid!r} is not in context"))
-        for ei, ev in enumerate(q.evidence):
-            for ti, tid in enumerate(ev.digital_trace_ids):
-                if tid not in trace_ids:
-                    problems.append(Problem(file, f"{base}.evidence[{ei}].digital_trace_ids[{ti}]",
-                                            f"evidence names trace {tid!r}, which is not in context"))
-        choice_ids = [c.id for c in q.choices]
-        seen: set[str] = set()
-        for ci, cid in enumerate(choice_ids):
-            if cid in seen:
-                problems.append(Problem(file, f"{base}.choices[{ci}].id", f"duplicate choice id {cid!r}"))
-            seen.add(cid)
-        if q.choices and q.correct_choice_id is None:
-            problems.append(Problem(file, f"{base}.correct_choice_id", "choices are given but correct_choice_id is null"))
-        elif q.correct_choice_id is not None and q.correct_choice_id not in seen:
-            where = "is not one of the choice ids" if q.choices else "is set but choices is empty"
-            problems.append(Problem(file, f"{base}.correct_choice_id", f"{q.correct_choice_id!r} {where}"))
+        problems += _trace_references(q, base, trace_ids, file)
+        problems += _choices(q, base, file)
+    return problems
+
+
+def _question_list(release: ReleaseFile, file: str) -> list[Problem]:
+    if release.questions is not None and release.qa_items is not None:
+        return [Problem(file, "$", "both `questions` and `qa_items` are present; a file has one question list")]
+    if release.questions is None and release.qa_items is None:
+        return [Problem(file, "$.questions", "required field is missing (the question list, "
+                                             f"under `{QUESTION_KEYS[0]}` or `{QUESTION_KEYS[1]}`)")]
+    return []
+
+
+def _unique_trace_ids(release: ReleaseFile, file: str, problems: list[Problem]) -> dict[str, int]:
+    """Trace id -> its first index in context; a repeated id is a problem."""
+    trace_ids: dict[str, int] = {}
+    for i, trace in enumerate(release.context):
+        if trace.id in trace_ids:
+            problems.append(Problem(file, f"$.context[{i}].id",
+                                    f"duplicate trace id {trace.id!r} (first at $.context[{trace_ids[trace.id]}])"))
+        else:
+            trace_ids[trace.id] = i
+    return trace_ids
+
+
+def _trace_references(q: ReleaseQuestion, base: str, trace_ids: dict[str, int], file: str) -> list[Problem]:
+    problems = [Problem(file, f"{base}.digital_trace_ids[{ti}]", f"trace {tid!r} is not in context")
+                for ti, tid in enumerate(q.digital_trace_ids) if tid not in trace_ids]
+    for ei, ev in enumerate(q.evidence):
+        problems += [Problem(file, f"{base}.evidence[{ei}].digital_trace_ids[{ti}]",
+                             f"evidence names trace {tid!r}, which is not in context")
+                     for ti, tid in enumerate(ev.digital_trace_ids) if tid not in trace_ids]
+    return problems
+
+
+def _choices(q: ReleaseQuestion, base: str, file: str) -> list[Problem]:
+    problems: list[Problem] = []
+    seen: set[str] = set()
+    for ci, cid in enumerate(c.id for c in q.choices):
+        if cid in seen:
+            problems.append(Problem(file, f"{base}.choices[{ci}].id", f"duplicate choice id {cid!r}"))
+        seen.add(cid)
+    if q.choices and q.correct_choice_id is None:
+        problems.append(Problem(file, f"{base}.correct_choice_id", "choices are given but correct_choice_id is null"))
+    elif q.correct_choice_id is not None and q.correct_choice_id not in seen:
+        where = "is not one of the choice ids" if q.choices else "is set but choices is empty"
+        problems.append(Problem(file, f"{base}.correct_choice_id", f"{q.correct_choice_id!r} {where}"))
     return problems
 
 

@@ -26,13 +26,13 @@ from clonemem.llm.pricing import cost_usd, price_for
 from clonemem.llm.providers.base import ModelAPI
 from clonemem.llm.registry import PROVIDERS
 from clonemem.llm.types import (
+    BudgetExceeded,
     CallFailed,
     CallRecord,
     GenerateRequest,
     GenerateResult,
     InvalidOutputError,
     LLMError,
-    BudgetExceeded,
     Message,
     OfflineAnswer,
     PermanentError,
@@ -40,8 +40,8 @@ from clonemem.llm.types import (
     StageNotCovered,
     TransientError,
     Usage,
-    estimate_tokens,
     current_item,
+    estimate_tokens,
     loads_lenient,
 )
 from clonemem.schemas.config import ModelPrice, Role, RunConfig

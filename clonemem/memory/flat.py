@@ -110,7 +110,7 @@ class _Flat(MemorySystem):
         return [Retrieved(self.units[i].text, (self.units[i].trace_id,), float(scores[i]), self.units[i].kind)
                 for i in top_k(scores, mask, k)]
 
-    def stored(self, as_of=None) -> list[Retrieved]:  # noqa: ANN001 (datetime | None)
+    def stored(self, as_of=None) -> list[Retrieved]:
         """The indexed units dated at or before ``as_of`` (all when None), in index order."""
         units = self.units
         held = range(len(units)) if as_of is None else np.flatnonzero(self.when <= np.datetime64(as_of, "us"))

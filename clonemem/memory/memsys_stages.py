@@ -8,6 +8,7 @@ per step of each published algorithm; each call covers a group of consecutive tr
 
 from __future__ import annotations
 
+from clonemem.schemas.memory import TraceSummary, TraceText
 from clonemem.schemas.memsys import (
     AMemEvolution,
     AMemEvolveIn,
@@ -19,12 +20,11 @@ from clonemem.schemas.memsys import (
     Mem0Facts,
     Mem0Operations,
     Mem0UpdateIn,
-    OMemExtractions,
     OMemExtractIn,
+    OMemExtractions,
     OMemRouteIn,
     OMemRoutes,
 )
-from clonemem.schemas.memory import TraceSummary, TraceText
 from clonemem.stages import define
 
 # Flat retrievers' "combined" / "w/o org" ablations (CloneMem D.2): summary, keyphrases, facts per trace.

@@ -26,7 +26,7 @@ from pydantic import BaseModel, ValidationError
 
 from clonemem.codehash import code_hash
 from clonemem.memory.base import SYSTEMS, BuildContext, MemorySystem, MemoryTrace, QuestionView
-from clonemem.schemas.memory_protocol import IngestRequest, Info, Items, QueryRequest, ResetRequest
+from clonemem.schemas.memory_protocol import Info, IngestRequest, Items, QueryRequest, ResetRequest
 
 B = TypeVar("B", bound=BaseModel)
 MAX_BODY = 256 * 1024 * 1024
@@ -159,7 +159,7 @@ class _Handler(BaseHTTPRequestHandler):
     disable_nagle_algorithm = True
     service: MemoryService
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - quiet: one line per call is noise
+    def log_message(self, format: str, *args: Any) -> None:
         pass
 
     def _send(self, status: int, body: BaseModel | dict | None) -> None:
@@ -188,7 +188,7 @@ class _Handler(BaseHTTPRequestHandler):
             raise Refused(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, f"body over {MAX_BODY} bytes: send smaller batches")
         return self.rfile.read(length)
 
-    def do_GET(self) -> None:  # noqa: N802 - http.server's naming
+    def do_GET(self) -> None:
         url = urlsplit(self.path)
         if url.path == "/v1/info":
             self._handle(lambda: self.service.info)
@@ -199,7 +199,7 @@ class _Handler(BaseHTTPRequestHandler):
         else:
             self._handle(lambda: _refuse(HTTPStatus.NOT_FOUND, f"no such call: GET {url.path}"))
 
-    def do_POST(self) -> None:  # noqa: N802
+    def do_POST(self) -> None:
         self._handle(self._post)
 
     def _post(self) -> BaseModel | None:

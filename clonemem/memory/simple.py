@@ -11,6 +11,7 @@ from clonemem.ids import stable_int
 from clonemem.memory.base import BuildContext, MemorySystem, MemoryTrace, QuestionView, Retrieved
 from clonemem.text import words
 
+
 class _Traces(MemorySystem):
     def build(self, traces: Sequence[MemoryTrace], ctx: BuildContext) -> None:
         self.traces = sorted(traces, key=lambda t: (t.event_date, t.trace_id))

@@ -85,7 +85,7 @@ class Handler(BaseHTTPRequestHandler):
     disable_nagle_algorithm = True  # else each reply's body waits ~40 ms for the client's delayed ACK
     memory: Memory
 
-    def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+    def log_message(self, format: str, *args: object) -> None:
         pass
 
     def reply(self, status: int, body: dict | None = None) -> None:
@@ -96,7 +96,7 @@ class Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
-    def do_GET(self) -> None:  # noqa: N802
+    def do_GET(self) -> None:
         url = urlsplit(self.path)
         if url.path == "/v1/info":
             self.reply(200, {"name": "stdlib-overlap", "version": "1.0"})
@@ -106,7 +106,7 @@ class Handler(BaseHTTPRequestHandler):
         else:
             self.reply(404, {"error": f"no such call: GET {url.path}"})
 
-    def do_POST(self) -> None:  # noqa: N802
+    def do_POST(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
         path = urlsplit(self.path).path
         try:

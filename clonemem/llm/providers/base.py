@@ -13,8 +13,15 @@ from collections.abc import Mapping
 from typing import ClassVar
 
 from clonemem.llm.safety import DISABLE_ENV, is_loopback_url, live_disabled, redact
-from clonemem.llm.types import (GenerateRequest, GenerateResult, LiveProviderDisabled, LLMError, PermanentError,
-                                ProviderRejected, TransientError)
+from clonemem.llm.types import (
+    GenerateRequest,
+    GenerateResult,
+    LiveProviderDisabled,
+    LLMError,
+    PermanentError,
+    ProviderRejected,
+    TransientError,
+)
 from clonemem.schemas.config import LiveProviderSettings, RunConfig
 
 TRANSIENT_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 529})

@@ -6,8 +6,6 @@ import datetime as dt
 
 from clonemem.offline import OfflineCall
 from clonemem.offline.world.common import (
-    People,
-    archetype_of,
     cap,
     fill,
     first_name,

@@ -12,10 +12,8 @@ from clonemem.offline import OfflineCall
 from clonemem.offline.world.common import (
     People,
     arc_state,
-    archetype_of,
     cap,
     fill,
-    first_name,
     first_person,
     lexicon,
     persona_slots,
