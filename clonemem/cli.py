@@ -792,7 +792,7 @@ def leave(code: object) -> None:
         code = 1
     # the interpreter's own order: threads' exit hooks (Prefect's log and event workers drain to the API),
     # then atexit (Prefect stops its temporary server), then teardown, which is what we skip
-    threading._shutdown()  # type: ignore[attr-defined]
+    threading._shutdown()  # type: ignore[attr-defined]  # private: the interpreter's own exit step, run early on purpose
     atexit._run_exitfuncs()
     sys.stdout.flush()
     sys.stderr.flush()

@@ -93,7 +93,7 @@ def unreachable_prefect_api(exc: BaseException) -> str | None:
     for e in _chain(exc):
         if type(e).__name__ in {"ConnectError", "ConnectTimeout"} and type(e).__module__.startswith("httpx"):
             try:
-                target = str(e.request.url)  # type: ignore[attr-defined]
+                target = str(e.request.url)  # type: ignore[attr-defined]  # httpx errors carry the request; checked by the except
             except (AttributeError, RuntimeError):  # no request attached: not attributable
                 continue
             if url and target.startswith(url.rstrip("/")):

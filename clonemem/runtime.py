@@ -126,7 +126,7 @@ def paid(body: Callable[[Recorder], T], *, covers: Mapping[str, str] | None) -> 
         return Paid(body(rec), _stamped(rec.calls, rt.warehouse))
     except Exception as exc:
         # any exception may carry them: an attribute set on the instance, which Exception does not declare
-        exc.calls = _stamped(rec.calls, rt.warehouse)  # type: ignore[attr-defined]
+        exc.calls = _stamped(rec.calls, rt.warehouse)  # type: ignore[attr-defined]  # the failure carries the calls it spent to its landing
         raise
 
 

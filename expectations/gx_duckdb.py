@@ -47,7 +47,7 @@ def close_engine(execution_engine: object) -> None:
     connection = getattr(execution_engine, "_connection", None)
     if connection is not None:
         connection.close()
-        execution_engine._connection = None  # type: ignore[attr-defined]
+        execution_engine._connection = None  # type: ignore[attr-defined]  # GX internals: the persisted connection
     engine = getattr(execution_engine, "engine", None)
     if engine is not None:
         engine.dispose()

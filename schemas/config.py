@@ -40,11 +40,11 @@ def _at_most_every_type(n: int) -> int:
         raise ValueError(f"at most the number of declared question types ({len(_declared_question_types())})")
     return n
 Dimension = Literal["experience", "emotion", "opinion"]
-DIMENSIONS: tuple[str, ...] = Dimension.__args__  # type: ignore[attr-defined]
+DIMENSIONS: tuple[str, ...] = Dimension.__args__  # type: ignore[attr-defined]  # a Literal's members
 Medium = Literal[
     "diary", "social_media", "chat_private", "chat_group", "email", "memo", "search_history", "calendar_event",
 ]
-MEDIA: tuple[str, ...] = Medium.__args__  # type: ignore[attr-defined]
+MEDIA: tuple[str, ...] = Medium.__args__  # type: ignore[attr-defined]  # a Literal's members
 
 NonNegInt = Annotated[int, Field(ge=0)]
 PosInt = Annotated[int, Field(ge=1)]

@@ -62,7 +62,7 @@ def system_stages(system: str) -> tuple[Stage, ...]:
 
     factory = SYSTEMS.get(system)
     try:
-        stages = factory.llm_stages  # type: ignore[attr-defined]
+        stages = factory.llm_stages  # type: ignore[attr-defined]  # a factory is any callable; the attribute is checked below
     except AttributeError:
         raise TypeError(f"memory system {system!r}: its factory {factory!r} has no `llm_stages` (declare the "
                         "stages it calls, or `llm_stages = ()` if it calls none); its results cannot be cached "
@@ -148,8 +148,8 @@ def _source_hash(fn: Callable[..., Any]) -> str:
 def step_key(body: Callable[..., Any], inputs: dict[str, Any], policy: CachePolicy) -> str:
     """The cache key of running ``body(**inputs)``: its inputs, its source and what ``policy`` adds (for an
     LLM step, :class:`StagePolicy`: the stage's template, model binding, seed and offline handler code)."""
-    parts = (INPUTS.compute_key(None, inputs, {}), _source_hash(body),  # type: ignore[arg-type]
-             policy.compute_key(None, inputs, {}))  # type: ignore[arg-type]
+    parts = (INPUTS.compute_key(None, inputs, {}), _source_hash(body),  # type: ignore[arg-type]  # no task context outside a task run
+             policy.compute_key(None, inputs, {}))  # type: ignore[arg-type]  # no task context outside a task run
     return stable_hash("|".join(p or "" for p in parts))
 
 
@@ -159,7 +159,7 @@ def step_store() -> ResultStore:
     store = get_result_store()
     update: dict[str, Any] = {"cache_result_in_memory": False}  # read once per run: no copy kept
     if store.result_storage is None:
-        update["result_storage"] = get_default_result_storage(_sync=True)  # type: ignore[call-arg]
+        update["result_storage"] = get_default_result_storage(_sync=True)  # type: ignore[call-arg]  # Prefect's sync/async dispatch keyword
     if isinstance(store.metadata_storage, NullFileSystem):
         update["metadata_storage"] = None
     return store.model_copy(update=update)

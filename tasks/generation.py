@@ -31,7 +31,7 @@ from clonemem.warehouse.runs import FailureRecord, RunRecord, record_run
 def _transient_only(task: Task, task_run: object, state: object) -> bool:
     """A task's ``retry_condition_fn``: retry transient failures only (see :func:`is_transient`)."""
     try:
-        state.result()  # type: ignore[attr-defined]
+        state.result()  # type: ignore[attr-defined]  # Prefect types the state as object here
     except Exception as exc:
         return is_transient(exc)
     return False

@@ -97,7 +97,7 @@ class Warehouse:
             self.con.close()
             # drop the handle too: a Warehouse kept alive by a traceback (Prefect keeps failed states) would
             # otherwise hold a DuckDB object until interpreter exit, where duckdb prints "leaked" dumps
-            self.con = _ClosedConnection(str(self.path))  # type: ignore[assignment]
+            self.con = _ClosedConnection(str(self.path))  # type: ignore[assignment]  # a stand-in that raises on use once closed
         if self._snapshot_dir is not None:
             scratch.release(self._snapshot_dir)
         if self._writer_lock is not None:

@@ -245,7 +245,7 @@ class GuardedConnection:
             if self._con is None:
                 return
             self._con.close()
-            self._con = None  # type: ignore[assignment]
+            self._con = None  # type: ignore[assignment]  # closed: no connection left to use
         scratch.release(self._snapshot_dir)
         self._snapshot_dir = None
         _drop_spill(self._spill)

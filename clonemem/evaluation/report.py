@@ -74,7 +74,7 @@ def evaluation_result(per_question: pl.DataFrame, aggs: Mapping[str, pl.DataFram
             overall = _where(aggs["all"], system=s, k=k)
             results.append(SystemScores(
                 system=s, k=k, n_questions=sub.height, **_scores(overall), diagnosis=_diagnosis(overall),
-                context_tokens=None if tokens is None else float(tokens),  # type: ignore[arg-type]
+                context_tokens=None if tokens is None else float(tokens),  # type: ignore[arg-type]  # pydantic coerces the numpy scalar
                 **{m: stats[s].get(m) for m in EFFICIENCY if m != "context_tokens"}))
             for qtype in sorted(set(sub["question_type"].to_list())):
                 tsub = sub.filter(pl.col("question_type") == qtype)

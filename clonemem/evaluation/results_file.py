@@ -287,7 +287,7 @@ def retrieval_lines(wh: Warehouse, ref: str, system: str | None = None, k: int |
     """(eval run id, system, k, lines) of a stored evaluation in the results-file format."""
     eid, bid, config = _eval_run(wh, ref)
     system = str(_one(config.get("systems", []), "system", system, "--system", eid))
-    k = int(_one(config.get("k", []), "k", k, "--k", eid))  # type: ignore[call-overload]
+    k = int(_one(config.get("k", []), "k", k, "--k", eid))  # type: ignore[call-overload]  # _one returns the stored JSON value, an int here
     ids = benchmark_ids(wh, bid)
     stored = {qid: (items, choice, answer, wf) for qid, items, choice, answer, wf in wh.rows(
         "SELECT r.question_id, r.items::VARCHAR, a.predicted_choice_id, a.answer_text, s.write_failure "

@@ -161,7 +161,7 @@ class PersonaDag:
             assert isinstance(phase, g.Phase)
             self._update_snapshot(e, k, phase)
 
-        on_phase.on_failure = lambda: self._next_phase(e, k + 1, previous)  # type: ignore[attr-defined]
+        on_phase.on_failure = lambda: self._next_phase(e, k + 1, previous)  # type: ignore[attr-defined]  # a callback attribute set on the future
         self._go(S.PHASE, inp, f"E{e + 1}P{k + 1}", on_phase)
 
     def _update_snapshot(self, e: int, k: int, phase: g.Phase) -> None:
@@ -178,7 +178,7 @@ class PersonaDag:
             self._micro(e, k, phase, before)
 
         # without its update the phase is dropped and the chain carries the snapshot it had
-        on_snapshot.on_failure = lambda: self._next_phase(e, k + 1, None)  # type: ignore[attr-defined]
+        on_snapshot.on_failure = lambda: self._next_phase(e, k + 1, None)  # type: ignore[attr-defined]  # a callback attribute set on the future
         self._go(S.SNAPSHOT_UPDATE, inp, f"E{e + 1}P{k + 1}", on_snapshot)
 
     # -- stage III: fan-out ------------------------------------------------------------------

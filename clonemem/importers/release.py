@@ -53,8 +53,8 @@ class _ExportedQuestion(ReleaseQuestion):
 
 
 class _ReleaseFileIn(ReleaseFile):
-    questions: list[_ExportedQuestion] | None = None  # type: ignore[assignment]
-    qa_items: list[_ExportedQuestion] | None = None  # type: ignore[assignment]
+    questions: list[_ExportedQuestion] | None = None  # type: ignore[assignment]  # narrows the parent's list type for export extras
+    qa_items: list[_ExportedQuestion] | None = None  # type: ignore[assignment]  # narrows the parent's list type for export extras
 
 
 def parse_release_text(data: bytes | str, file: str) -> ReleaseFile:
