@@ -21,7 +21,7 @@ from clonemem.evaluation import metrics as M
 from clonemem.evaluation import stages as E
 from clonemem.evaluation.diagnosis import EvidenceDiagnosis, Supports, diagnose_question, verdict
 from clonemem.evaluation.replay import Replay, schedule
-from clonemem.llm.types import LLMError, ProviderRejected, about, estimate_tokens
+from clonemem.llm.types import LLMError, ProviderRejected, StageNotCovered, about, estimate_tokens
 from clonemem.memory import SYSTEMS
 from clonemem.memory.base import BuildContext, MemoryTrace, QuestionView
 from clonemem.memory.coverage import write_coverage
@@ -126,7 +126,7 @@ def system_work(system: str, what: str) -> Iterator[None]:
     transient error Prefect retries), whoever made the call."""
     try:
         yield
-    except (LLMError, MemorySystemFailed):
+    except (LLMError, MemorySystemFailed, StageNotCovered):  # the harness's own errors keep their meaning
         raise
     except Exception as exc:
         first = (str(exc).strip().splitlines() or [""])[0]
