@@ -12,6 +12,7 @@ from pathlib import Path
 
 import jinja2
 import pytest
+from prefect.settings import PREFECT_TASKS_REFRESH_CACHE, temporary_settings
 from pydantic import BaseModel
 from typer.testing import CliRunner
 
@@ -118,8 +119,10 @@ def test_keyfacts_is_evaluated_offline_through_the_cli_and_its_calls_are_logged(
     with Warehouse.open_writer(wh_path) as wh:
         release.import_release_files(wh, fixture_files(), "imported")
     out = tmp_path / "eval.json"
-    got = CliRunner().invoke(app, ["--warehouse", str(wh_path), "evaluate", "imported", "--systems",
-                                   "keyfacts,random", "--k", "5", "--json", str(out), "--force"])
+    # its calls are made here whatever earlier tests cached (cached calls land only where they were made)
+    with temporary_settings(updates={PREFECT_TASKS_REFRESH_CACHE: True}):
+        got = CliRunner().invoke(app, ["--warehouse", str(wh_path), "evaluate", "imported", "--systems",
+                                       "keyfacts,random", "--k", "5", "--json", str(out), "--force"])
     assert got.exit_code == 0, got.output
     results = {r["system"]: r for r in json.loads(out.read_text("utf-8"))["results"]}
     assert results["keyfacts"]["n_questions"] > 0
