@@ -7,12 +7,14 @@ each task's cache key through :class:`clonemem.tasks.caching.StagePolicy`.
 
 from __future__ import annotations
 
+import contextvars
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from clonemem.llm.model import Budget, CallSink, MemorySink, Model, get_model
 from clonemem.llm.types import CallRecord, LLMError, Paid
@@ -155,3 +157,26 @@ def _stamped(calls: tuple, warehouse: str | None) -> tuple:
     for call in calls:
         call.warehouse = warehouse
     return calls
+
+
+class StepPool:
+    """Threads running steps, each in a copy of the submitting thread's context (a Prefect flow's run
+    context and settings, and this module's run context, reach the steps as they reach its tasks)."""
+
+    def __init__(self, pool: ThreadPoolExecutor) -> None:
+        self._pool = pool
+
+    def submit(self, fn: Callable[..., T], *args: Any) -> Future[T]:
+        return self._pool.submit(contextvars.copy_context().run, fn, *args)
+
+
+@contextmanager
+def step_pool(workers: int) -> Iterator[StepPool]:
+    """A :class:`StepPool` of ``workers`` threads; leaving it on an error starts no queued step."""
+    pool = ThreadPoolExecutor(workers, thread_name_prefix="clonemem-step")
+    try:
+        yield StepPool(pool)
+    except BaseException:
+        pool.shutdown(wait=True, cancel_futures=True)
+        raise
+    pool.shutdown(wait=True)

@@ -10,7 +10,7 @@ from clonemem import runtime
 from clonemem.runtime import require_mostly_ok
 from clonemem.schemas.config import RunConfig, resolve_config
 from clonemem.schemas.results import QAResult
-from clonemem.tasks.caching import step_pool, step_store
+from clonemem.tasks.caching import step_store
 from clonemem.tasks.generation import record_run_task
 from clonemem.tasks.qa import cue_stats_task, land_persona_items, persona_items, qa_tally, segments_task
 from clonemem.tasks.reporting import publish_qa
@@ -26,7 +26,7 @@ def qa_flow(warehouse_path: str, config: RunConfig | str | None = None) -> QARes
     bid, run_id = tally.benchmark_id, begun.run_id
     run = begin_run_task(warehouse_path, begun)
     rt = runtime.Runtime(cfg, run_id=run_id, warehouse=warehouse_path, on_start=opener(warehouse_path, run))
-    with tracked(warehouse_path, run), runtime.use(rt), step_pool(cfg.qa.workers) as pool:
+    with tracked(warehouse_path, run), runtime.use(rt), runtime.step_pool(cfg.qa.workers) as pool:
         store = step_store()
         personas = segments_task(warehouse_path, bid, cfg.qa)
         for n, persona in enumerate(personas):

@@ -15,14 +15,11 @@ key that does not cover it.
 
 from __future__ import annotations
 
-import contextvars
 import functools
 import inspect
 import logging
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
-from concurrent.futures import Future, ThreadPoolExecutor
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -193,26 +190,3 @@ def cached_step(key: str, body: Callable[[], T], store: ResultStore, retries: in
                 time.sleep(retry_delay_s)
         txn.stage(value)
     return value, False
-
-
-class StepPool:
-    """Threads running steps, each in a copy of the submitting thread's context (a Prefect flow's run
-    context and settings reach the steps as they reach its tasks)."""
-
-    def __init__(self, pool: ThreadPoolExecutor) -> None:
-        self._pool = pool
-
-    def submit(self, fn: Callable[..., T], *args: Any) -> Future[T]:
-        return self._pool.submit(contextvars.copy_context().run, fn, *args)
-
-
-@contextmanager
-def step_pool(workers: int) -> Iterator[StepPool]:
-    """A :class:`StepPool` of ``workers`` threads; leaving it on an error starts no queued step."""
-    pool = ThreadPoolExecutor(workers, thread_name_prefix="clonemem-step")
-    try:
-        yield StepPool(pool)
-    except BaseException:
-        pool.shutdown(wait=True, cancel_futures=True)
-        raise
-    pool.shutdown(wait=True)

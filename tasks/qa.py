@@ -18,11 +18,12 @@ from clonemem.qa.land import arc_ids, cue_stats, land_qa, persona_ids, qa_rows
 from clonemem.qa.pipeline import ItemResult, run_item
 from clonemem.qa.report import QATally, candidates, cap_per_persona
 from clonemem.qa.segments import persona_segments
+from clonemem.runtime import StepPool
 from clonemem.schemas import question_types
 from clonemem.schemas.config import QAConfig, RunConfig
 from clonemem.schemas.qa import Segment
 from clonemem.schemas.results import CueStats
-from clonemem.tasks.caching import StagePolicy, StepPool, cached_step, policy_stages, step_key
+from clonemem.tasks.caching import StagePolicy, cached_step, policy_stages, step_key
 from clonemem.warehouse import Warehouse
 from clonemem.warehouse.runs import stops_run
 

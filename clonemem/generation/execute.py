@@ -3,14 +3,12 @@ feeds completions back, so the graph's state is only ever touched by one thread.
 
 from __future__ import annotations
 
-import contextvars
 import datetime as dt
 import itertools
 import queue
 import random
 import tomllib
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -21,7 +19,7 @@ from clonemem.generation.dag import CHAIN_STAGES, PersonaDag
 from clonemem.generation.stages import Stage
 from clonemem.ids import stable_int
 from clonemem.llm.types import Paid
-from clonemem.runtime import Runtime
+from clonemem.runtime import Runtime, step_pool
 from clonemem.schemas.config import ConfigError, RunConfig
 from clonemem.schemas.generation import BigFive, PersonaSpec, SeedConcept
 from clonemem.warehouse.runs import stops_run
@@ -65,16 +63,8 @@ def run_pooled(dags: list[PersonaDag], step: Step, on_persona_done: Callable[[Pe
                workers: int) -> None:
     """Drive graphs on a pool of ``workers`` threads, each step running ``step`` in a copy of the caller's
     context (so a Prefect flow's run context and settings reach the steps, as they reach its tasks)."""
-    pool = ThreadPoolExecutor(workers, thread_name_prefix="clonemem-step")
-    try:
-        def start(stage: Stage, inp: BaseModel, item: str) -> Future:
-            return pool.submit(contextvars.copy_context().run, step, stage, inp, item)
-
-        drive(dags, start, on_persona_done)
-    except BaseException:
-        pool.shutdown(wait=True, cancel_futures=True)  # a stopped run starts no queued step
-        raise
-    pool.shutdown(wait=True)
+    with step_pool(workers) as pool:  # a stopped run starts no queued step
+        drive(dags, lambda stage, inp, item: pool.submit(step, stage, inp, item), on_persona_done)
 
 
 def run_inline(dags: list[PersonaDag], runtime: Runtime, on_persona_done: Callable[[PersonaDag], None],
