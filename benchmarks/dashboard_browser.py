@@ -26,7 +26,7 @@ import urllib.request
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from dashboard_pages import build
+from dashboard_pages import warehouse_in
 
 CHROMIUM = Path("/usr/bin/chromium")
 TARGET_S = 2.5
@@ -136,10 +136,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="clonemem-dash-browser-") as tmp:
         folder = args.folder or Path(tmp)
         folder.mkdir(parents=True, exist_ok=True)
-        if (folder / "wh.duckdb").exists():
-            path, build_times = folder / "wh.duckdb", {"reused": str(folder / "wh.duckdb")}
-        else:
-            path, build_times = build(folder, args.personas, args.traces, args.questions)
+        path, build_times = warehouse_in(folder, args.personas, args.traces, args.questions)
         import duckdb
 
         con = duckdb.connect(str(path), read_only=True)

@@ -135,6 +135,14 @@ def time_pages(path: Path, benchmarks: list[str], repeat: int) -> dict[str, dict
     return out
 
 
+def warehouse_in(folder: Path, personas: int, traces: int, questions: int) -> tuple[Path, dict]:
+    """The warehouse in ``folder`` (``--folder``): one already there is reused as it is, else it is built."""
+    path = folder / "wh.duckdb"
+    if path.exists():
+        return path, {"reused": str(path)}
+    return build(folder, personas, traces, questions)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--personas", type=int, default=4)
@@ -147,10 +155,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="clonemem-dash-bench-") as tmp:
         folder = args.folder or Path(tmp)
         folder.mkdir(parents=True, exist_ok=True)
-        if (folder / "wh.duckdb").exists():
-            path, build_times = folder / "wh.duckdb", {"reused": str(folder / "wh.duckdb")}
-        else:
-            path, build_times = build(folder, args.personas, args.traces, args.questions)
+        path, build_times = warehouse_in(folder, args.personas, args.traces, args.questions)
         from clonemem.warehouse import Warehouse
 
         with Warehouse.open_reader(path) as wh:

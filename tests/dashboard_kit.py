@@ -7,7 +7,10 @@ import io
 import json
 import os
 import signal
+import socket
+import subprocess
 import time
+import urllib.request
 from pathlib import Path
 
 import duckdb
@@ -184,3 +187,24 @@ def stop(pid: int, timeout: float = 10.0) -> None:
         os.kill(pid, signal.SIGKILL)
     except ProcessLookupError:
         pass
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_healthy(port: int, server: subprocess.Popen, timeout: float = 60.0) -> None:
+    """Until a started dashboard answers its health check (an AssertionError if it exits or never does)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if server.poll() is not None:
+            raise AssertionError(f"dashboard exited: {server.stdout.read().decode(errors='replace')}")
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=2) as r:
+                if r.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.3)
+    raise AssertionError("dashboard did not become healthy")

@@ -7,11 +7,8 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import duckdb
@@ -24,12 +21,14 @@ from dashboard_kit import (
     charts,
     descendants,
     frame,
+    free_port,
     full_warehouse,
     imported_warehouse,
     metrics,
     sql,
     stop,
     texts,
+    wait_healthy,
 )
 from typer.testing import CliRunner
 
@@ -529,12 +528,6 @@ def test_wilson_interval_and_rank_cut() -> None:
 # -- a real browser ------------------------------------------------------------------------------------------
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.mark.slow
 @pytest.mark.prefect
 def test_every_page_in_headless_chromium(full: Path, tmp_path: Path) -> None:
@@ -545,7 +538,7 @@ def test_every_page_in_headless_chromium(full: Path, tmp_path: Path) -> None:
         pytest.skip("Debian's chromium is not installed (apt-get install -y chromium)")
     from playwright.sync_api import sync_playwright
 
-    port = _free_port()
+    port = free_port()
     exe = str(Path(sys.executable).with_name("clonemem"))
     server = subprocess.Popen([exe, "dashboard", "--warehouse", str(full), "--port", str(port)],
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
@@ -553,7 +546,7 @@ def test_every_page_in_headless_chromium(full: Path, tmp_path: Path) -> None:
     shots = tmp_path / "screenshots"
     shots.mkdir()
     try:
-        _wait_healthy(port, server)
+        wait_healthy(port, server)
         before = set(descendants(os.getpid()))  # e.g. Prefect's ephemeral server: not ours to stop here
         with sync_playwright() as pw:
             browser = pw.chromium.launch(executable_path=str(chromium), args=[
@@ -599,15 +592,3 @@ def _alive(pid: int) -> bool:
         return False
 
 
-def _wait_healthy(port: int, server: subprocess.Popen, timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if server.poll() is not None:
-            raise AssertionError(f"dashboard exited: {server.stdout.read().decode(errors='replace')}")
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=2) as r:
-                if r.status == 200:
-                    return
-        except OSError:
-            time.sleep(0.3)
-    raise AssertionError("dashboard did not become healthy")

@@ -13,8 +13,6 @@ import socket
 import subprocess
 import sys
 import threading
-import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -22,7 +20,7 @@ import pytest
 
 from clonemem.dashboard import PAGES
 from clonemem.dashboard.serve import refusal
-from tests.dashboard_kit import descendants, full_warehouse, imported_warehouse, stop
+from tests.dashboard_kit import descendants, free_port, full_warehouse, imported_warehouse, stop, wait_healthy
 
 CHROMIUM = Path("/usr/bin/chromium")
 EXE = str(Path(sys.executable).with_name("clonemem"))
@@ -66,26 +64,6 @@ sys.addaudithook(_hook)
 '''
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_healthy(port: int, server: subprocess.Popen, timeout: float = 90.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if server.poll() is not None:
-            raise AssertionError(f"dashboard exited: {server.stdout.read().decode(errors='replace')}")
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=2) as r:
-                if r.status == 200:
-                    return
-        except OSError:
-            time.sleep(0.3)
-    raise AssertionError("dashboard did not become healthy")
-
-
 class Dashboard:
     """``clonemem dashboard`` as a user starts it, with the outbound audit hook in its Python."""
 
@@ -99,7 +77,7 @@ class Dashboard:
                "OUTBOUND_LOG": str(self.log)}
         self.proc = subprocess.Popen([EXE, "dashboard", "--warehouse", str(warehouse), "--port", str(self.port)],
                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env)
-        wait_healthy(self.port, self.proc)
+        wait_healthy(self.port, self.proc, timeout=90.0)
 
     def outbound(self) -> list[dict]:
         if not self.log.exists():

@@ -3,7 +3,6 @@ works for a format added in a test, and names that are refused when blank."""
 
 from __future__ import annotations
 
-import ast
 import datetime as dt
 import importlib
 import json
@@ -20,6 +19,7 @@ from clonemem.importers.base import detect_language
 from clonemem.registry import RegistryError
 from clonemem.schemas.release import ReleaseEvidence, ReleaseFile, ReleaseQuestion, ReleaseTrace
 from clonemem.warehouse import Warehouse
+from tests.test_architecture import _imports  # the one import scanner of the architecture tests
 
 ROOT = Path(__file__).parent.parent
 PUBLISHED = Path(__file__).parent / "fixtures" / "published"
@@ -186,16 +186,6 @@ def test_the_import_flow_refuses_a_blank_name_too(tmp_path: Path) -> None:
 
 def test_the_release_schema_carries_no_locomo_fields() -> None:
     assert not {"locomo_category", "adversarial_answer"} & set(ReleaseQuestion.model_fields)
-
-
-def _imports(path: Path) -> set[str]:
-    out: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text("utf-8"))):
-        if isinstance(node, ast.Import):
-            out |= {a.name for a in node.names}
-        elif isinstance(node, ast.ImportFrom) and node.module:
-            out.add(node.module)
-    return out
 
 
 @pytest.mark.parametrize("path", sorted([*(ROOT / "clonemem" / "importers").glob("*.py"),
