@@ -35,6 +35,7 @@ from clonemem import prompts, runtime
 from clonemem.codehash import code_hash
 from clonemem.ids import stable_hash
 from clonemem.llm.types import LiveProviderDisabled, PermanentError, StageNotCovered
+from clonemem.memory.base import declared_stages
 from clonemem.schemas.config import RunConfig
 from clonemem.stages import STAGES, Stage
 
@@ -49,24 +50,6 @@ def stage_key_parts(stages: Iterable[Stage], config: RunConfig) -> list[str]:
         if ref.provider == "offline":
             parts += [str(config.seed), stage.offline_code_hash()]
     return parts
-
-
-def system_stages(system: str) -> tuple[Stage, ...]:
-    """The stages memory system ``system`` declares (``llm_stages`` on its factory, read as declared:
-    a factory without the attribute is an error, never "no stages", which would key its LLM-made
-    results on nothing but its code)."""
-    from clonemem.memory import SYSTEMS
-
-    factory = SYSTEMS.get(system)
-    try:
-        stages = factory.llm_stages  # type: ignore[attr-defined]  # a factory is any callable; the attribute is checked below
-    except AttributeError:
-        raise TypeError(f"memory system {system!r}: its factory {factory!r} has no `llm_stages` (declare the "
-                        "stages it calls, or `llm_stages = ()` if it calls none); its results cannot be cached "
-                        "without them") from None
-    if not all(isinstance(s, Stage) for s in stages):
-        raise TypeError(f"memory system {system!r}: `llm_stages` must hold clonemem.stages.Stage objects")
-    return tuple(stages)
 
 
 @dataclass
@@ -96,7 +79,7 @@ class MemorySystemPolicy(CachePolicy):
     modules: tuple[str, ...] = ()
 
     def stages(self, inputs: Mapping[str, Any]) -> list[Stage]:
-        return list(system_stages(inputs["system"]))
+        return list(declared_stages(inputs["system"]))
 
     def compute_key(self, task_ctx: Any, inputs: dict[str, Any], flow_parameters: dict[str, Any], **kwargs: Any) -> str | None:
         from clonemem.memory import SYSTEMS

@@ -15,6 +15,7 @@ from pathlib import Path
 import clonemem
 from clonemem.codehash import code_hash
 from clonemem.memory import SYSTEMS
+from clonemem.memory.base import declared_stages
 from clonemem.schemas.config import RunConfig
 from clonemem.schemas.results import AggregationSettings, Provenance, SystemProvenance
 
@@ -47,7 +48,7 @@ def system_provenance(name: str, config: RunConfig, given: Mapping[str, str] | N
         return SystemProvenance(system=name, code_hash=code_hash(RESULTS_FILE_READER),
                                 extra={str(k): str(v) for k, v in given.items()})
     factory = SYSTEMS.get(name)
-    stages = factory.llm_stages  # type: ignore[attr-defined]  # declared on every factory (tasks/caching.py checks it)
+    stages = declared_stages(name)
     extra = {**dict(getattr(factory, "provenance_extra", None) or {}), **dict(given or {})}
     return SystemProvenance(system=name, code_hash=code_hash(factory.__module__),
                             llm_stages={s.name: str(config.models.ref(s.role)) for s in stages},

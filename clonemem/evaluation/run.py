@@ -23,7 +23,7 @@ from clonemem.evaluation.diagnosis import EvidenceDiagnosis, Supports, diagnose_
 from clonemem.evaluation.replay import Replay, schedule
 from clonemem.llm.types import LLMError, ProviderRejected, StageNotCovered, about, estimate_tokens
 from clonemem.memory import SYSTEMS
-from clonemem.memory.base import BuildContext, MemoryTrace, QuestionView
+from clonemem.memory.base import BuildContext, MemoryTrace, QuestionView, declared_only
 from clonemem.memory.coverage import write_coverage
 from clonemem.memory.errors import MemorySystemFailed
 from clonemem.schemas.config import FULL_CONTEXT_TOKENS
@@ -157,14 +157,7 @@ def build_and_retrieve(system: str, persona: PersonaData, k_max: int, llm: Calla
     with system_work(system, "creating it"):
         memory = factory()
     replay = replay or factory.replay_only
-    declared = {s.name for s in memory.llm_stages}
-
-    def step(stage_name: str, inp):
-        if stage_name not in declared:
-            raise MemorySystemFailed(system, f"called stage {stage_name!r}, which its class does not declare in "
-                                             "llm_stages")
-        return llm(stage_name, inp)
-
+    step = declared_only(system, memory.llm_stages, llm)  # only declared stages: what the cache key covers
     ctx = BuildContext(llm=step, language=persona.language, seed=seed, full_context_tokens=full_context_tokens,
                        persona_id=persona.public_id, release_ids=persona.release_ids)
     if replay:

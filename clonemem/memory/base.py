@@ -132,3 +132,37 @@ class MemorySystem(ABC):
 SYSTEMS: Registry[Callable[[], MemorySystem]] = Registry(
     "memory system", entry_point_group="clonemem.memory_systems", allow_import_paths=True,
     accepts=callable, expected="a MemorySystem class or a factory returning one")
+
+
+def declared_stages(system: str) -> tuple[Stage, ...]:
+    """The stages memory system ``system`` declares (``llm_stages`` on its factory, read as declared:
+    a factory without the attribute is an error, never "no stages", which would key its LLM-made
+    results on nothing but its code)."""
+    from clonemem.stages import Stage
+
+    factory = SYSTEMS.get(system)
+    try:
+        stages = factory.llm_stages  # type: ignore[attr-defined]  # a factory is any callable; the attribute is checked below
+    except AttributeError:
+        raise TypeError(f"memory system {system!r}: its factory {factory!r} has no `llm_stages` (declare the "
+                        "stages it calls, or `llm_stages = ()` if it calls none); its results cannot be cached "
+                        "without them") from None
+    if not all(isinstance(s, Stage) for s in stages):
+        raise TypeError(f"memory system {system!r}: `llm_stages` must hold clonemem.stages.Stage objects")
+    return tuple(stages)
+
+
+def declared_only(system: str, stages: Sequence[Stage], llm: LLMStep) -> LLMStep:
+    """``llm`` for a system that may call only the stages it declares: they are what its cache key and its
+    provenance cover, so any other stage is the system's failure."""
+    from clonemem.memory.errors import MemorySystemFailed
+
+    declared = {s.name for s in stages}
+
+    def step(stage_name: str, inp: BaseModel) -> BaseModel:
+        if stage_name not in declared:
+            raise MemorySystemFailed(system, f"called stage {stage_name!r}, which its class does not declare in "
+                                             "llm_stages")
+        return llm(stage_name, inp)
+
+    return step

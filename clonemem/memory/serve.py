@@ -25,7 +25,15 @@ from urllib.parse import parse_qs, urlsplit
 from pydantic import BaseModel, ValidationError
 
 from clonemem.codehash import code_hash
-from clonemem.memory.base import SYSTEMS, BuildContext, MemorySystem, MemoryTrace, QuestionView
+from clonemem.memory.base import (
+    SYSTEMS,
+    BuildContext,
+    MemorySystem,
+    MemoryTrace,
+    QuestionView,
+    declared_only,
+    declared_stages,
+)
 from clonemem.schemas.memory_protocol import Info, IngestRequest, Items, QueryRequest, ResetRequest
 
 B = TypeVar("B", bound=BaseModel)
@@ -224,15 +232,14 @@ def service_for(system: str, config: Any, log: Path | None = None) -> MemoryServ
     from clonemem.llm.model import get_model
     from clonemem.stages import STAGES
 
-    factory = SYSTEMS.get(system)
-    declared = {s.name for s in factory.llm_stages}
-    model = get_model(config, "extractor") if declared else None
+    stages = declared_stages(system)
+    model = get_model(config, "extractor") if stages else None
 
-    def llm(stage: str, inp: BaseModel) -> BaseModel:
-        if model is None or stage not in declared:
-            raise RuntimeError(f"{system} called stage {stage!r}, which its class does not declare in llm_stages")
-        return STAGES.get(stage).run(model, inp)
+    def run(stage: str, inp: BaseModel) -> BaseModel:
+        # declared_only lets through declared stages only, and a system that declares some has a model
+        return STAGES.get(stage).run(model, inp)  # type: ignore[arg-type]  # model is set when stages exist
 
+    llm = declared_only(system, stages, run)
     return MemoryService(system, llm, config.seed, log)
 
 
