@@ -99,9 +99,10 @@ def test_two_workers_generate_the_single_process_benchmark_and_survive_a_killed_
         stack.start_server()
         stack.cli("prefect", "work-pool", "create", "clonemem", "--type", "process")
         stack.cli("prefect", "--no-prompt", "deploy", "--name", "pipeline", "--name", "generate-persona")
-        # --limit 3: the worker running the orchestrating flow run takes at most two personas, so both take some
+        # --limit 2: the worker running the orchestrating flow run has one slot left for personas, so it works
+        # through them one at a time while the other takes two at once (a larger limit let one take them all)
         for name in ("w1", "w2"):
-            stack.start_worker(name, "--limit", "3")
+            stack.start_worker(name, "--limit", "2")
         persona_deployment = stack.deployment("generate-persona/generate-persona")["id"]
         params = {"config": str(config), "distribute": True, "evaluate": False,
                   "bundle_location": (tmp_path / "bundles").as_uri()}  # an fsspec URL (file://)
@@ -131,7 +132,7 @@ def test_two_workers_generate_the_single_process_benchmark_and_survive_a_killed_
                 assert stack.wait(run_id, 300)["state"]["type"] == "COMPLETED"
 
         # 2. the same run again, with the lost worker back: completes from the cache where it can
-        stack.start_worker(orchestrator_host, "--limit", "3")
+        stack.start_worker(orchestrator_host, "--limit", "2")
         second = stack.run_deployment("pipeline/pipeline", params)
         run = stack.wait(second, 600)
         assert run["state"]["type"] == "COMPLETED", (run["state"], stack.tail("w1"), stack.tail("w2"))
