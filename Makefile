@@ -23,8 +23,9 @@ $(DEV): $(STAMP) examples/clonemem-example-plugin/pyproject.toml
 demo: $(STAMP)
 	$(VENV)/bin/clonemem demo
 
+# two processes (the machine's two cores), each test file on one of them so its module fixtures are built once
 test: $(DEV)
-	$(PY) -m pytest
+	$(PY) -m pytest -n 2 --dist loadfile
 
 # the long scenarios (kill/resume, faults, budgets, real Prefect servers and workers, a browser, real
 # conversations); CI runs them after `make test`

@@ -149,6 +149,7 @@ def test_drop_removes_a_benchmark_in_one_go(tmp_path: Path, demo_file: Path) -> 
     assert got.exit_code == 1 and "A" in got.output
 
 
+@pytest.mark.slow  # console-script runs, each starting its own Prefect server
 def test_a_system_that_fails_to_evaluate_gives_its_own_exit_code(tmp_path: Path, demo_file: Path) -> None:
     # the console script in a fresh process, as a user meets it: Prefect's own logging must not leak a traceback
     (tmp_path / "broken_system.py").write_text(

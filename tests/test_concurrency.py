@@ -32,6 +32,7 @@ def _holder(wh: Path) -> subprocess.Popen:
     return proc
 
 
+@pytest.mark.slow  # console-script runs, each starting its own Prefect server
 def test_a_second_writer_gets_one_clean_line(tmp_path: Path, demo_file: Path) -> None:
     wh = tmp_path / "wh.duckdb"
     holder = _holder(wh)
@@ -49,6 +50,7 @@ def test_a_second_writer_gets_one_clean_line(tmp_path: Path, demo_file: Path) ->
         holder.wait(timeout=30)
 
 
+@pytest.mark.slow  # console-script runs, each starting its own Prefect server
 def test_a_waiting_writer_says_so_and_proceeds_when_free(tmp_path: Path, demo_file: Path) -> None:
     wh = tmp_path / "wh.duckdb"
     holder = _holder(wh)
@@ -93,6 +95,7 @@ def test_lock_is_reentrant_in_one_process_and_exclusive_across(tmp_path: Path) -
     assert read_holder(wh) is None  # released: the file no longer names a holder
 
 
+@pytest.mark.slow  # console-script runs, each starting its own Prefect server
 def test_a_writer_waits_for_a_long_reader(tmp_path: Path, demo_file: Path) -> None:
     """A write started during a long read (DuckDB's own file lock) waits instead of failing with a traceback."""
     wh = tmp_path / "wh.duckdb"

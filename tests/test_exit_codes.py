@@ -66,6 +66,7 @@ def closed_port() -> int:
         return s.getsockname()[1]  # closed when the socket is: nothing listens there
 
 
+@pytest.mark.slow  # console-script runs, each starting its own Prefect server
 def test_a_failing_plugin_system_is_exit_5_naming_it_and_nothing_is_stored(imported: Path, tmp_path: Path) -> None:
     plugins = tmp_path / "plugins"
     plugins.mkdir()
@@ -85,6 +86,7 @@ def test_a_failing_plugin_system_is_exit_5_naming_it_and_nothing_is_stored(impor
     assert "memory system 'brokenmem:BadRetrieve'" in line and "retrieve for question" in line, line
 
 
+@pytest.mark.slow  # console-script runs, each starting its own Prefect server
 def test_a_budget_stop_in_evaluate_is_exit_6_and_k_defaults_to_the_config(imported: Path, tmp_path: Path) -> None:
     priced = tmp_path / "priced.toml"
     prices = "".join(f'[pricing."offline/{m}"]\ninput_per_mtok = 100.0\noutput_per_mtok = 400.0\n'

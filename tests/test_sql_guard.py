@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -95,11 +96,21 @@ def _sha(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-@pytest.fixture
-def imported(tmp_path: Path, demo_file: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    wh = tmp_path / "wh.duckdb"
-    got = runner.invoke(app, ["--warehouse", str(wh), "import-release", str(demo_file), "--name", "X"])
+@pytest.fixture(scope="module")
+def imported_once(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from clonemem.demo import fixture_files
+
+    wh = tmp_path_factory.mktemp("guard") / "wh.duckdb"
+    got = runner.invoke(app, ["--warehouse", str(wh), "import-release", str(fixture_files()[0]), "--name", "X"])
     assert got.exit_code == 0, got.output
+    return wh
+
+
+@pytest.fixture
+def imported(imported_once: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A fresh copy of the imported warehouse per probe (a probe that got through must not hide another)."""
+    wh = tmp_path / "wh.duckdb"
+    shutil.copyfile(imported_once, wh)
     monkeypatch.setenv("CLONEMEM_TEST_SECRET", SECRET)
     return wh
 
@@ -127,7 +138,7 @@ def test_escape_route_is_refused(imported: Path, tmp_path: Path, probe: str) -> 
 
 def test_locked_settings_hold_even_without_the_statement_check(imported: Path, tmp_path: Path) -> None:
     """The statement check is only the second line: DuckDB's own locked settings refuse on their own."""
-    before = _sha(imported)
+    before, files = _sha(imported), sorted(p.name for p in tmp_path.iterdir())
     with open_guarded(imported) as con:
         raw = con._con
         for sql in (f"COPY (SELECT 1) TO '{tmp_path}/x.csv'", "SELECT * FROM read_text('/proc/self/environ')",
@@ -140,7 +151,7 @@ def test_locked_settings_hold_even_without_the_statement_check(imported: Path, t
         assert raw.execute("SELECT current_setting('enable_external_access'), current_setting('lock_configuration'),"
                            " current_setting('autoinstall_known_extensions')").fetchone() == (False, True, False)
     assert _sha(imported) == before
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["wh.duckdb", "wh.duckdb.lock"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == files  # none of x.csv, o.duckdb, e written
 
 
 def test_queries_still_work_with_limits(imported: Path) -> None:
