@@ -208,7 +208,7 @@ def heartbeat(log: Callable[[str], None], every_s: float, name: str) -> Iterator
         while not stop.wait(every_s):
             lines = board.lines() or ["waiting for its tasks"]
             for line in lines:
-                log(f"{name}: still working: {line}")
+                log(f"{name}: still working: {line.removeprefix(name + ': ')}")
 
     thread = threading.Thread(target=contextvars.copy_context().run, args=(beat,), name=f"{name} heartbeat",
                               daemon=True)
