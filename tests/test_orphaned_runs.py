@@ -19,7 +19,7 @@ import pytest
 
 from clonemem.schemas.config import RunConfig
 from clonemem.tasks.runs import begin_run_task, flow_run_record, opener, tracked
-from clonemem.warehouse import Warehouse, owners
+from clonemem.warehouse import Warehouse
 from tests.dashboard_kit import app, frame, imported_warehouse, texts
 
 KILLED_FLOW_RUN = "0b6a3c1e-0000-4000-8000-00000000dead"
@@ -77,6 +77,8 @@ def test_the_next_run_marks_a_killed_runs_row_crashed_and_leaves_live_ones_runni
 
 
 def test_a_pid_taken_by_another_process_or_another_host_is_judged_rightly() -> None:
+    from clonemem.warehouse import owners
+
     me = owners.this_process()
     assert not owners.is_gone(me.host, me.pid, me.process_start)
     if me.process_start is not None:  # Linux: the same pid with another start is another process
@@ -97,7 +99,8 @@ def test_runs_page_shows_failed_and_crashed_runs_with_their_error_and_prefect_li
     assert shown["status"].to_list() == ["crashed", "failed"]
     with Warehouse.open_reader(runs_warehouse) as r:
         pid = r.scalar("SELECT pid FROM runs WHERE run_id = 'killed'")
-    assert shown["error"].to_list() == [owners.gone_message(socket.gethostname(), pid),
+    assert shown["error"].to_list() == [f"crashed: its process (pid {pid} on {socket.gethostname()}) ended without "
+                                        "recording how the run ended (killed, or its machine stopped)",
                                         "configs/missing.toml: no such config file"]
     assert shown["flow_run_id"].to_list() == [f"http://127.0.0.1:4200/runs/flow-run/{KILLED_FLOW_RUN}",
                                               f"http://127.0.0.1:4200/runs/flow-run/{FAILED_FLOW_RUN}"]
