@@ -18,7 +18,16 @@ from clonemem.llm.types import BudgetExceeded
 from clonemem.schemas.config import RunConfig
 from clonemem.tasks.context import flow_run_ids, new_run_id
 from clonemem.warehouse import Warehouse, owners
-from clonemem.warehouse.runs import RunKind, RunNotRecorded, RunRecord, begin_run, open_run, record_run, utcnow
+from clonemem.warehouse.runs import (
+    RunKind,
+    RunNotRecorded,
+    RunRecord,
+    RunStatus,
+    begin_run,
+    open_run,
+    record_run,
+    utcnow,
+)
 
 log = logging.getLogger(__name__)
 
@@ -65,8 +74,8 @@ def tracked(warehouse_path: str, run: RunRecord) -> Iterator[None]:
     try:
         yield
     except BaseException as exc:
-        status = ("budget" if isinstance(exc, BudgetExceeded)
-                  else "interrupted" if isinstance(exc, KeyboardInterrupt) else "failed")
+        status: RunStatus = ("budget" if isinstance(exc, BudgetExceeded)
+                             else "interrupted" if isinstance(exc, KeyboardInterrupt) else "failed")
         try:
             with Warehouse.open_writer(warehouse_path) as wh:
                 record_run(wh, run.finished(status, error=one_line(exc)[:2000]))
