@@ -127,6 +127,7 @@ def test_the_heartbeat_interval_is_a_setting(monkeypatch: pytest.MonkeyPatch) ->
 # -- all of it from one pipeline run, as a deployment runs it ---------------------------------------------
 
 
+@pytest.mark.slow  # ~40 s; the unit tests above cover each part in the quick suite
 @pytest.mark.prefect
 def test_a_pipeline_run_exports_by_default_and_logs_fail_shares_and_heartbeats(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
