@@ -292,7 +292,7 @@ def generate(
         out = generate_persona_flow(persona, str(bundle), cfg)
         typer.echo(f"persona {persona} written to {bundle} ({out.failures} failed items)", err=True)
         return
-    result = _run_pipeline(cfg, evaluate=False)
+    result = _run_pipeline(cfg, evaluate=False, export_dir=None)  # generation only: no release export
     typer.echo(result.benchmark_id)
 
 

@@ -21,6 +21,7 @@ EMBED_CACHE = "CLONEMEM_EMBED_CACHE"
 DASHBOARD_URL = "CLONEMEM_DASHBOARD_URL"
 DISABLE_LIVE_LLM = "CLONEMEM_DISABLE_LIVE_LLM"
 FAULT_KILL_AT = "CLONEMEM_FAULT_KILL_AT"
+HEARTBEAT = "CLONEMEM_HEARTBEAT_SECONDS"
 
 VARIABLES: dict[str, str] = {
     WAREHOUSE: "the warehouse file when --warehouse is not given (default ./clonemem.duckdb)",
@@ -30,12 +31,14 @@ VARIABLES: dict[str, str] = {
     EMBED_CACHE: "the embedding cache's SQLite file, or `off` (default $XDG_CACHE_HOME/clonemem/embeddings.sqlite3)",
     DASHBOARD_URL: "where artifacts link the dashboard (default http://127.0.0.1:8501)",
     DISABLE_LIVE_LLM: "any value but empty/0/false/no: live providers refuse non-loopback base URLs (tests, CI)",
+    HEARTBEAT: "seconds between evaluation's progress lines in the flow log while it works (default 30)",
     FAULT_KILL_AT: "fault injection for tests: NAME:N[,...] SIGKILLs the process at the N-th pass of a landing point",
 }
 
 DEFAULT_WAREHOUSE = "clonemem.duckdb"
 DEFAULT_LOCK_WAIT_S = 600.0
 DEFAULT_DASHBOARD_URL = "http://127.0.0.1:8501"
+DEFAULT_HEARTBEAT_S = 30.0
 
 
 @dataclass(frozen=True)
@@ -48,6 +51,7 @@ class Settings:
     dashboard_url: str
     live_llm_disabled: bool
     fault_kill_at: str | None  # None: fault injection is off
+    heartbeat_s: float = DEFAULT_HEARTBEAT_S
 
 
 def _text(name: str) -> str | None:
@@ -60,6 +64,14 @@ def _wait() -> float:
         return max(0.0, float(os.environ.get(LOCK_WAIT, DEFAULT_LOCK_WAIT_S)))
     except ValueError:
         return DEFAULT_LOCK_WAIT_S
+
+
+def _heartbeat() -> float:
+    try:
+        value = float(os.environ.get(HEARTBEAT, DEFAULT_HEARTBEAT_S))
+    except ValueError:
+        return DEFAULT_HEARTBEAT_S
+    return value if value > 0 else DEFAULT_HEARTBEAT_S
 
 
 def _embed_cache() -> Path | None:
@@ -81,4 +93,5 @@ def current() -> Settings:
         dashboard_url=(_text(DASHBOARD_URL) or DEFAULT_DASHBOARD_URL).rstrip("/"),
         live_llm_disabled=os.environ.get(DISABLE_LIVE_LLM, "").strip().lower() not in ("", "0", "false", "no"),
         fault_kill_at=os.environ.get(FAULT_KILL_AT),
+        heartbeat_s=_heartbeat(),
     )

@@ -21,7 +21,7 @@ from clonemem.tasks.evaluation import (
     load_task,
     retrieval_task,
 )
-from clonemem.tasks.reporting import log, publish_leaderboard
+from clonemem.tasks.reporting import heartbeat, log, publish_leaderboard
 
 
 @flow(name="evaluate", task_runner=ThreadPoolTaskRunner(max_workers=8))
@@ -45,7 +45,8 @@ def _evaluate(warehouse_path: str, benchmark: str, systems: list[str], ks: list[
     run = evaluation_run(bid, name, systems, ks, force, cfg)
     # Values, not futures, go in: ``opaque`` spares Prefect walking every trace and question of them
     # for dependencies (it was a third of a bm25 run's time); the cache key still hashes the values.
-    with runtime.use(runtime.Runtime(cfg, run_id=run.eval_run_id, warehouse=warehouse_path)):
+    # slow systems build for minutes: the log says what is under way at least every 30 s
+    with runtime.use(runtime.Runtime(cfg, run_id=run.eval_run_id, warehouse=warehouse_path)), heartbeat("evaluation"):
         budget = cfg.evaluation.full_context_tokens
         replay = cfg.evaluation.replay
         retrieving = {(s, p.persona_id): retrieval_task(s).submit(s, opaque(p), max(ks), budget, replay)

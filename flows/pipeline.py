@@ -23,7 +23,7 @@ from clonemem.schemas.results import GateFailed, GenerationResult, PipelineResul
 from clonemem.tasks.context import flow_run_ids
 from clonemem.tasks.gate import gate_status_task
 from clonemem.tasks.generation import record_run_task
-from clonemem.tasks.release import export_task
+from clonemem.tasks.release import DEFAULT_EXPORT, export_folder, export_task
 from clonemem.tasks.reporting import publish_pipeline
 from clonemem.tasks.runs import flow_run_record, tracked
 
@@ -42,10 +42,11 @@ class NothingGenerated(RuntimeError):
 @flow(name="pipeline")
 def pipeline_flow(warehouse_path: str, config: RunConfig | str | None = None, gate: bool = True, evaluate: bool = True,
                   systems: list[str] | None = None, ks: list[int] | None = None, force: bool = False,
-                  export_dir: str | None = None, distribute: bool = False,
+                  export_dir: str | None = DEFAULT_EXPORT, distribute: bool = False,
                   bundle_location: str | None = None) -> PipelineResult:
     """Generate the config's benchmark, write its questions, gate it, evaluate ``systems`` (default: the
-    config's) at ``ks`` and export it to ``export_dir`` (when given). ``gate=False`` stops after the
+    config's) at ``ks`` and export it to ``export_dir`` (``{warehouse}`` and ``{name}`` filled in: by default
+    ``<warehouse>.release/<benchmark name>/``; None exports nothing). ``gate=False`` stops after the
     questions (a dry run counting calls needs no verdict), ``evaluate=False`` after the gate. ``distribute``
     generates each persona as a run of the `generate-persona` deployment on the workers, with bundles under
     ``bundle_location`` (any fsspec URL; see flows/scaleout.py), instead of in this process."""
@@ -85,7 +86,8 @@ def _chain(warehouse_path: str, cfg: RunConfig, gate: bool, evaluate: bool, syst
     # else: nothing changed since it passed; re-running leaves the warehouse exactly as it was
     evaluation = (evaluate_flow(warehouse_path, gen.benchmark_id, systems, ks, force=force, config=cfg)
                   if evaluate else None)
-    exported = export_task(warehouse_path, gen.benchmark_id, export_dir) if export_dir else None
+    exported = (export_task(warehouse_path, gen.benchmark_id, export_folder(export_dir, warehouse_path, cfg.name))
+                if export_dir else None)
     result = PipelineResult(benchmark_id=gen.benchmark_id, name=cfg.name, generation=gen, qa=qa, gate_status=status,
                             gate_failed=failed, evaluation=evaluation, export=exported,
                             seconds=round(time.perf_counter() - started, 2))

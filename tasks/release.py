@@ -9,6 +9,17 @@ from clonemem.exporters.release import export_release
 from clonemem.schemas.results import ExportResult
 from clonemem.warehouse import Warehouse
 
+# Where a `pipeline` run exports by default (the `pipeline` deployment's runs included): a folder beside the
+# warehouse named after it, one subfolder per benchmark, rewritten by each run (`clonemem.duckdb` ->
+# `clonemem.duckdb.release/demo/`), as the scale-out bundles default to `<warehouse>.bundles`.
+DEFAULT_EXPORT = "{warehouse}.release/{name}"
+
+
+def export_folder(export_dir: str, warehouse_path: str, name: str) -> str:
+    """``export_dir`` with ``{warehouse}`` (the warehouse's path) and ``{name}`` (the benchmark's name)
+    filled in; any other text is kept as written."""
+    return export_dir.replace("{warehouse}", warehouse_path).replace("{name}", name)
+
 
 @task(cache_policy=NO_CACHE, task_run_name="export {benchmark}")
 def export_task(warehouse_path: str, benchmark: str, out_dir: str, questions_key: str = "questions") -> ExportResult:

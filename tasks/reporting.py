@@ -8,9 +8,10 @@ to the module logger.
 from __future__ import annotations
 
 import logging
+from contextlib import AbstractContextManager
 from typing import Any
 
-from clonemem import settings
+from clonemem import progress, settings
 from clonemem.evaluation.report import leaderboard_markdown, provenance_markdown
 from clonemem.pages import PAGES
 from clonemem.schemas.results import EvaluationResult, GateResult, PipelineResult, QAResult
@@ -30,6 +31,12 @@ def log(line: str) -> None:
         get_run_logger().info(line)
     else:
         logging.getLogger("clonemem").info(line)
+
+
+def heartbeat(name: str) -> AbstractContextManager[None]:
+    """While the block runs, a line in the flow log every ``CLONEMEM_HEARTBEAT_SECONDS`` (default 30) saying
+    what is under way (see :func:`clonemem.progress.heartbeat`)."""
+    return progress.heartbeat(log, settings.current().heartbeat_s, name)
 
 
 def _key(text: str) -> str:

@@ -17,8 +17,17 @@ from clonemem.ids import benchmark_id
 from clonemem.llm.types import BudgetExceeded
 from clonemem.schemas.config import RunConfig
 from clonemem.tasks.context import flow_run_ids, new_run_id
-from clonemem.warehouse import Warehouse
-from clonemem.warehouse.runs import RunKind, RunNotRecorded, RunRecord, begin_run, open_run, record_run, utcnow
+from clonemem.warehouse import Warehouse, owners
+from clonemem.warehouse.runs import (
+    RunKind,
+    RunNotRecorded,
+    RunRecord,
+    RunStatus,
+    begin_run,
+    open_run,
+    record_run,
+    utcnow,
+)
 
 log = logging.getLogger(__name__)
 
@@ -27,15 +36,17 @@ def flow_run_record(kind: RunKind, config: RunConfig, with_config: bool = True) 
     """This flow run's row for the config's benchmark, started now: its Prefect ids (a run id of its own
     outside Prefect) and, ``with_config``, the config it ran with (without the warehouse path)."""
     flow_run_id, deployment_id = flow_run_ids()
+    me = owners.this_process()  # so a row this process leaves `running` when killed is found out
     return RunRecord(flow_run_id or new_run_id(), kind, benchmark_id(config.name), utcnow(), flow_run_id=flow_run_id,
                      deployment_id=deployment_id,
-                     config_json=config.model_dump_json(exclude={"warehouse"}) if with_config else None)
+                     config_json=config.model_dump_json(exclude={"warehouse"}) if with_config else None,
+                     host=me.host, pid=me.pid, process_start=me.process_start)
 
 
 @task(cache_policy=NO_CACHE, task_run_name="begin {run.kind} run")
 def begin_run_task(warehouse_path: str, run: RunRecord) -> RunRecord:
     """The run with the unfinished run it resumes (runs left ``running`` by a dead process are marked
-    ``interrupted``); its row is written now only when it resumes one, else before its first call."""
+    ``crashed``); its row is written now only when it resumes one, else before its first call."""
     with Warehouse.open_writer(warehouse_path) as wh:
         resumed = begin_run(wh, run.kind, run.benchmark_id, run.run_id)
         run = replace(run, resumed_from=resumed, status="running")
@@ -63,8 +74,8 @@ def tracked(warehouse_path: str, run: RunRecord) -> Iterator[None]:
     try:
         yield
     except BaseException as exc:
-        status = ("budget" if isinstance(exc, BudgetExceeded)
-                  else "interrupted" if isinstance(exc, KeyboardInterrupt) else "failed")
+        status: RunStatus = ("budget" if isinstance(exc, BudgetExceeded)
+                             else "interrupted" if isinstance(exc, KeyboardInterrupt) else "failed")
         try:
             with Warehouse.open_writer(warehouse_path) as wh:
                 record_run(wh, run.finished(status, error=one_line(exc)[:2000]))

@@ -1,6 +1,6 @@
 """Every LLM call has a run that exists: a run's row is `running` from before its first call and ends
 `completed`, `failed`, `interrupted` or `budget`; a run found `running` by the next run of its kind and
-benchmark (its process died) becomes `interrupted`, and the next run names it in `resumed_from`. After
+benchmark (its process died) becomes `crashed`, and the next run names it in `resumed_from`. After
 SIGKILL and a resume, the spend per benchmark (calls joined through their runs) equals an uninterrupted
 run's."""
 
@@ -65,7 +65,7 @@ def test_a_run_that_raises_is_recorded_with_its_status(wh_path: Path, error: Bas
             (status, str(error) or type(error).__name__, True)]
 
 
-def test_a_run_left_running_is_interrupted_and_resumed(wh_path: Path) -> None:
+def test_a_run_left_running_is_crashed_and_resumed(wh_path: Path) -> None:
     with Warehouse.open_writer(wh_path) as wh:
         from clonemem.warehouse.runs import open_run
 
@@ -73,7 +73,7 @@ def test_a_run_left_running_is_interrupted_and_resumed(wh_path: Path) -> None:
         open_run(wh, _run("other", "qa"))  # another kind: not this run's business
     resumed = begin_run_task.fn(str(wh_path), _run("next"))
     assert resumed.resumed_from == "dead"
-    assert _status(wh_path) == {"dead": ("interrupted", None), "other": ("running", None),
+    assert _status(wh_path) == {"dead": ("crashed", None), "other": ("running", None),
                                 "next": ("running", "dead")}  # a resume is recorded at once
     with Warehouse.open_writer(wh_path) as wh:
         record_run(wh, resumed.finished("completed"))
@@ -138,5 +138,5 @@ def test_sigkill_then_resume_owns_every_call_and_spends_as_an_uninterrupted_run(
     assert spend == reference  # calls, input and output tokens per benchmark
     # the second command's generation found the first's `running` and resumed it (from the cache); the
     # third's stage IV did the same; its generation had nothing to do and wrote nothing
-    assert runs == [("generate", "interrupted", False), ("generate", "completed", True), ("qa", "interrupted", False),
+    assert runs == [("generate", "crashed", False), ("generate", "completed", True), ("qa", "crashed", False),
                     ("qa", "completed", True)], runs

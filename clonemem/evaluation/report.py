@@ -108,17 +108,21 @@ def leaderboard(result: EvaluationResult) -> str:
 
 
 def leaderboard_markdown(result: EvaluationResult) -> str:
-    """The leaderboard as a Markdown table with 95% intervals (Prefect artifacts, the README)."""
+    """The leaderboard as a Markdown table with 95% intervals (Prefect artifacts, the README): the metrics,
+    then the failure diagnosis (fail-W/R/U: the share of questions whose first failing step was writing,
+    reading or using the memory, as the warehouse and the dashboard have it)."""
     metrics = [m for m, _ in LEADERBOARD_COLUMNS if m != "context_tokens"]
-    head = "| system | k | " + " | ".join(label for m, label in LEADERBOARD_COLUMNS if m != "context_tokens") + " |"
-    lines = [head, "|" + "---|" * (2 + len(metrics))]
+    labels = [label for m, label in LEADERBOARD_COLUMNS if m != "context_tokens"] + [label for _, label in DIAGNOSIS_COLUMNS]
+    lines = ["| system | k | " + " | ".join(labels) + " |", "|" + "---|" * (2 + len(labels))]
     for r in result.results:
-        cells = []
-        for m in metrics:
-            value, ci = getattr(r, m), getattr(r, f"{m}_ci")
-            cells.append("–" if value is None else f"{value:.3f}" + (f" [{ci[0]:.3f}, {ci[1]:.3f}]" if ci else ""))
+        cells = [_cell(getattr(r, m), getattr(r, f"{m}_ci")) for m in metrics]
+        cells += [_cell(getattr(r.diagnosis, m), r.diagnosis.ci.get(m)) for m, _ in DIAGNOSIS_COLUMNS]
         lines.append(f"| {r.system} | {r.k} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
+
+
+def _cell(value: float | None, ci: list[float] | None) -> str:
+    return "–" if value is None else f"{value:.3f}" + (f" [{ci[0]:.3f}, {ci[1]:.3f}]" if ci else "")
 
 
 def provenance_markdown(prov: Provenance) -> str:

@@ -17,6 +17,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from clonemem import progress
 from clonemem.evaluation import metrics as M
 from clonemem.evaluation import stages as E
 from clonemem.evaluation.diagnosis import EvidenceDiagnosis, Supports, diagnose_question, verdict
@@ -157,34 +158,42 @@ def build_and_retrieve(system: str, persona: PersonaData, k_max: int, llm: Calla
     with system_work(system, "creating it"):
         memory = factory()
     replay = replay or factory.replay_only
-    step = declared_only(system, memory.llm_stages, llm)  # only declared stages: what the cache key covers
-    ctx = BuildContext(llm=step, language=persona.language, seed=seed, full_context_tokens=full_context_tokens,
-                       persona_id=persona.public_id, release_ids=persona.release_ids)
-    if replay:
-        driver = Replay(memory, ctx)
-        asked = driver.run(schedule(persona.traces, persona.questions, lambda q: q.question_time))
-    else:
-        started = time.perf_counter()
-        with system_work(system, f"build for persona {persona.person_key}"):
-            memory.build(persona.traces, ctx)
-        build = time.perf_counter() - started
-        spent = usage()  # the build's calls (replay interleaves them with the questions: counted at the end)
-        asked = iter(persona.questions)
-    results, kinds, diagnosis = {}, {}, {}
-    for q in _asked(system, asked):
-        with about(question_id=q.question_id, system=system), \
-                system_work(system, f"retrieve for question {q.question_id}"):
-            t0 = time.perf_counter()
-            items = memory.retrieve(q.view(), k_max)
-            latency = (time.perf_counter() - t0) * 1000
-            results[q.question_id] = QuestionRetrieval(tuple(i.text for i in items), tuple(i.trace_ids for i in items),
-                                                       latency)
-            kinds[q.question_id] = tuple(i.kind for i in items)
-        if supports is not None:
+    with progress.doing(f"{system} for persona {persona.person_key}") as activity:
+        # only declared stages: what the cache key covers; counted for the progress heartbeat
+        step = activity.counting(declared_only(system, memory.llm_stages, llm))
+        ctx = BuildContext(llm=step, language=persona.language, seed=seed, full_context_tokens=full_context_tokens,
+                           persona_id=persona.public_id, release_ids=persona.release_ids,
+                           progress=lambda phase, done, total: activity.update(done, total, f"building ({phase})",
+                                                                               "traces"))
+        if replay:
+            activity.update(0, len(persona.questions), "replaying", "questions")
+            driver = Replay(memory, ctx)
+            asked = driver.run(schedule(persona.traces, persona.questions, lambda q: q.question_time))
+        else:
+            activity.update(0, len(persona.traces), "building", "traces")
+            started = time.perf_counter()
+            with system_work(system, f"build for persona {persona.person_key}"):
+                memory.build(persona.traces, ctx)
+            build = time.perf_counter() - started
+            spent = usage()  # the build's calls (replay interleaves them with the questions: counted at the end)
+            asked = iter(persona.questions)
+            activity.update(0, len(persona.questions), "retrieving for", "questions")
+        results, kinds, diagnosis = {}, {}, {}
+        for q in _asked(system, asked):
             with about(question_id=q.question_id, system=system), \
-                    system_work(system, f"listing its stored memory for question {q.question_id}"):
-                diagnosis[q.question_id] = diagnose_question(
-                    memory, q.question_time, list(zip(q.statements, q.evidence_sets)), items, supports)
+                    system_work(system, f"retrieve for question {q.question_id}"):
+                t0 = time.perf_counter()
+                items = memory.retrieve(q.view(), k_max)
+                latency = (time.perf_counter() - t0) * 1000
+                results[q.question_id] = QuestionRetrieval(tuple(i.text for i in items),
+                                                           tuple(i.trace_ids for i in items), latency)
+                kinds[q.question_id] = tuple(i.kind for i in items)
+            if supports is not None:
+                with about(question_id=q.question_id, system=system), \
+                        system_work(system, f"listing its stored memory for question {q.question_id}"):
+                    diagnosis[q.question_id] = diagnose_question(
+                        memory, q.question_time, list(zip(q.statements, q.evidence_sets)), items, supports)
+            activity.advance()
     if replay:
         build, spent = driver.seconds, usage()  # every ingest, the last (after the last question) included
     calls, tokens = spent
@@ -259,10 +268,17 @@ def answer_and_judge(system: str, k: int, persona: PersonaData, retrieval: Retri
             reason = str(exc)[:500]
         return Outcome(q.question_id, sum(estimate_tokens(m) for m in memories), free_answer, choice, verdict, reason)
 
-    if workers <= 1:
-        return [one(q) for q in persona.questions]
-    with ThreadPoolExecutor(workers) as pool:
-        return list(pool.map(one, persona.questions))
+    with progress.doing(f"{system} k={k} for persona {persona.person_key}", "answering and judging",
+                        len(persona.questions), "questions") as activity:
+        def counted(q: EvalQuestion) -> Outcome:
+            out = one(q)
+            activity.advance()
+            return out
+
+        if workers <= 1:
+            return [counted(q) for q in persona.questions]
+        with ThreadPoolExecutor(workers) as pool:
+            return list(pool.map(counted, persona.questions))
 
 
 def question_metrics(system: str, k: int, q: EvalQuestion, retrieval: Retrieval, outcome: Outcome | None) -> dict:

@@ -79,7 +79,7 @@ class AMem(GroupedMemory):
         traces = self.traces
         self.counts = {"links": 0, "evolutions": 0, "invalid": 0}
         # Note construction reads only the traces, so every note is written first and embedded in one batch.
-        self.notes = [note for part in parts for note in self._construct(part, ctx)]
+        self.notes = [note for part in self._through(parts, ctx, "writing notes") for note in self._construct(part, ctx)]
         vectors = TextVectors()
         created = vectors.matrix([embed_text(t.content, n.keywords, n.tags) for t, n in zip(traces, self.notes)])
 
@@ -91,7 +91,7 @@ class AMem(GroupedMemory):
         self.v_end: list[np.datetime64] = []
         self.versions: list[list[int]] = []  # note -> its version indices, oldest first
         self.links: list[list[tuple[np.datetime64, int]]] = [[] for _ in traces]  # note -> (since, other), in time order
-        for part in parts:
+        for part in self._through(parts, ctx, "linking and evolving"):
             for i in part:
                 self._new_version(i, self.notes[i].context, self.notes[i].tags, when(traces[i].event_date))
             self._link_and_evolve(part, created, ctx)

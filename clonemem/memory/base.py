@@ -62,6 +62,12 @@ class Retrieved:
 # How a system's own LLM work is done: (stage name, inputs) -> validated output, through the
 # extractor role's model (the wrapper, limits, accounting and call log apply).
 LLMStep = Callable[[str, BaseModel], BaseModel]
+# (phase, traces taken in so far, traces given): how far a build got, for the run's progress heartbeat
+BuildProgress = Callable[[str, int, int], None]
+
+
+def _no_progress(phase: str, done: int, total: int) -> None:
+    """Nobody is listening (a build outside an evaluation run)."""
 
 
 @dataclass
@@ -75,6 +81,9 @@ class BuildContext:
     # the release id of each trace and question (warehouse id -> release `id`).
     persona_id: str = ""
     release_ids: Mapping[str, str] = field(default_factory=dict)
+    # A slow build may report how far it got (``ctx.progress("extracting", 120, 400)``): the evaluation
+    # logs it while the build runs. Reporting is optional; nothing depends on it.
+    progress: BuildProgress = _no_progress
 
 
 class MemorySystem(ABC):

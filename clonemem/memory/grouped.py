@@ -7,7 +7,7 @@ back by those ids; every call goes through ``ctx.llm``, is counted, and its repl
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import numpy as np
@@ -83,6 +83,13 @@ class GroupedMemory(MemorySystem):
         self.traces = in_order(traces)
         self.calls = 0
         return groups(self.traces, self.group_size)
+
+    def _through(self, parts: list[range], ctx: BuildContext, phase: str) -> Iterator[range]:
+        """``parts`` in order, telling ``ctx.progress`` after each how many traces ``phase`` has been
+        through (the evaluation logs it while a slow build runs)."""
+        for part in parts:
+            yield part
+            ctx.progress(phase, part.stop, len(self.traces))
 
     def _views(self, part: range) -> list[TraceView]:
         return group_views(self.traces, part)

@@ -222,7 +222,7 @@ class Mem0(GroupedMemory):
         # Extraction phase: it reads traces and their context, never the memory, so it runs first and
         # the candidate facts of every group are embedded in one batch.
         extracted: list[list[tuple[int, str]]] = []  # per group: (trace index, fact)
-        for part in parts:
+        for part in self._through(parts, ctx, "extracting facts"):
             recent = [clip(p.content, RECENT_CHARS) for p in traces[max(0, part.start - RECENT_TRACES): part.start]]
             out = self._step(ctx, stages.MEM0_EXTRACT, Mem0ExtractIn(
                 traces=self._views(part), recent=recent, language=ctx.language))
@@ -231,7 +231,7 @@ class Mem0(GroupedMemory):
         vectors.add(f for facts in extracted for _, f in facts)
 
         # Update phase, group by group in time order.
-        for facts in extracted:
+        for _, facts in zip(self._through(parts, ctx, "updating the memory"), extracted):
             if not facts:
                 continue
             similar = self.table.similar(vectors.matrix([f for _, f in facts]), self.top_s)

@@ -70,7 +70,7 @@ class OMem(GroupedMemory):
         self.language = ctx.language
         self.routed: dict[str, int] = defaultdict(int)
         # Extraction reads only the interactions, so it runs first and its output is embedded in one batch.
-        extracted = [e for part in parts for e in self._extract(part, ctx)]
+        extracted = [e for part in self._through(parts, ctx, "extracting") for e in self._extract(part, ctx)]
         vectors = TextVectors()
         vectors.add([x for e in extracted for x in (*e.attributes, *e.facts, *(p.lower() for p in e.topics))])
 
@@ -81,7 +81,7 @@ class OMem(GroupedMemory):
         self.attributes = Versions()
         self.cluster: dict[int, int] = {}
         self._clusters = 0
-        for part in parts:
+        for part in self._through(parts, ctx, "routing"):
             self._route(part, extracted, vectors, ctx)
         self.facts.freeze()
         self.attributes.freeze()

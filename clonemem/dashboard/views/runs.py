@@ -1,6 +1,9 @@
 """Runs: the warehouse's pipeline and evaluation runs with their Prefect flow-run (and deployment) ids
 where the schema has them (flow-run ids link to the Prefect UI, see ``links``), durations, what their
-summaries say (cached steps and items, LLM calls) and the LLM calls per run and stage."""
+summaries say (cached steps and items, LLM calls) and the LLM calls per run and stage; first, the runs
+that did not complete (failed, crashed, interrupted, stopped at the budget) with their error line. A
+``running`` row whose process is known to have ended is shown as ``crashed`` (the next run marks it so
+in the warehouse; this page only reads)."""
 
 from __future__ import annotations
 
@@ -11,6 +14,7 @@ from clonemem.dashboard import analysis as A
 from clonemem.dashboard import charts, links
 from clonemem.dashboard import queries as Q
 from clonemem.dashboard.context import Session, run_page
+from clonemem.warehouse.runs import orphaned
 
 TITLE = "Runs"
 # Summary fields worth a column of their own where a run's summary has them: generation counts the
@@ -19,6 +23,9 @@ SUMMARY_FIELDS = ("cached_steps", "cached_items", "steps", "llm_calls", "landed"
                   "seconds")
 # A run of kind 'pipeline' is one `clonemem run`; its stages (generate, qa, gate) and imports are runs of their own.
 PIPELINE_KIND = "pipeline"
+# what a run that did not complete shows first (the rest of its row is in the table below)
+UNFINISHED = ("status", "kind", "benchmark", "started_at", "finished_at", "error", "flow_run_id")
+COMPLETED_OR_RUNNING = ("completed", "running")
 COUNTS = ("llm_calls", "failed_calls", "llm_tokens", "summary.cached_steps", "summary.cached_items", "summary.steps",
           "summary.llm_calls", "summary.landed", "summary.unchanged", "summary.personas", "summary.traces")
 
@@ -28,7 +35,7 @@ def render(session: Session) -> None:
     only = session.benchmark is not None and st.toggle(
         f"Only benchmark {session.benchmark['name']!r}", value=False, key="runs_only")
     name = session.benchmark["name"] if only else None
-    pipeline = _only(Q.run_rows(db, "runs", session.columns("runs")), name)
+    pipeline = _with_orphans(_only(Q.run_rows(db, "runs", session.columns("runs")), name))
     evaluations = _only(Q.run_rows(db, "eval_runs", session.columns("eval_runs")), name)
     summaries = _summaries(Q.run_summaries(db, session.columns("runs")))
     calls = Q.calls_by_run_stage(db)
@@ -45,6 +52,8 @@ def render(session: Session) -> None:
                + (f"; flow-run ids link to the Prefect UI at {ui}" if ui else
                   "; set PREFECT_UI_URL (or PREFECT_API_URL) to link flow-run ids to the Prefect UI"))
 
+    st.subheader("Runs that did not complete")
+    _unfinished(pipeline, ui)
     st.subheader("Pipeline and stage runs")
     if pipeline.height:
         table = pipeline.join(summaries, on="run_id", how="left") if summaries.height else pipeline
@@ -72,6 +81,38 @@ def render(session: Session) -> None:
         shown = shown.filter(pl.col("run_id").is_in(list(labels)))
     st.altair_chart(charts.calls_per_stage(shown), width="stretch")
     st.dataframe(shown.select("run", *[c for c in calls.columns if c != "run_id"]), hide_index=True)
+
+
+def _with_orphans(frame: pl.DataFrame) -> pl.DataFrame:
+    """``running`` rows whose process (``host``, ``pid``, ``process_start``) is known to have ended, as
+    ``crashed`` with the error line that says so; the start token itself is not shown."""
+    if not {"status", "host", "pid", "process_start", "error"} <= set(frame.columns) or frame.height == 0:
+        return frame
+    running = frame.filter(pl.col("status") == "running").select("run_id", "host", "pid", "process_start")
+    dead = orphaned([(r, h, None if p is None else int(p), t) for r, h, p, t in running.iter_rows()])
+    if dead:
+        gone = pl.col("run_id").is_in(list(dead))
+        frame = frame.with_columns(
+            status=pl.when(gone).then(pl.lit("crashed")).otherwise(pl.col("status")),
+            error=pl.when(gone).then(pl.col("run_id").replace_strict(dead, default=None, return_dtype=pl.Utf8))
+            .otherwise(pl.col("error")))
+    return frame.drop("process_start")
+
+
+def _unfinished(runs: pl.DataFrame, ui: str | None) -> None:
+    """Failed, crashed, interrupted and budget-stopped runs, newest first, with their error line and a link
+    to the Prefect flow run where one is known."""
+    if runs.height == 0 or "status" not in runs.columns:
+        st.info("No runs recorded.")
+        return
+    bad = runs.filter(~pl.col("status").is_in(COMPLETED_OR_RUNNING))
+    if bad.height == 0:
+        st.info("Every recorded run completed or is still running.")
+        return
+    shown = bad.select([c for c in UNFINISHED if c in bad.columns])
+    linked, config = links.link_flow_runs(shown, ["flow_run_id"], ui)
+    st.dataframe(linked, hide_index=True, column_config={
+        **config, "error": st.column_config.TextColumn("error", width="large")})
 
 
 def _table(frame: pl.DataFrame, ui: str | None) -> None:
