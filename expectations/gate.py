@@ -128,8 +128,9 @@ def _validate(path: Path, bid: str, checks: list[Check], params: dict[str, Any],
         checkpoint = context.checkpoints.add_or_update(gx.Checkpoint(
             name="clonemem-gate", validation_definitions=validations, actions=[], result_format="SUMMARY"))
         run = checkpoint.run()
-        context.build_data_docs(resource_identifiers=[
-            *run.run_results, *(ExpectationSuiteIdentifier(name=key) for key in by_suite)])
+        # results and suites in one list, as GX's own docs action passes them (its annotation says one kind)
+        pages: list[Any] = [*run.run_results, *(ExpectationSuiteIdentifier(name=key) for key in by_suite)]
+        context.build_data_docs(resource_identifiers=pages)
         results = {vr.suite_name: vr for vr in run.run_results.values()}
         engine = datasource.get_execution_engine()
         for key, items in by_suite.items():
