@@ -19,12 +19,14 @@ from clonemem.schemas.results import EvaluationResult, Provenance
 
 @pytest.fixture(scope="module")
 def two_evaluations(tmp_path_factory) -> tuple[Path, dict, dict]:
-    """The demo release evaluated with mem0 twice through the console script (one Prefect home, so the
-    second run may use the first one's cache): the default extractor, then another extractor model with
-    the paper's aggregation (the CLI options)."""
+    """The demo release (imported in this process: no flow) evaluated with mem0 twice through the console
+    script (one Prefect home, so the second run may use the first one's cache): the default extractor,
+    then another extractor model with the paper's aggregation (the CLI options)."""
     from pipeline_kit import clonemem
 
+    from clonemem import release
     from clonemem.demo import fixture_files
+    from clonemem.warehouse import Warehouse
 
     folder = tmp_path_factory.mktemp("provenance")
     wh, home = folder / "wh.duckdb", folder / "home"
@@ -33,7 +35,8 @@ def two_evaluations(tmp_path_factory) -> tuple[Path, dict, dict]:
         got = clonemem(wh, home, *args)
         assert got.returncode == 0, got.stdout + got.stderr
 
-    cli("import-release", str(fixture_files()[0]), "--name", "demo")
+    with Warehouse.open_writer(wh) as writer:
+        release.import_release_files(writer, fixture_files()[:1], "demo")
     other = folder / "other.toml"
     other.write_text('[models]\nextractor = "offline/extractor-b"\n')
     cli("evaluate", "demo", "--systems", "mem0,bm25", "--k", "3", "--force", "--json", str(folder / "a.json"))
