@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import time
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from prefect import flow
+from prefect.context import FlowRunContext
 from prefect.futures import as_completed
 from prefect.task_runners import ThreadPoolTaskRunner
 from prefect.utilities.annotations import opaque
@@ -46,7 +49,8 @@ def _evaluate(warehouse_path: str, benchmark: str, systems: list[str], ks: list[
     # Values, not futures, go in: ``opaque`` spares Prefect walking every trace and question of them
     # for dependencies (it was a third of a bm25 run's time); the cache key still hashes the values.
     # slow systems build for minutes: the log says what is under way at least every 30 s
-    with runtime.use(runtime.Runtime(cfg, run_id=run.eval_run_id, warehouse=warehouse_path)), heartbeat("evaluation"):
+    with runtime.use(runtime.Runtime(cfg, run_id=run.eval_run_id, warehouse=warehouse_path)), heartbeat("evaluation"), \
+            tasks_in_flight(cfg.evaluation.workers):
         budget = cfg.evaluation.full_context_tokens
         replay = cfg.evaluation.replay
         retrieving = {(s, p.persona_id): retrieval_task(s).submit(s, opaque(p), max(ks), budget, replay)
@@ -61,6 +65,19 @@ def _evaluate(warehouse_path: str, benchmark: str, systems: list[str], ks: list[
     result = land_task(warehouse_path, run, opaque(personas), opaque({k: v.value for k, v in retrievals.items()}),
                        opaque({k: v.value for k, v in answers.items()}), opaque(calls))
     return result.model_copy(update={"seconds": round(time.perf_counter() - started, 2)})
+
+
+@contextmanager
+def tasks_in_flight(workers: int) -> Iterator[None]:
+    """This flow run's tasks submitted here run on ``workers`` threads (`evaluation.workers`): Prefect fixes
+    a flow's own task runner when the flow is decorated, before any config is read."""
+    context = FlowRunContext.get()
+    if context is None:  # not in a flow run: nothing submits here
+        yield
+        return
+    runner: ThreadPoolTaskRunner[object] = ThreadPoolTaskRunner(max_workers=workers)
+    with runner, context.model_copy(update={"task_runner": runner}):
+        yield
 
 
 def _collect(futures: dict, what: str) -> dict:

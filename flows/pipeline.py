@@ -18,14 +18,14 @@ from clonemem.flows.gate import gate_flow
 from clonemem.flows.generation import generate_flow
 from clonemem.flows.qa import qa_flow
 from clonemem.flows.scaleout import generate_distributed_flow
-from clonemem.schemas.config import RunConfig, resolve_config
+from clonemem.schemas.config import RunConfig
 from clonemem.schemas.results import GateFailed, GenerationResult, PipelineResult
 from clonemem.tasks.context import flow_run_ids
 from clonemem.tasks.gate import gate_status_task
 from clonemem.tasks.generation import record_run_task
 from clonemem.tasks.release import DEFAULT_EXPORT, export_folder, export_task
 from clonemem.tasks.reporting import publish_pipeline
-from clonemem.tasks.runs import flow_run_record, tracked
+from clonemem.tasks.runs import flow_run_record, run_config, tracked
 
 
 class NothingGenerated(RuntimeError):
@@ -50,7 +50,7 @@ def pipeline_flow(warehouse_path: str, config: RunConfig | str | None = None, ga
     questions (a dry run counting calls needs no verdict), ``evaluate=False`` after the gate. ``distribute``
     generates each persona as a run of the `generate-persona` deployment on the workers, with bundles under
     ``bundle_location`` (any fsspec URL; see flows/scaleout.py), instead of in this process."""
-    cfg = resolve_config(config)
+    cfg = run_config(warehouse_path, "pipeline", config)
     run = flow_run_record("pipeline", cfg)
     # a failed pipeline run is recorded with its error (its stages' runs have their own rows)
     with tracked(warehouse_path, run), runtime.spending(cfg.max_cost_usd):  # one budget for the whole chain

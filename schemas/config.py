@@ -236,6 +236,7 @@ class EvaluationConfig(_Section):
     full_context_tokens: PosInt = FULL_CONTEXT_TOKENS
     bootstrap_samples: PosInt = 1000
     concurrency: PosInt = 8  # answerer and judge calls in flight per (system, k, persona) batch
+    workers: PosInt = 8  # evaluation tasks in flight: (system, persona) builds, (system, k, persona) batches
     # How per-question metrics become one figure (the README's Evaluation section): the mean over all
     # questions, or the paper's mean of persona means; and whether recall leaves out questions that
     # have no evidence (the paper does) or scores them 0. Both change the numbers, so both are recorded.

@@ -8,6 +8,7 @@ import logging
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
+from pathlib import Path
 
 from prefect import task
 from prefect.cache_policies import NO_CACHE
@@ -15,7 +16,7 @@ from prefect.cache_policies import NO_CACHE
 from clonemem.errors import one_line
 from clonemem.ids import benchmark_id
 from clonemem.llm.types import BudgetExceeded
-from clonemem.schemas.config import RunConfig
+from clonemem.schemas.config import RunConfig, resolve_config
 from clonemem.tasks.context import flow_run_ids, new_run_id
 from clonemem.warehouse import Warehouse, owners
 from clonemem.warehouse.runs import (
@@ -41,6 +42,23 @@ def flow_run_record(kind: RunKind, config: RunConfig, with_config: bool = True) 
                      deployment_id=deployment_id,
                      config_json=config.model_dump_json(exclude={"warehouse"}) if with_config else None,
                      host=me.host, pid=me.pid, process_start=me.process_start)
+
+
+def run_config(warehouse_path: str, kind: RunKind, config: RunConfig | dict | str | None) -> RunConfig:
+    """The flow's config; one that cannot be read (a missing file, a bad field) still leaves a ``failed``
+    row of the run, with no benchmark, in a warehouse that exists (a nightly run that never started is
+    seen on the Runs page; no warehouse is created for it)."""
+    try:
+        return resolve_config(config)
+    except Exception:
+        if not Path(warehouse_path).exists():
+            raise
+        flow_run_id, deployment_id = flow_run_ids()
+        me = owners.this_process()
+        run = RunRecord(flow_run_id or new_run_id(), kind, None, utcnow(), flow_run_id=flow_run_id,
+                        deployment_id=deployment_id, host=me.host, pid=me.pid, process_start=me.process_start)
+        with tracked(warehouse_path, run):
+            raise
 
 
 @task(cache_policy=NO_CACHE, task_run_name="begin {run.kind} run")

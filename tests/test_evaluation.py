@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
@@ -129,3 +130,30 @@ def test_failure_diagnosis_follows_each_systems_design(imported: Path, result: d
         coverage = dict(wh.rows("SELECT system, write_coverage FROM eval_system_stats"))
     assert dict(stored)["mem0"] == rows[("mem0", 5)]["diagnosis"]["write_failure"]
     assert coverage["mem0"] == rows[("mem0", 5)]["write_coverage"] and coverage["tfidf"] is None
+
+
+def test_evaluation_tasks_run_on_the_configured_workers(imported: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`evaluation.workers` sizes the threads the evaluation's tasks run on (the flow's own runner is fixed
+    when it is decorated, so it was always 8)."""
+    from prefect.task_runners import ThreadPoolTaskRunner
+
+    from clonemem.flows import evaluation
+
+    runners: list = []
+
+    class Counting(ThreadPoolTaskRunner):
+        def __init__(self, max_workers: int | None = None) -> None:
+            super().__init__(max_workers=max_workers)
+            self.submitted = 0
+            runners.append(self)
+
+        def submit(self, task: Any, parameters: dict, wait_for: Any = None, dependencies: Any = None) -> Any:
+            self.submitted += 1
+            return super().submit(task, parameters, wait_for, dependencies)
+
+    monkeypatch.setattr(evaluation, "ThreadPoolTaskRunner", Counting)
+    cfg = RunConfig.model_validate({"evaluation": {"workers": 3}})
+    evaluation.evaluate_flow(str(imported), "imported", ["bm25", "random"], [1, 3], force=True, config=cfg)
+    [runner] = runners
+    # every build-and-retrieve (2 systems × 1 persona) and every answer batch (2 systems × 2 k × 1 persona)
+    assert (runner._max_workers, runner.submitted) == (3, 2 + 4)

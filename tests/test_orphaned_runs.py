@@ -123,3 +123,21 @@ def test_runs_page_says_when_every_run_completed(tmp_path: Path, monkeypatch: py
     assert "Every recorded run completed or is still running." in texts(at)
     assert not [df for df in at.dataframe if "error" in df.value.columns and "seconds" not in df.value.columns]
     assert pl.DataFrame(frame(at, "kind", "status", "seconds"))["status"].to_list() == ["completed"]
+
+
+@pytest.mark.prefect
+def test_a_run_whose_config_cannot_be_read_leaves_a_failed_row(tmp_path: Path) -> None:
+    """The reported case: a nightly run with a missing config wrote nothing, so the Runs page could not show
+    it failed. It now leaves a failed pipeline row naming the file; without a warehouse none is created."""
+    from clonemem.flows.pipeline import pipeline_flow
+
+    wh = imported_warehouse(tmp_path / "wh.duckdb")
+    missing = tmp_path / "missing.toml"
+    with pytest.raises(Exception, match="missing.toml"):
+        pipeline_flow(str(wh), str(missing))
+    with Warehouse.open_reader(wh) as r:
+        [(kind, benchmark, status, error)] = r.rows("SELECT kind, benchmark_id, status, error FROM runs")
+    assert (kind, benchmark, status) == ("pipeline", None, "failed") and "missing.toml" in error
+    with pytest.raises(Exception, match="missing.toml"):
+        pipeline_flow(str(tmp_path / "none.duckdb"), str(missing))
+    assert not (tmp_path / "none.duckdb").exists()
