@@ -28,9 +28,9 @@ test: $(DEV)
 	$(PY) -m pytest -n 2 --dist loadfile
 
 # the long scenarios (kill/resume, faults, budgets, real Prefect servers and workers, a browser, real
-# conversations); CI runs them after `make test`, two files at a time, and prints the slowest
+# conversations); CI runs them after `make test`
 test-slow: $(DEV)
-	$(PY) -m pytest -m slow -n 2 --dist loadfile --durations=15
+	$(PY) -m pytest -m slow
 
 # static checks: ruff (configured in pyproject.toml) and mypy against its baseline (tools/check_types.py)
 lint: $(DEV)
