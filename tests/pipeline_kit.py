@@ -3,10 +3,15 @@ CLI in a subprocess (its own Prefect home, so caches never leak between scenario
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import os
 import subprocess
 import sys
+import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 EXE = str(Path(sys.executable).with_name("clonemem"))
 
@@ -67,3 +72,38 @@ def export(wh: Path, home: Path, out: Path, name: str = "tiny") -> dict[str, byt
     got = clonemem(wh, home, "export-release", name, "--out", str(out))
     assert got.returncode == 0, got.stderr
     return {p.name: p.read_bytes() for p in sorted(out.iterdir())}
+
+
+@contextlib.contextmanager
+def flow_run_lines_at_info() -> Iterator[None]:
+    """Flow runs' log lines at INFO while the block runs, as a deployment's worker logs them (this test
+    process keeps Prefect at WARNING)."""
+    runs_logger = logging.getLogger("prefect.flow_runs")
+    saved = runs_logger.level
+    runs_logger.setLevel(logging.INFO)
+    try:
+        yield
+    finally:
+        runs_logger.setLevel(saved)
+
+
+def flow_run_records(flow_run_id: Any, last_line: str, wait_s: float = 30) -> tuple[list, list, list]:
+    """The ids of a flow run and its subflows, their artifacts and their log records. Prefect ships log lines
+    in batches from a background worker: what is queued is sent, then the logs are read again until a line
+    starting with ``last_line`` has arrived (it once had not when read at once under load) or ``wait_s``."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import FlowRunFilter, LogFilter, LogFilterFlowRunId
+    from prefect.logging.handlers import APILogHandler
+
+    APILogHandler().flush()
+    with get_client(sync_client=True) as client:
+        subflows = client.read_flow_runs(flow_run_filter=FlowRunFilter(
+            parent_flow_run_id={"any_": [flow_run_id]}))  # type: ignore[arg-type]
+        run_ids = [flow_run_id, *(r.id for r in subflows)]
+        artifacts = client.read_artifacts(flow_run_filter=FlowRunFilter(id={"any_": run_ids}))  # type: ignore[arg-type]
+        deadline = time.monotonic() + wait_s
+        while True:
+            logs = client.read_logs(log_filter=LogFilter(flow_run_id=LogFilterFlowRunId(any_=run_ids)))
+            if any(log.message.startswith(last_line) for log in logs) or time.monotonic() > deadline:
+                return run_ids, artifacts, logs
+            time.sleep(0.5)

@@ -131,48 +131,26 @@ def test_the_heartbeat_interval_is_a_setting(monkeypatch: pytest.MonkeyPatch) ->
 @pytest.mark.prefect
 def test_a_pipeline_run_exports_by_default_and_logs_fail_shares_and_heartbeats(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import logging
     import tomllib
-
-    from prefect.client.orchestration import get_client
-    from prefect.client.schemas.filters import FlowRunFilter, LogFilter, LogFilterFlowRunId
-    from prefect.logging.handlers import APILogHandler
 
     from clonemem.flows.pipeline import pipeline_flow
     from clonemem.schemas.config import RunConfig
-    from tests.pipeline_kit import TINY
+    from tests.pipeline_kit import TINY, flow_run_lines_at_info, flow_run_records
 
     # a name of its own: nothing of it is in the task cache, so the slow system builds in this run
     name = f"ops-{tmp_path.name[-24:].lower().replace('_', '-')}"
     cfg = RunConfig.model_validate({**tomllib.loads(TINY.replace("{personas}", "1")), "name": name})
     wh = str(tmp_path / "wh.duckdb")
     monkeypatch.setenv(settings.HEARTBEAT, "0.2")
-    runs_logger = logging.getLogger("prefect.flow_runs")
-    saved = runs_logger.level
-    runs_logger.setLevel(logging.INFO)  # a deployment's worker logs at INFO; the test process at WARNING
-    try:
-        with SYSTEMS.added("slowtest", SlowMemory):
-            state = pipeline_flow(wh, cfg, systems=["bm25", "random", "slowtest"], ks=[3], return_state=True)
-    finally:
-        runs_logger.setLevel(saved)
+    with flow_run_lines_at_info(), SYSTEMS.added("slowtest", SlowMemory):
+        state = pipeline_flow(wh, cfg, systems=["bm25", "random", "slowtest"], ks=[3], return_state=True)
     assert state.is_completed()
     result = state.result()
     folder = Path(f"{wh}.release") / name
     assert result.export is not None and Path(result.export.folder) == folder
     assert sorted(p.name for p in folder.iterdir()) == sorted(Path(f).name for f in result.export.files) != []
-    APILogHandler().flush()
-    with get_client(sync_client=True) as client:
-        subflows = client.read_flow_runs(flow_run_filter=FlowRunFilter(
-            parent_flow_run_id={"any_": [state.state_details.flow_run_id]}))  # type: ignore[arg-type]
-        run_ids = [state.state_details.flow_run_id, *(r.id for r in subflows)]
-        artifacts = client.read_artifacts(flow_run_filter=FlowRunFilter(id={"any_": run_ids}))  # type: ignore[arg-type]
-        deadline = time.monotonic() + 30
-        while True:
-            logs = client.read_logs(log_filter=LogFilter(flow_run_id=LogFilterFlowRunId(any_=run_ids)))
-            messages = [log.message for log in logs]
-            if any(m.startswith(f"pipeline {name!r} done") for m in messages) or time.monotonic() > deadline:
-                break
-            time.sleep(0.5)
+    _, artifacts, logs = flow_run_records(state.state_details.flow_run_id, f"pipeline {name!r} done")
+    messages = [log.message for log in logs]
     board = next(a for a in artifacts if a.key == f"leaderboard-{name}")
     head = next(line for line in board.data.splitlines() if line.startswith("| system | k |"))
     assert head.endswith("| fail-W | fail-R | fail-U |"), head

@@ -55,45 +55,23 @@ def test_a_pipeline_run_leaves_artifacts_summary_lines_and_its_ids(tmp_path: Pat
     """What a run leaves in Prefect: the gate's table, the QC funnel, the leaderboard with intervals, the
     pipeline's links; one summary line per stage (not one per task); warehouse rows with its flow-run id."""
     import logging
-    import time
     import tomllib
 
-    from prefect.client.orchestration import get_client
-    from prefect.client.schemas.filters import FlowRunFilter, LogFilter, LogFilterFlowRunId
-    from prefect.logging.handlers import APILogHandler
     from prefect.states import State
 
     from clonemem.flows.pipeline import pipeline_flow
     from clonemem.schemas.config import RunConfig
     from clonemem.warehouse import Warehouse
-    from tests.pipeline_kit import TINY
+    from tests.pipeline_kit import TINY, flow_run_lines_at_info, flow_run_records
 
     cfg = RunConfig.model_validate({**tomllib.loads(TINY.replace("{personas}", "1")), "name": "seen"})
     wh = str(tmp_path / "wh.duckdb")
-    runs_logger = logging.getLogger("prefect.flow_runs")
-    saved = runs_logger.level
-    runs_logger.setLevel(logging.INFO)  # a deployment's worker logs at INFO; the test process at WARNING
-    try:
+    with flow_run_lines_at_info():  # a deployment's worker logs at INFO; the test process at WARNING
         state: State = pipeline_flow(wh, cfg, systems=["bm25", "random"], ks=[3], return_state=True)
-    finally:
-        runs_logger.setLevel(saved)
     assert state.is_completed()
     result = state.result()
     flow_run_id = str(state.state_details.flow_run_id)
-    # Prefect ships log lines in batches from a background worker: send what is queued, then read
-    # until the last stage's line has arrived (it once had not when read at once under load)
-    APILogHandler().flush()
-    with get_client(sync_client=True) as client:
-        subflows = client.read_flow_runs(flow_run_filter=FlowRunFilter(
-            parent_flow_run_id={"any_": [state.state_details.flow_run_id]}))  # type: ignore[arg-type]
-        run_ids = [state.state_details.flow_run_id, *(r.id for r in subflows)]
-        artifacts = client.read_artifacts(flow_run_filter=FlowRunFilter(id={"any_": run_ids}))  # type: ignore[arg-type]
-        deadline = time.monotonic() + 30
-        while True:
-            logs = client.read_logs(log_filter=LogFilter(flow_run_id=LogFilterFlowRunId(any_=run_ids)))
-            if any(log.message.startswith("pipeline 'seen' done") for log in logs) or time.monotonic() > deadline:
-                break
-            time.sleep(0.5)
+    run_ids, artifacts, logs = flow_run_records(state.state_details.flow_run_id, "pipeline 'seen' done")
     keys = {a.key for a in artifacts}
     assert {"gate-seen", "qc-funnel-seen", "leaderboard-seen", "pipeline-seen"} <= keys, keys
     board = next(a for a in artifacts if a.key == "leaderboard-seen")
