@@ -33,14 +33,15 @@ from clonemem.warehouse.runs import (
 log = logging.getLogger(__name__)
 
 
-def flow_run_record(kind: RunKind, config: RunConfig, with_config: bool = True) -> RunRecord:
+def flow_run_record(kind: RunKind, config: RunConfig | None, with_config: bool = True) -> RunRecord:
     """This flow run's row for the config's benchmark, started now: its Prefect ids (a run id of its own
-    outside Prefect) and, ``with_config``, the config it ran with (without the warehouse path)."""
+    outside Prefect) and, ``with_config``, the config it ran with (without the warehouse path). Without a
+    config (it could not be read), a row with no benchmark."""
     flow_run_id, deployment_id = flow_run_ids()
     me = owners.this_process()  # so a row this process leaves `running` when killed is found out
-    return RunRecord(flow_run_id or new_run_id(), kind, benchmark_id(config.name), utcnow(), flow_run_id=flow_run_id,
-                     deployment_id=deployment_id,
-                     config_json=config.model_dump_json(exclude={"warehouse"}) if with_config else None,
+    return RunRecord(flow_run_id or new_run_id(), kind, benchmark_id(config.name) if config else None, utcnow(),
+                     flow_run_id=flow_run_id, deployment_id=deployment_id,
+                     config_json=config.model_dump_json(exclude={"warehouse"}) if config and with_config else None,
                      host=me.host, pid=me.pid, process_start=me.process_start)
 
 
@@ -53,11 +54,7 @@ def run_config(warehouse_path: str, kind: RunKind, config: RunConfig | dict | st
     except Exception:
         if not Path(warehouse_path).exists():
             raise
-        flow_run_id, deployment_id = flow_run_ids()
-        me = owners.this_process()
-        run = RunRecord(flow_run_id or new_run_id(), kind, None, utcnow(), flow_run_id=flow_run_id,
-                        deployment_id=deployment_id, host=me.host, pid=me.pid, process_start=me.process_start)
-        with tracked(warehouse_path, run):
+        with tracked(warehouse_path, flow_run_record(kind, None)):
             raise
 
 
