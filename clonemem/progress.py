@@ -165,6 +165,18 @@ class _Board:
         with self._lock:
             self.tallies[task] = (done, total)
 
+    @contextmanager
+    def showing(self, activity: Activity) -> Iterator[Activity]:
+        """``activity`` among those under way for the duration of the block."""
+        with self._lock:
+            key = next(self._ids)
+            self.activities[key] = activity
+        try:
+            yield activity
+        finally:
+            with self._lock:
+                self.activities.pop(key, None)
+
     def lines(self) -> list[str]:
         with self._lock:
             shown = list(self.activities.values())
@@ -185,14 +197,8 @@ def doing(what: str, phase: str = "", total: int | None = None, unit: str = "") 
     if board is None:
         yield activity
         return
-    with board._lock:
-        key = next(board._ids)
-        board.activities[key] = activity
-    try:
+    with board.showing(activity):
         yield activity
-    finally:
-        with board._lock:
-            board.activities.pop(key, None)
 
 
 @contextmanager
