@@ -5,8 +5,8 @@ questions, three evaluations), starts `clonemem dashboard` on a free loopback po
 page for each benchmark in headless Chromium (Playwright driving Debian's ``/usr/bin/chromium``:
 ``apt-get install -y chromium``; never ``playwright install``). A load is timed from navigation until
 the page is drawn: its title shown, Streamlit's running indicator gone, no skeleton left, every chart
-drawn (a canvas or SVG in each Vega-Lite element) and every table in the window drawn (its data
-grid's canvas; the grid draws one below the fold once it is scrolled to).
+drawn (a canvas or SVG in each Vega-Lite element) and every table shown in the window drawn (its
+data grid's canvas; the grid draws one below the fold or in a closed expander once it is shown).
 
 Two kinds of load per page, one warm-up each, then ``--repeat`` timed ones:
 - fresh (the target): a new browser context each time: no HTTP cache, a new Streamlit session; a
@@ -49,7 +49,8 @@ DRAWN = """() => {
   if (document.querySelector('[data-testid="stSkeleton"]')) return false;
   const charts = [...document.querySelectorAll('[data-testid="stVegaLiteChart"]')];
   const tables = [...document.querySelectorAll('[data-testid="stDataFrame"]')]
-    .filter(t => t.getBoundingClientRect().top < window.innerHeight);  // the grid draws a table below the fold when scrolled to
+    // shown and in the window: the grid draws a table below the fold, or in a closed expander, once it is shown
+    .filter(t => t.checkVisibility() && t.getBoundingClientRect().top < window.innerHeight);
   return charts.every(c => c.querySelector('canvas, svg')) && tables.every(t => t.querySelector('canvas'));
 }"""
 FLOOR_APP = """import altair as alt
