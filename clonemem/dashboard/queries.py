@@ -600,18 +600,21 @@ def calls(db: Db, run_ids: list[str], stages: list[str] | None, outcomes: list[s
     """LLM calls of the given runs, optionally of some stages and outcomes only, newest first: at most
     ``limit`` rows; ``matching`` (the same on every row) counts them all. ``call_columns``: ``llm_calls``'s
     columns in this warehouse."""
-    texts = _call_texts(call_columns)
+    # whether a prompt is stored, not the prompt: reading every matching call's text (200 MB on the
+    # benchmark warehouse) to list 500 of them took most of the page's time
+    stored = "c.prompt_text IS NOT NULL" if "prompt_text" in call_columns else "false"
     return db.frame(f"""
         WITH c AS (
             SELECT c.call_id, c.started_at, c.run_id, c.stage, c.role, c.provider, c.model, c.outcome, c.attempts,
-                   c.input_tokens, c.output_tokens, c.cost_usd, c.latency_ms, c.error, {texts}
+                   c.input_tokens, c.output_tokens, c.cost_usd, c.latency_ms, c.error,
+                   {_call_texts(call_columns, ("item",))}, {stored} AS stored
             FROM llm_calls c
             WHERE list_contains($runs, c.run_id) AND ($stages IS NULL OR list_contains($stages, c.stage))
               AND ($outcomes IS NULL OR list_contains($outcomes, c.outcome)))
         SELECT call_id, started_at, run_id, stage, role, provider || '/' || model AS model, outcome, attempts,
                input_tokens, output_tokens, cost_usd, round(latency_ms, 2) AS latency_ms,
                json_extract_string(item, '$.question_id') AS question_id, json_extract_string(item, '$.system') AS system,
-               TRY_CAST(json_extract_string(item, '$.k') AS INTEGER) AS k, prompt_text IS NOT NULL AS stored,
+               TRY_CAST(json_extract_string(item, '$.k') AS INTEGER) AS k, stored,
                error, count(*) OVER () AS matching
         FROM c ORDER BY started_at DESC, call_id LIMIT $limit""",
                     {"runs": run_ids, "stages": stages, "outcomes": outcomes, "limit": limit})
