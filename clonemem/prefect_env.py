@@ -6,7 +6,13 @@ default, so anything the user exports wins.
 
 from __future__ import annotations
 
+import importlib.util
 import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
 
 DEFAULTS = {
     # The ephemeral server takes 10-20 s to start on 2 cores; the default timeout (20 s) is too tight.
@@ -67,35 +73,57 @@ runpy.run_module("uvicorn", run_name="__main__", alter_sys=True)
 """
 
 _pipe_write_end: int | None = None
+_pipe_read_end: int | None = None
 _servers: list = []  # the server processes started here (subprocess.Popen)
+_patched = False  # Prefect's server start is patched (``die_with_parent_server``)
+_early: tuple[int, subprocess.Popen] | None = None  # started ahead of the first flow: its port and process
+# what Prefect's SubprocessASGIServer sets for its temporary server (it serves no UI)
+_SERVER_ENV = {"PREFECT_UI_ENABLED": "0", "PREFECT__SERVER_EPHEMERAL": "1", "PREFECT__SERVER_FINAL": "1"}
+
+
+def _watchdog_pipe() -> int:
+    """The read end the watchdog of every server started here holds (created once)."""
+    global _pipe_write_end, _pipe_read_end
+    if _pipe_read_end is None:
+        _pipe_read_end, _pipe_write_end = os.pipe()  # both non-inheritable; the read end is passed explicitly
+    return _pipe_read_end
+
+
+def _popen_under_watchdog(uvicorn_args: list[str], **kwargs: Any) -> subprocess.Popen:
+    """``python -m uvicorn ARGS`` as a child under the watchdog, in a session of its own."""
+    read_end = _watchdog_pipe()
+    process = subprocess.Popen([sys.executable, "-c", _WATCHDOG, str(read_end), *uvicorn_args], pass_fds=(read_end,),
+                               start_new_session=True, **kwargs)
+    _servers.append(process)
+    return process
 
 
 def die_with_parent_server() -> None:
     """Make the ephemeral Prefect server a child that dies with this process (even on SIGKILL).
 
     Call before the first flow runs; a no-op when a real server is configured (``PREFECT_API_URL``).
+    A server started by :func:`start_server_early` is the one Prefect then uses.
     """
-    global _pipe_write_end
-    if _pipe_write_end is not None or os.environ.get("PREFECT_API_URL"):
+    global _patched
+    if _patched or os.environ.get("PREFECT_API_URL"):
         return
-    import subprocess
-
     from prefect.server.api import server as server_module
 
+    _watchdog_pipe()
     original = server_module.SubprocessASGIServer._run_uvicorn_command
-    read_end, _pipe_write_end = os.pipe()  # both non-inheritable; the read end is passed explicitly
 
     def run_uvicorn_under_watchdog(self) -> subprocess.Popen:
+        early = _take_early()
+        if early is not None:  # already starting: Prefect waits for its health check as for its own
+            self.port, process = early
+            return process
         real_popen = subprocess.Popen
 
         def popen(*a, **kwargs):
             args = kwargs.pop("args", None) if not a else a[0]
             if list(args[1:3]) != ["-m", "uvicorn"]:
                 return real_popen(args, *a[1:], **kwargs)
-            process = real_popen([args[0], "-c", _WATCHDOG, str(read_end), *args[3:]], pass_fds=(read_end,),
-                                 start_new_session=True, **kwargs)
-            _servers.append(process)
-            return process
+            return _popen_under_watchdog(list(args[3:]), **kwargs)
 
         server_module.subprocess.Popen = popen
         try:
@@ -104,12 +132,58 @@ def die_with_parent_server() -> None:
             server_module.subprocess.Popen = real_popen
 
     server_module.SubprocessASGIServer._run_uvicorn_command = run_uvicorn_under_watchdog
+    _patched = True
+
+
+# -- the ephemeral server starts while the command still loads ---------------------------------------
+
+# A new Prefect home's temporary server takes 10-25 s to start (most of it creating its database), and
+# a command's own imports and checks take 5-10 s more before its first flow asks for the server. Started
+# at the command's start instead, the two overlap on the second core.
+
+
+def start_server_early() -> None:
+    """Start Prefect's temporary server now, for the flow this command will run, and return at once.
+
+    Only when Prefect would start one (no API URL in its settings, ephemeral mode on): the command's
+    first flow then uses it (``die_with_parent_server``) and waits for its health check as for its own.
+    Should the command end before any flow, the server stops with the process (the watchdog)."""
+    global _early
+    if _early is not None or _patched or os.environ.get("PREFECT_API_URL"):
+        return
+    from prefect.settings import get_current_settings
+
+    settings = get_current_settings()
+    if settings.api.url or not settings.server.ephemeral.enabled:
+        return
+    port = _free_port()
+    spec = importlib.util.find_spec("prefect")
+    if spec is None or spec.origin is None:
+        return
+    # the arguments and environment Prefect's SubprocessASGIServer gives the server it starts
+    args = ["--app-dir", str(Path(spec.origin).parent.parent), "--factory", "prefect.server.api.server:create_app",
+            "--host", "127.0.0.1", "--port", str(port), "--log-level", "error", "--lifespan", "on"]
+    env = {**os.environ, **_SERVER_ENV, **settings.to_environment_variables(exclude_unset=True)}
+    _early = (port, _popen_under_watchdog(args, env=env))
+
+
+def _take_early() -> tuple[int, subprocess.Popen] | None:
+    """The early server (port, process) if one was started and has not exited; taken once."""
+    global _early
+    started, _early = _early, None
+    if started is None or started[1].poll() is not None:
+        return None
+    return started
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
 
 
 def stop_servers(grace_s: float = 1.5) -> None:
     """Stop the Prefect servers this process started (SIGTERM, SIGKILL after ``grace_s``) and reap them."""
-    import subprocess
-
     for process in _servers:
         if process.poll() is None:
             process.terminate()
