@@ -35,7 +35,7 @@ from pathlib import Path
 
 if __package__ in (None, ""):  # run as a script: the repository's root is where `benchmarks` is
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from benchmarks.locomo_distinct import DEV, write_release  # noqa: E402
+from benchmarks.locomo_distinct import DEV, write_release
 
 EXE = str(Path(sys.executable).with_name("clonemem"))
 

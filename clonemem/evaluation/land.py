@@ -29,6 +29,8 @@ from clonemem.warehouse import Warehouse
 from clonemem.warehouse.landing import new_calls
 from clonemem.warehouse.runs import adopt_runs
 
+CALLS_PER_BATCH = 1000  # LLM call rows landed per insert (the call ids are unique: batches never overlap)
+
 Retrievals = Mapping[tuple[str, str], Retrieval]  # (system, persona id) -> retrieval
 Answers = Mapping[tuple[str, int, str], Sequence[Outcome]]  # (system, k, persona id) -> outcomes
 
@@ -179,7 +181,10 @@ def land_evaluation(wh: Warehouse, run: EvaluationRun, rows: EvaluationRows, sta
                 value = pl.concat_str([pl.col(c).cast(pl.Utf8) for c in group_cols]) if group_cols else pl.lit("all")
                 wh.upsert("eval_metrics", agg.with_columns(pl.lit(eid).alias("eval_run_id"), pl.lit(group).alias("group_by"),
                                                            value.alias("group_value")).drop(group_cols))
-        wh.upsert("llm_calls", [c.row() for c in calls])
+        # a few at a time: each batch's frame is freed before the next (all of them at once, with the calls'
+        # stored prompts and replies, was the evaluation's peak memory)
+        for start in range(0, len(calls), CALLS_PER_BATCH):
+            wh.upsert("llm_calls", [c.row() for c in calls[start:start + CALLS_PER_BATCH]])
         # calls of an evaluation killed before it landed, served from the cache: their run gets a row
         adopt_runs(wh, [c for c in calls if c.run_id != eid], "evaluate", run.benchmark_id, "interrupted")
         checkpoint("evaluation.landing")  # fault hook: a kill here leaves nothing of this evaluation
