@@ -6,11 +6,15 @@ default, so anything the user exports wins.
 
 from __future__ import annotations
 
+import atexit
 import importlib.util
 import os
 import socket
 import subprocess
 import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -76,7 +80,9 @@ _pipe_write_end: int | None = None
 _pipe_read_end: int | None = None
 _servers: list = []  # the server processes started here (subprocess.Popen)
 _patched = False  # Prefect's server start is patched (``die_with_parent_server``)
-_early: tuple[int, subprocess.Popen] | None = None  # started ahead of the first flow: its port and process
+# started ahead of the first flow: its API URL, process and startup timeout; then the URL in use
+_early: tuple[str, subprocess.Popen, float] | None = None
+_early_url: str | None = None
 # what Prefect's SubprocessASGIServer sets for its temporary server (it serves no UI)
 _SERVER_ENV = {"PREFECT_UI_ENABLED": "0", "PREFECT__SERVER_EPHEMERAL": "1", "PREFECT__SERVER_FINAL": "1"}
 
@@ -105,18 +111,14 @@ def die_with_parent_server() -> None:
     A server started by :func:`start_server_early` is the one Prefect then uses.
     """
     global _patched
-    if _patched or os.environ.get("PREFECT_API_URL"):
-        return
+    if _patched or _early is not None or os.environ.get("PREFECT_API_URL"):
+        return  # (an early server is used through its URL: ``on_early_server``)
     from prefect.server.api import server as server_module
 
     _watchdog_pipe()
     original = server_module.SubprocessASGIServer._run_uvicorn_command
 
     def run_uvicorn_under_watchdog(self) -> subprocess.Popen:
-        early = _take_early()
-        if early is not None:  # already starting: Prefect waits for its health check as for its own
-            self.port, process = early
-            return process
         real_popen = subprocess.Popen
 
         def popen(*a, **kwargs):
@@ -145,35 +147,71 @@ def die_with_parent_server() -> None:
 def start_server_early() -> None:
     """Start Prefect's temporary server now, for the flow this command will run, and return at once.
 
-    Only when Prefect would start one (no API URL in its settings, ephemeral mode on): the command's
-    first flow then uses it (``die_with_parent_server``) and waits for its health check as for its own.
-    Should the command end before any flow, the server stops with the process (the watchdog)."""
+    Only when Prefect would start one (no API URL in its settings, ephemeral mode on). The command runs
+    its flows inside :func:`on_early_server`, which waits for the server and points Prefect at it. The
+    server stops at exit (or with the process, by the watchdog) like any other started here."""
     global _early
     if _early is not None or _patched or os.environ.get("PREFECT_API_URL"):
         return
     from prefect.settings import get_current_settings
 
     settings = get_current_settings()
-    if settings.api.url or not settings.server.ephemeral.enabled:
+    spec = importlib.util.find_spec("prefect")
+    if settings.api.url or not settings.server.ephemeral.enabled or spec is None or spec.origin is None:
         return
     port = _free_port()
-    spec = importlib.util.find_spec("prefect")
-    if spec is None or spec.origin is None:
-        return
     # the arguments and environment Prefect's SubprocessASGIServer gives the server it starts
     args = ["--app-dir", str(Path(spec.origin).parent.parent), "--factory", "prefect.server.api.server:create_app",
             "--host", "127.0.0.1", "--port", str(port), "--log-level", "error", "--lifespan", "on"]
     env = {**os.environ, **_SERVER_ENV, **settings.to_environment_variables(exclude_unset=True)}
-    _early = (port, _popen_under_watchdog(args, env=env))
+    _early = (f"http://127.0.0.1:{port}/api", _popen_under_watchdog(args, env=env),
+              float(settings.server.ephemeral.startup_timeout_seconds))
+    atexit.register(stop_servers)  # after Prefect's own exit handlers (registered later, run first)
 
 
-def _take_early() -> tuple[int, subprocess.Popen] | None:
-    """The early server (port, process) if one was started and has not exited; taken once."""
-    global _early
+@contextmanager
+def on_early_server() -> Iterator[None]:
+    """Run the block's flows on the server :func:`start_server_early` started, once it answers; without
+    one (or should it have exited), Prefect starts its temporary server itself, as without this.
+
+    Prefect is told the server's URL (its own test harness does the same), so this process never
+    imports Prefect's server code just to start one: that import alone took about 5 s and 70 MB."""
+    global _early, _early_url
     started, _early = _early, None
-    if started is None or started[1].poll() is not None:
-        return None
-    return started
+    url = _healthy(*started) if started is not None else None
+    if url is None:
+        die_with_parent_server()
+        yield
+        return
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    _early_url = url
+    with temporary_settings(updates={PREFECT_API_URL: url}):
+        yield
+
+
+def temporary_server_url() -> str | None:
+    """The API URL of the temporary server started here ahead of the flows, once in use."""
+    return _early_url
+
+
+def _healthy(url: str, process: subprocess.Popen, timeout_s: float) -> str | None:
+    """``url`` once the server answers its health check (as Prefect waits for its own); None if it exits
+    or does not answer within ``timeout_s``."""
+    import httpx
+
+    deadline = time.monotonic() + timeout_s
+    with httpx.Client() as client:
+        while time.monotonic() < deadline:
+            if process.poll() is not None:
+                return None
+            try:
+                if client.get(f"{url}/health").status_code == 200:
+                    return url
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.1)
+    return None
 
 
 def _free_port() -> int:
