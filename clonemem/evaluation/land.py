@@ -181,11 +181,17 @@ def land_evaluation(wh: Warehouse, run: EvaluationRun, rows: EvaluationRows, sta
                 value = pl.concat_str([pl.col(c).cast(pl.Utf8) for c in group_cols]) if group_cols else pl.lit("all")
                 wh.upsert("eval_metrics", agg.with_columns(pl.lit(eid).alias("eval_run_id"), pl.lit(group).alias("group_by"),
                                                            value.alias("group_value")).drop(group_cols))
-        # a few at a time: each batch's frame is freed before the next (all of them at once, with the calls'
-        # stored prompts and replies, was the evaluation's peak memory)
-        for start in range(0, len(calls), CALLS_PER_BATCH):
-            wh.upsert("llm_calls", [c.row() for c in calls[start:start + CALLS_PER_BATCH]])
+        land_calls(wh, calls)
         # calls of an evaluation killed before it landed, served from the cache: their run gets a row
         adopt_runs(wh, [c for c in calls if c.run_id != eid], "evaluate", run.benchmark_id, "interrupted")
         checkpoint("evaluation.landing")  # fault hook: a kill here leaves nothing of this evaluation
     return None
+
+
+def land_calls(wh: Warehouse, calls: Sequence[CallRecord]) -> int:
+    """The calls' rows, :data:`CALLS_PER_BATCH` at a time (in the caller's transaction, if any): each batch's
+    frame is freed before the next; all at once, with the calls' stored prompts and replies, was the
+    evaluation's peak memory."""
+    with wh.transaction():
+        return sum(wh.upsert("llm_calls", [c.row() for c in calls[start:start + CALLS_PER_BATCH]])
+                   for start in range(0, len(calls), CALLS_PER_BATCH))
