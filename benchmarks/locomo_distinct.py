@@ -1,13 +1,14 @@
 """Distinct LoCoMo-format conversations derived from the two development conversations (benchmark data).
 
 Not LoCoMo's own conversations: this machine has only two of them (``26``, ``30`` in
-``/work/shared/data/locomo-dev``, or ``CLONEMEM_LOCOMO_DEV``). Copies of those two hide work behind caches keyed on text, so a
-measurement "on eight conversations" needs conversations that share no turn text. Each derived
+``/work/shared/data/locomo-dev``, or ``CLONEMEM_LOCOMO_DEV``). Copies of those two hide work behind
+caches keyed on text, so a measurement "on eight conversations" needs conversations that share no turn text. Each derived
 conversation ``i`` is built deterministically (seed ``i``) from the sessions of both sources:
 
 - sessions: all sessions of both sources, with their year shifted by ``i`` (months, days, times kept),
   merged in time order; sessions are then dropped at random until the conversation has at most
-  ``turns`` turns (LoCoMo's ten conversations have 369-689 turns; the eight held out average 637; by default at most 650, 215 questions);
+  ``turns`` turns (the two sources have 419 and 369; LoCoMo's eight other conversations, imported, have
+  5,094 turns and 1,679 questions, about 637 and 210 each: by default at most 650 turns, 215 questions);
 - speakers: both sources' pairs (Caroline/Melanie, Jon/Gina) become conversation ``i``'s own pair of
   names, in turns, captions, questions and answers alike;
 - wording: a fixed table of everyday words (``WORDS``), each replaced in conversation ``i`` by one of its
