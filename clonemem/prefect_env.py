@@ -83,6 +83,7 @@ _patched = False  # Prefect's server start is patched (``die_with_parent_server`
 # started ahead of the first flow: its API URL, process and startup timeout; then the URL in use
 _early: tuple[str, subprocess.Popen, float] | None = None
 _early_url: str | None = None
+_early_used: tuple[str, subprocess.Popen] | None = None
 # what Prefect's SubprocessASGIServer sets for its temporary server (it serves no UI)
 _SERVER_ENV = {"PREFECT_UI_ENABLED": "0", "PREFECT__SERVER_EPHEMERAL": "1", "PREFECT__SERVER_FINAL": "1"}
 
@@ -151,8 +152,8 @@ def start_server_early() -> None:
     its flows inside :func:`on_early_server`, which waits for the server and points Prefect at it. The
     server stops at exit (or with the process, by the watchdog) like any other started here."""
     global _early
-    if _early is not None or _patched or os.environ.get("PREFECT_API_URL"):
-        return
+    if _early is not None or _in_use() or _prefects_own_running() or os.environ.get("PREFECT_API_URL"):
+        return  # one starting, or one this process already runs (a command run in process again, as tests do)
     from prefect.settings import get_current_settings
 
     settings = get_current_settings()
@@ -176,15 +177,19 @@ def on_early_server() -> Iterator[None]:
 
     Prefect is told the server's URL (its own test harness does the same), so this process never
     imports Prefect's server code just to start one: that import alone took about 5 s and 70 MB."""
-    global _early, _early_url
+    global _early, _early_url, _early_used
     started, _early = _early, None
-    url = _healthy(*started) if started is not None else None
+    url = _healthy(*started) if started is not None else _in_use()
     if url is None:
+        if started is not None and started[1].poll() is None:
+            started[1].terminate()  # did not answer in time: Prefect starts one of its own
         die_with_parent_server()
         yield
         return
     from prefect.settings import PREFECT_API_URL, temporary_settings
 
+    if started is not None:
+        _early_used = (url, started[1])
     _early_url = url
     with temporary_settings(updates={PREFECT_API_URL: url}):
         yield
@@ -193,6 +198,18 @@ def on_early_server() -> Iterator[None]:
 def temporary_server_url() -> str | None:
     """The API URL of the temporary server started here ahead of the flows, once in use."""
     return _early_url
+
+
+def _in_use() -> str | None:
+    """The URL of the early server this process already used, while it runs."""
+    return _early_used[0] if _early_used is not None and _early_used[1].poll() is None else None
+
+
+def _prefects_own_running() -> bool:
+    """Whether Prefect's own temporary server already runs in this process (a flow ran before)."""
+    server = sys.modules.get("prefect.server.api.server")
+    instances = getattr(getattr(server, "SubprocessASGIServer", None), "_instances", {})
+    return any(getattr(i, "running", False) for i in instances.values())
 
 
 def _healthy(url: str, process: subprocess.Popen, timeout_s: float) -> str | None:

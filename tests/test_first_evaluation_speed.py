@@ -133,9 +133,13 @@ def test_the_flow_runs_on_the_server_started_ahead_without_importing_prefects_se
 
         with prefect_env.on_early_server():
             got = twice(21)
-        print(got, "prefect.server.api.server" in sys.modules, prefect_env.temporary_server_url() is not None)
+        prefect_env.start_server_early()  # a second command in this process: the same server serves it
+        with prefect_env.on_early_server():
+            again = twice(2)
+        print(got, again, "prefect.server.api.server" in sys.modules, prefect_env.temporary_server_url() is not None,
+              len(prefect_env._servers))
     """)
     env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_")} | {"PREFECT_HOME": str(tmp_path / "home")}
     done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=180, cwd=ROOT)
     assert done.returncode == 0, done.stderr[-2000:]
-    assert done.stdout.split() == ["42", "False", "True"]
+    assert done.stdout.split() == ["42", "4", "False", "True", "1"]

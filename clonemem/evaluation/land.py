@@ -189,9 +189,10 @@ def land_evaluation(wh: Warehouse, run: EvaluationRun, rows: EvaluationRows, sta
 
 
 def land_calls(wh: Warehouse, calls: Sequence[CallRecord]) -> int:
-    """The calls' rows, :data:`CALLS_PER_BATCH` at a time (in the caller's transaction, if any): each batch's
-    frame is freed before the next; all at once, with the calls' stored prompts and replies, was the
-    evaluation's peak memory."""
+    """New calls' rows (``new_calls``: none is in the ledger yet), :data:`CALLS_PER_BATCH` at a time, in the
+    caller's transaction if any. All at once, replacing by key, with the calls' stored prompts and replies,
+    was the evaluation's peak memory: each batch's frame is now freed before the next, and a plain insert
+    skips the replace's conflict handling."""
     with wh.transaction():
-        return sum(wh.upsert("llm_calls", [c.row() for c in calls[start:start + CALLS_PER_BATCH]])
+        return sum(wh.insert("llm_calls", [c.row() for c in calls[start:start + CALLS_PER_BATCH]])
                    for start in range(0, len(calls), CALLS_PER_BATCH))
