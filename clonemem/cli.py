@@ -494,7 +494,6 @@ def evaluate(
         "--allow-missing", help="with --retrievals: score questions without a line as retrieving nothing")] = False,
 ) -> None:
     """Score memory systems (or a results file) on a benchmark; write metrics to the warehouse (and --json)."""
-    from clonemem.flows.evaluation import evaluate_flow
     from clonemem.schemas.config import load_config
 
     cfg = _with_aggregation(load_config(config), aggregate, exclude_no_evidence)
@@ -503,10 +502,14 @@ def evaluate(
     names = _csv(systems, "--systems") if systems else list(cfg.evaluation.systems)
     ks = _ks(k) if k else sorted(set(cfg.evaluation.k))
     _precheck_evaluation(benchmark, names, force, cfg)
+    from clonemem.prefect_env import on_early_server, start_server_early
+
+    start_server_early()  # Prefect's server starts while the flow's modules load (see prefect_env)
+    from clonemem.flows.evaluation import evaluate_flow
     from clonemem.progress import shown
 
     # failures map to exit codes in handles_errors: 5 only for MemorySystemFailed, 6 at the budget
-    with writing(State.warehouse), shown():
+    with writing(State.warehouse), shown(), on_early_server():
         result = evaluate_flow(str(State.warehouse.expanduser().resolve()), benchmark, names, ks, force, cfg)
     _say_if_reused(result)
     typer.echo(leaderboard(result))

@@ -108,6 +108,10 @@ def prefect_api_url() -> str | None:
 
     if os.environ.get("PREFECT_API_URL"):
         return os.environ["PREFECT_API_URL"]
+    from clonemem.prefect_env import temporary_server_url
+
+    if temporary_server_url():
+        return temporary_server_url()
     server = sys.modules.get("prefect.server.api.server")
     for instance in getattr(getattr(server, "SubprocessASGIServer", None), "_instances", {}).values():
         return str(instance.api_url)

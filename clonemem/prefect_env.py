@@ -6,7 +6,17 @@ default, so anything the user exports wins.
 
 from __future__ import annotations
 
+import atexit
+import importlib.util
 import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
 
 DEFAULTS = {
     # The ephemeral server takes 10-20 s to start on 2 cores; the default timeout (20 s) is too tight.
@@ -67,23 +77,47 @@ runpy.run_module("uvicorn", run_name="__main__", alter_sys=True)
 """
 
 _pipe_write_end: int | None = None
+_pipe_read_end: int | None = None
 _servers: list = []  # the server processes started here (subprocess.Popen)
+_patched = False  # Prefect's server start is patched (``die_with_parent_server``)
+# started ahead of the first flow: its API URL, process and startup timeout; then the URL in use
+_early: tuple[str, subprocess.Popen, float] | None = None
+_early_url: str | None = None
+_early_used: tuple[str, subprocess.Popen] | None = None
+# what Prefect's SubprocessASGIServer sets for its temporary server (it serves no UI)
+_SERVER_ENV = {"PREFECT_UI_ENABLED": "0", "PREFECT__SERVER_EPHEMERAL": "1", "PREFECT__SERVER_FINAL": "1"}
+
+
+def _watchdog_pipe() -> int:
+    """The read end the watchdog of every server started here holds (created once)."""
+    global _pipe_write_end, _pipe_read_end
+    if _pipe_read_end is None:
+        _pipe_read_end, _pipe_write_end = os.pipe()  # both non-inheritable; the read end is passed explicitly
+    return _pipe_read_end
+
+
+def _popen_under_watchdog(uvicorn_args: list[str], **kwargs: Any) -> subprocess.Popen:
+    """``python -m uvicorn ARGS`` as a child under the watchdog, in a session of its own."""
+    read_end = _watchdog_pipe()
+    process = subprocess.Popen([sys.executable, "-c", _WATCHDOG, str(read_end), *uvicorn_args], pass_fds=(read_end,),
+                               start_new_session=True, **kwargs)
+    _servers.append(process)
+    return process
 
 
 def die_with_parent_server() -> None:
     """Make the ephemeral Prefect server a child that dies with this process (even on SIGKILL).
 
     Call before the first flow runs; a no-op when a real server is configured (``PREFECT_API_URL``).
+    A server started by :func:`start_server_early` is the one Prefect then uses.
     """
-    global _pipe_write_end
-    if _pipe_write_end is not None or os.environ.get("PREFECT_API_URL"):
-        return
-    import subprocess
-
+    global _patched
+    if _patched or _early is not None or os.environ.get("PREFECT_API_URL"):
+        return  # (an early server is used through its URL: ``on_early_server``)
     from prefect.server.api import server as server_module
 
+    _watchdog_pipe()
     original = server_module.SubprocessASGIServer._run_uvicorn_command
-    read_end, _pipe_write_end = os.pipe()  # both non-inheritable; the read end is passed explicitly
 
     def run_uvicorn_under_watchdog(self) -> subprocess.Popen:
         real_popen = subprocess.Popen
@@ -92,10 +126,7 @@ def die_with_parent_server() -> None:
             args = kwargs.pop("args", None) if not a else a[0]
             if list(args[1:3]) != ["-m", "uvicorn"]:
                 return real_popen(args, *a[1:], **kwargs)
-            process = real_popen([args[0], "-c", _WATCHDOG, str(read_end), *args[3:]], pass_fds=(read_end,),
-                                 start_new_session=True, **kwargs)
-            _servers.append(process)
-            return process
+            return _popen_under_watchdog(list(args[3:]), **kwargs)
 
         server_module.subprocess.Popen = popen
         try:
@@ -104,12 +135,110 @@ def die_with_parent_server() -> None:
             server_module.subprocess.Popen = real_popen
 
     server_module.SubprocessASGIServer._run_uvicorn_command = run_uvicorn_under_watchdog
+    _patched = True
+
+
+# -- the ephemeral server starts while the command still loads ---------------------------------------
+
+# A new Prefect home's temporary server takes 10-25 s to start (most of it creating its database), and
+# a command's own imports and checks take 5-10 s more before its first flow asks for the server. Started
+# at the command's start instead, the two overlap on the second core.
+
+
+def start_server_early() -> None:
+    """Start Prefect's temporary server now, for the flow this command will run, and return at once.
+
+    Only when Prefect would start one (no API URL in its settings, ephemeral mode on). The command runs
+    its flows inside :func:`on_early_server`, which waits for the server and points Prefect at it. The
+    server stops at exit (or with the process, by the watchdog) like any other started here."""
+    global _early
+    if _early is not None or _in_use() or _prefects_own_running() or os.environ.get("PREFECT_API_URL"):
+        return  # one starting, or one this process already runs (a command run in process again, as tests do)
+    from prefect.settings import get_current_settings
+
+    settings = get_current_settings()
+    spec = importlib.util.find_spec("prefect")
+    if settings.api.url or not settings.server.ephemeral.enabled or spec is None or spec.origin is None:
+        return
+    port = _free_port()
+    # the arguments and environment Prefect's SubprocessASGIServer gives the server it starts
+    args = ["--app-dir", str(Path(spec.origin).parent.parent), "--factory", "prefect.server.api.server:create_app",
+            "--host", "127.0.0.1", "--port", str(port), "--log-level", "error", "--lifespan", "on"]
+    env = {**os.environ, **_SERVER_ENV, **settings.to_environment_variables(exclude_unset=True)}
+    _early = (f"http://127.0.0.1:{port}/api", _popen_under_watchdog(args, env=env),
+              float(settings.server.ephemeral.startup_timeout_seconds))
+    atexit.register(stop_servers)  # after Prefect's own exit handlers (registered later, run first)
+
+
+@contextmanager
+def on_early_server() -> Iterator[None]:
+    """Run the block's flows on the server :func:`start_server_early` started, once it answers; without
+    one (or should it have exited), Prefect starts its temporary server itself, as without this.
+
+    Prefect is told the server's URL (its own test harness does the same), so this process never
+    imports Prefect's server code just to start one: that import alone took about 5 s and 70 MB."""
+    global _early, _early_url, _early_used
+    started, _early = _early, None
+    url = _healthy(*started) if started is not None else _in_use()
+    if url is None:
+        if started is not None and started[1].poll() is None:
+            started[1].terminate()  # did not answer in time: Prefect starts one of its own
+        die_with_parent_server()
+        yield
+        return
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    if started is not None:
+        _early_used = (url, started[1])
+    _early_url = url
+    with temporary_settings(updates={PREFECT_API_URL: url}):
+        yield
+
+
+def temporary_server_url() -> str | None:
+    """The API URL of the temporary server started here ahead of the flows, once in use."""
+    return _early_url
+
+
+def _in_use() -> str | None:
+    """The URL of the early server this process already used, while it runs."""
+    return _early_used[0] if _early_used is not None and _early_used[1].poll() is None else None
+
+
+def _prefects_own_running() -> bool:
+    """Whether Prefect's own temporary server already runs in this process (a flow ran before)."""
+    server = sys.modules.get("prefect.server.api.server")
+    instances = getattr(getattr(server, "SubprocessASGIServer", None), "_instances", {})
+    return any(getattr(i, "running", False) for i in instances.values())
+
+
+def _healthy(url: str, process: subprocess.Popen, timeout_s: float) -> str | None:
+    """``url`` once the server answers its health check (as Prefect waits for its own); None if it exits
+    or does not answer within ``timeout_s``."""
+    import httpx
+
+    deadline = time.monotonic() + timeout_s
+    with httpx.Client() as client:
+        while time.monotonic() < deadline:
+            if process.poll() is not None:
+                return None
+            try:
+                if client.get(f"{url}/health").status_code == 200:
+                    return url
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.1)
+    return None
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
 
 
 def stop_servers(grace_s: float = 1.5) -> None:
     """Stop the Prefect servers this process started (SIGTERM, SIGKILL after ``grace_s``) and reap them."""
-    import subprocess
-
     for process in _servers:
         if process.poll() is None:
             process.terminate()

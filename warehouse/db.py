@@ -134,6 +134,14 @@ class Warehouse:
 
     def upsert(self, table: str, rows: Sequence[Mapping[str, Any]] | pl.DataFrame) -> int:
         """Insert-or-replace rows by primary key; columns are matched by name. Returns the row count."""
+        return self._insert("INSERT OR REPLACE", table, rows)
+
+    def insert(self, table: str, rows: Sequence[Mapping[str, Any]] | pl.DataFrame) -> int:
+        """Insert rows known to be new (a key already present is an error); columns are matched by name.
+        Lighter than :meth:`upsert`, which holds much more memory for the conflict check on big rows."""
+        return self._insert("INSERT", table, rows)
+
+    def _insert(self, verb: str, table: str, rows: Sequence[Mapping[str, Any]] | pl.DataFrame) -> int:
         frame = rows if isinstance(rows, pl.DataFrame) else _frame(rows)
         if frame.height == 0:
             return 0
@@ -141,7 +149,7 @@ class Warehouse:
             self.con.register("_upsert_rows", _ArrowStream(frame))
             try:
                 with self.transaction() as con:
-                    con.execute(f"INSERT OR REPLACE INTO {table} BY NAME SELECT * FROM _upsert_rows")
+                    con.execute(f"{verb} INTO {table} BY NAME SELECT * FROM _upsert_rows")
             finally:
                 # after the transaction ends: an aborted transaction refuses even this
                 if not self._in_tx:

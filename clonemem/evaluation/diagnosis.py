@@ -78,7 +78,7 @@ def diagnose_question(memory: MemorySystem, question_time, evidence: Sequence[tu
         traces = frozenset(trace_ids)
         if not traces:
             continue  # evidence naming no trace is skipped, as by the recall metrics
-        candidates = [i for i in stored if traces & set(i.trace_ids)]
+        candidates = [i for i in stored if not traces.isdisjoint(i.trace_ids)]  # no set per item: it is per question
         written = any(_represents(candidates, traces, statement, supports))
         hits = _represents(retrieved, traces, statement, supports)
         out.append(EvidenceDiagnosis(written, next((n for n, hit in enumerate(hits) if hit), None)))

@@ -29,6 +29,8 @@ from clonemem.warehouse import Warehouse
 from clonemem.warehouse.landing import new_calls
 from clonemem.warehouse.runs import adopt_runs
 
+CALLS_PER_BATCH = 1000  # LLM call rows landed per insert (the call ids are unique: batches never overlap)
+
 Retrievals = Mapping[tuple[str, str], Retrieval]  # (system, persona id) -> retrieval
 Answers = Mapping[tuple[str, int, str], Sequence[Outcome]]  # (system, k, persona id) -> outcomes
 
@@ -179,8 +181,18 @@ def land_evaluation(wh: Warehouse, run: EvaluationRun, rows: EvaluationRows, sta
                 value = pl.concat_str([pl.col(c).cast(pl.Utf8) for c in group_cols]) if group_cols else pl.lit("all")
                 wh.upsert("eval_metrics", agg.with_columns(pl.lit(eid).alias("eval_run_id"), pl.lit(group).alias("group_by"),
                                                            value.alias("group_value")).drop(group_cols))
-        wh.upsert("llm_calls", [c.row() for c in calls])
+        land_calls(wh, calls)
         # calls of an evaluation killed before it landed, served from the cache: their run gets a row
         adopt_runs(wh, [c for c in calls if c.run_id != eid], "evaluate", run.benchmark_id, "interrupted")
         checkpoint("evaluation.landing")  # fault hook: a kill here leaves nothing of this evaluation
     return None
+
+
+def land_calls(wh: Warehouse, calls: Sequence[CallRecord]) -> int:
+    """New calls' rows (``new_calls``: none is in the ledger yet), :data:`CALLS_PER_BATCH` at a time, in the
+    caller's transaction if any. All at once, replacing by key, with the calls' stored prompts and replies,
+    was the evaluation's peak memory: each batch's frame is now freed before the next, and a plain insert
+    skips the replace's conflict handling."""
+    with wh.transaction():
+        return sum(wh.insert("llm_calls", [c.row() for c in calls[start:start + CALLS_PER_BATCH]])
+                   for start in range(0, len(calls), CALLS_PER_BATCH))

@@ -91,6 +91,7 @@ class _Flat(MemorySystem):
                                   date_words=said))
                 units += [Unit(f, t.trace_id, t.event_date, "fact", date_words=said) for f in out.facts]
         self.units = units
+        self._held_items: dict[dt.datetime | None, tuple[Retrieved, ...]] = {}  # stored() per time, until the next build
         self.when = np.array([_naive(u.when) for u in units], dtype="datetime64[us]")
         self.index(units)
         ctx.stats.update(items=len(units), llm_calls=calls)
@@ -112,9 +113,12 @@ class _Flat(MemorySystem):
 
     def stored(self, as_of=None) -> list[Retrieved]:
         """The indexed units dated at or before ``as_of`` (all when None), in index order."""
-        units = self.units
-        held = range(len(units)) if as_of is None else np.flatnonzero(self.when <= np.datetime64(as_of, "us"))
-        return [Retrieved(units[i].text, (units[i].trace_id,), 0.0, units[i].kind) for i in held]
+        if as_of not in self._held_items:  # made once per time (questions asked at one time share it)
+            units = self.units
+            held = range(len(units)) if as_of is None else np.flatnonzero(self.when <= np.datetime64(as_of, "us"))
+            self._held_items[as_of] = tuple(Retrieved(units[i].text, (units[i].trace_id,), 0.0, units[i].kind)
+                                            for i in held)
+        return list(self._held_items[as_of])
 
 
 def _naive(t: dt.datetime) -> dt.datetime:

@@ -17,6 +17,7 @@ class _Traces(MemorySystem):
         self.traces = sorted(traces, key=lambda t: (t.event_date, t.trace_id))
         self.by_id = {t.trace_id: t for t in self.traces}
         self.seed = ctx.seed
+        self._held_items: dict[int, tuple[Retrieved, ...]] = {}  # stored() per cut, until the next build
         ctx.stats.update(items=len(self.traces), llm_calls=0)
 
     def visible(self, q: QuestionView) -> list[MemoryTrace]:
@@ -25,9 +26,14 @@ class _Traces(MemorySystem):
     def stored(self, as_of: dt.datetime | None = None) -> list[Retrieved]:
         """The traces held, in time order (each system here keeps every trace; the oracles pick gold
         ones per question, but what they index is all of them)."""
-        held = self.traces if as_of is None else \
-            self.traces[: bisect.bisect_right(self.traces, as_of, key=lambda t: t.event_date)]
-        return [Retrieved(t.content, (t.trace_id,), 0.0) for t in held]
+        cut = len(self.traces) if as_of is None else bisect.bisect_right(self.traces, as_of, key=lambda t: t.event_date)
+        return list(self._held(cut))
+
+    def _held(self, cut: int) -> tuple[Retrieved, ...]:
+        """The first ``cut`` traces as items, made once per cut (questions asked at one time share it)."""
+        if cut not in self._held_items:
+            self._held_items[cut] = tuple(Retrieved(t.content, (t.trace_id,), 0.0) for t in self.traces[:cut])
+        return self._held_items[cut]
 
 
 class Oracle(_Traces):
