@@ -25,7 +25,7 @@ from clonemem.tasks.gate import gate_status_task
 from clonemem.tasks.generation import record_run_task
 from clonemem.tasks.release import DEFAULT_EXPORT, export_folder, export_task
 from clonemem.tasks.reporting import publish_pipeline
-from clonemem.tasks.runs import flow_run_record, run_config, tracked
+from clonemem.tasks.runs import RunRecord, flow_run_record, open_run_task, run_config, tracked
 
 
 class NothingGenerated(RuntimeError):
@@ -52,15 +52,20 @@ def pipeline_flow(warehouse_path: str, config: RunConfig | str | None = None, ga
     ``bundle_location`` (any fsspec URL; see flows/scaleout.py), instead of in this process."""
     cfg = run_config(warehouse_path, "pipeline", config)
     run = flow_run_record("pipeline", cfg)
+    # A deployment's run (a nightly one) has its row from the start, so a run whose worker dies is seen (as
+    # crashed); a run in the command's own process writes only when something changed, so a cached re-run of
+    # `clonemem generate` leaves the warehouse byte-for-byte as it was.
+    opened = open_run_task(warehouse_path, run) if run.deployment_id else None
     # a failed pipeline run is recorded with its error (its stages' runs have their own rows)
-    with tracked(warehouse_path, run), runtime.spending(cfg.max_cost_usd):  # one budget for the whole chain
-        return _chain(warehouse_path, cfg, gate, evaluate, systems, ks, force, export_dir, distribute, bundle_location)
+    with tracked(warehouse_path, opened or run), runtime.spending(cfg.max_cost_usd):  # one budget for the chain
+        return _chain(warehouse_path, cfg, opened or run, opened is not None, gate, evaluate, systems, ks, force,
+                      export_dir, distribute, bundle_location)
 
 
-def _chain(warehouse_path: str, cfg: RunConfig, gate: bool, evaluate: bool, systems: list[str] | None,
-           ks: list[int] | None, force: bool, export_dir: str | None, distribute: bool,
+def _chain(warehouse_path: str, cfg: RunConfig, begun: RunRecord, opened: bool, gate: bool, evaluate: bool,
+           systems: list[str] | None, ks: list[int] | None, force: bool, export_dir: str | None, distribute: bool,
            bundle_location: str | None) -> PipelineResult:
-    started, begun = time.perf_counter(), flow_run_record("pipeline", cfg)
+    started = time.perf_counter()
     flow_run_id, _ = flow_run_ids()
     gen = (generate_distributed_flow(warehouse_path, cfg, bundle_location) if distribute
            else generate_flow(warehouse_path, cfg))
@@ -91,7 +96,7 @@ def _chain(warehouse_path: str, cfg: RunConfig, gate: bool, evaluate: bool, syst
     result = PipelineResult(benchmark_id=gen.benchmark_id, name=cfg.name, generation=gen, qa=qa, gate_status=status,
                             gate_failed=failed, evaluation=evaluation, export=exported,
                             seconds=round(time.perf_counter() - started, 2))
-    if flow_run_id and (gen.landed or qa.landed or evaluation is not None):
+    if flow_run_id and (opened or gen.landed or qa.landed or evaluation is not None):
         # the config's benchmark is the one generated (its id comes from the config's name)
         record_run_task(warehouse_path, begun.finished("completed", summary_json=result.model_dump_json(
             include={"benchmark_id", "name", "gate_status", "seconds"})))

@@ -70,6 +70,19 @@ def begin_run_task(warehouse_path: str, run: RunRecord) -> RunRecord:
     return run
 
 
+@task(cache_policy=NO_CACHE, task_run_name="open {run.kind} run")
+def open_run_task(warehouse_path: str, run: RunRecord) -> RunRecord | None:
+    """Write the run's ``running`` row now, at its start (runs left ``running`` by a dead process, and earlier
+    runs of its kind and benchmark still ``running``, become ``crashed``); the row as written. None when the
+    warehouse does not exist yet: a first run creates it only when it lands something."""
+    if not Path(warehouse_path).exists():
+        return None
+    with Warehouse.open_writer(warehouse_path) as wh:
+        run = replace(run, resumed_from=begin_run(wh, run.kind, run.benchmark_id, run.run_id), status="running")
+        open_run(wh, run)
+    return run
+
+
 def opener(warehouse_path: str, run: RunRecord) -> Callable[[], None]:
     """The runtime's ``on_start``: write the run's ``running`` row (called once, from a task's thread)."""
     def start() -> None:

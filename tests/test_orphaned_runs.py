@@ -141,3 +141,20 @@ def test_a_run_whose_config_cannot_be_read_leaves_a_failed_row(tmp_path: Path) -
     with pytest.raises(Exception, match="missing.toml"):
         pipeline_flow(str(tmp_path / "none.duckdb"), str(missing))
     assert not (tmp_path / "none.duckdb").exists()
+
+
+def test_a_deployment_run_has_its_running_row_from_its_start(runs_warehouse: Path, tmp_path: Path) -> None:
+    """A nightly run whose worker dies mid-run (before any stage finished) must still be seen: a deployment's
+    pipeline run writes its `running` row as it starts (then the next run, or the Runs page, finds its process
+    dead); a first run on no warehouse creates none for it."""
+    from clonemem.tasks.runs import open_run_task
+
+    run = dataclasses.replace(flow_run_record("pipeline", RunConfig(name="nightly")), run_id="nightly-1",
+                              deployment_id="0b6a3c1e-0000-4000-8000-0000000de910")
+    opened = open_run_task.fn(str(runs_warehouse), run)
+    assert opened is not None and opened.status == "running"
+    status = _status(runs_warehouse)
+    assert status["nightly-1"] == ("running", None, False)
+    assert status["killed"][0] == "crashed"  # found out as the run began, as every run's start does
+    assert open_run_task.fn(str(tmp_path / "none.duckdb"), run) is None
+    assert not (tmp_path / "none.duckdb").exists()

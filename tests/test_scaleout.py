@@ -160,7 +160,7 @@ def test_two_workers_generate_the_single_process_benchmark_and_survive_a_killed_
         # persona run (of either attempt) whose calls landed (every call has a run that exists)
         kinds = dict(dist.rows("SELECT kind, count(*) FROM runs GROUP BY kind"))
         assert kinds.pop("pipeline") == 1 and kinds.pop("qa") == 1 and kinds.pop("generate") >= 2 and not kinds
-        generate_runs = [row[0] for row in dist.rows("SELECT flow_run_id FROM runs WHERE kind = 'generate'")]
+        generate_runs = [row[0] for row in dist.rows("SELECT run_id FROM runs WHERE kind = 'generate'")]
         assert len([run_id for run_id in generate_runs if run_id not in persona_runs]) == 1, (generate_runs, persona_runs)
         assert dist.scalar("SELECT count(*) FROM llm_calls c WHERE NOT EXISTS "
                            "(SELECT 1 FROM runs r WHERE r.run_id = c.run_id)") == 0
