@@ -5,10 +5,23 @@ its LLM steps, and the result of a gym run (also the `clonemem gym --json` contr
 from __future__ import annotations
 
 import datetime as dt
+import re
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from clonemem.schemas.config import Language
+
+
+def values_in(text: str, values: list[str] | tuple[str, ...]) -> list[str]:
+    """The value phrases named in ``text`` as whole words (case-insensitive), ordered by their last
+    occurrence (the last is the one meant): how a state is read from a text by the offline world and
+    by the write/read diagnosis."""
+    found = []
+    for v in values:
+        ends = [m.end() for m in re.finditer(r"(?<!\w)" + re.escape(v.lower()) + r"(?!\w)", text.lower())]
+        if ends:
+            found.append((max(ends), v))
+    return [v for _, v in sorted(found)]
 
 
 class _M(BaseModel):
@@ -268,3 +281,39 @@ class GymReport(BaseModel):
     bounds: Bounds
     rank_change: list[RankChange]
     exposure_rate: float
+
+
+class SystemDetail(BaseModel):
+    """Everything measured of one system (what the table prints and the warehouse keeps)."""
+
+    system: str
+    accuracy: float
+    accuracy_ci: tuple[float, float]
+    memory_score: float
+    accuracy_by_position: list[float]
+    memory_score_by_position: list[float]
+    diagnosis: dict[str, float]  # write / read / use / unknown: share of all answers missed for that reason
+    off_policy_accuracy: float
+    off_policy_memory_score: float
+    answers: int
+
+
+class GymResult(BaseModel):
+    """What the gym flow returns: the --json report and the details behind it."""
+
+    config_name: str
+    gym_id: str
+    personas: int
+    periods: int
+    states_per_question: int
+    turns_per_exposure: int
+    reference: str
+    exposure_rate: float
+    exposure_openings: int
+    random_by_position: list[float]
+    upper_by_position: list[float]
+    systems: list[SystemDetail]
+    report: GymReport
+    llm_calls: int = 0
+    landed: bool = False
+    seconds: float = 0.0

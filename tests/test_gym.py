@@ -33,7 +33,7 @@ def test_lexicon_value_phrases_are_unambiguous() -> None:
     assert len(set(phrases)) == len(phrases)
     for a in phrases:
         for b in phrases:
-            assert a == b or not world.values_in(b, [a]), f"{a!r} is found inside {b!r}"
+            assert a == b or not G.values_in(b, [a]), f"{a!r} is found inside {b!r}"
 
 
 def test_blueprint_is_structured_grounded_and_deterministic() -> None:

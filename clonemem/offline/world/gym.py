@@ -10,11 +10,11 @@ and the offline answerer believes, per variable, the value in the latest memory 
 from __future__ import annotations
 
 import itertools
-import re
 
 from clonemem import text as textutil
 from clonemem.offline import OfflineCall
 from clonemem.schemas import gym as G
+from clonemem.schemas.gym import values_in
 
 # (name, label, values): value phrases are unique across the lexicon and none is inside another
 VARIABLES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
@@ -44,17 +44,6 @@ CHAT_LINES = ("I've been thinking about {interest} a lot lately.", "Do you have 
               "Honestly, {concern} is on my mind today.", "I might spend some time on {interest} tonight.",
               "What would you suggest to keep {interest} fun?", "I keep coming back to {concern}.")
 REMIND = "remind me"
-
-
-def _phrase(text: str, phrase: str) -> list[int]:
-    """Where ``phrase`` occurs in ``text`` as whole words (case-insensitive): the end of each occurrence."""
-    return [m.end() for m in re.finditer(r"(?<!\w)" + re.escape(phrase.lower()) + r"(?!\w)", text.lower())]
-
-
-def values_in(text: str, values: list[str] | tuple[str, ...]) -> list[str]:
-    """The values named in ``text``, ordered by their last occurrence (the last is the one meant)."""
-    found = [(max(ends), v) for v in values if (ends := _phrase(text, v))]
-    return [v for _, v in sorted(found)]
 
 
 # -- structured data ---------------------------------------------------------------------------------
