@@ -12,7 +12,7 @@ from clonemem.gym import interact as I
 from clonemem.memory import SYSTEMS
 from clonemem.memory.base import BuildContext, LLMStep, Retrieved, declared_only, declared_stages
 from clonemem.schemas import gym as G
-from clonemem.schemas.config import ConfigError, RunConfig
+from clonemem.schemas.config import ConfigError, GymConfig
 
 
 def check_systems(names: Sequence[str], reference: str) -> None:
@@ -48,7 +48,7 @@ class _Guarded:
             return self.inner.stored(at)
 
 
-def assistant(system: str, blueprint: G.Blueprint, extractor: LLMStep, config: RunConfig) -> I.Assistant:
+def assistant(system: str, blueprint: G.Blueprint, extractor: LLMStep, seed: int, full_context_tokens: int) -> I.Assistant:
     if system == I.ORACLE_STATES:
         return I.StatesAssistant(blueprint)
     if system == I.NO_MEMORY:
@@ -56,15 +56,14 @@ def assistant(system: str, blueprint: G.Blueprint, extractor: LLMStep, config: R
     with system_work(system, "start"):
         memory = SYSTEMS.get(system)()
         ctx = BuildContext(llm=declared_only(system, declared_stages(system), extractor), language=blueprint.language,
-                           seed=config.seed, full_context_tokens=config.evaluation.full_context_tokens,
-                           persona_id=blueprint.persona_id)
+                           seed=seed, full_context_tokens=full_context_tokens, persona_id=blueprint.persona_id)
         return _Guarded(I.MemoryAssistant(memory, ctx), system)
 
 
-def run_one(system: str, blueprint: G.Blueprint, llm: I.LLM, extractor: LLMStep, config: RunConfig,
-            transcript: Sequence[I.Turn] | None = None) -> I.Interaction:
+def run_one(system: str, blueprint: G.Blueprint, llm: I.LLM, extractor: LLMStep, gym: GymConfig, seed: int,
+            full_context_tokens: int, transcript: Sequence[I.Turn] | None = None) -> I.Interaction:
     """On-policy with the simulated user, or, given ``transcript``, off-policy on it."""
-    helper = assistant(system, blueprint, extractor, config)
+    helper = assistant(system, blueprint, extractor, seed, full_context_tokens)
     if transcript is None:
-        return I.interact(blueprint, helper, llm, config.gym, system)
-    return I.replay(blueprint, helper, llm, config.gym, system, transcript)
+        return I.interact(blueprint, helper, llm, gym, system)
+    return I.replay(blueprint, helper, llm, gym, system, transcript)
