@@ -27,6 +27,8 @@ class ExposureGateFailed(UserError):
 
 def exposure_gate(blueprints: list[Blueprint], min_rate: float) -> ExposureGate:
     """Validate the exposure rows with GX (an in-memory batch: nothing is in the warehouse yet)."""
+    import logging
+
     import great_expectations as gx
     import pandas as pd
     from great_expectations.data_context.types.base import ProgressBarsConfig
@@ -36,6 +38,8 @@ def exposure_gate(blueprints: list[Blueprint], min_rate: float) -> ExposureGate:
     if not rows:
         return ExposureGate(0.0, min_rate, 0, False)
     frame = pd.DataFrame(rows)
+    # an ephemeral context announces its temporary docs folder at INFO: nothing the user needs
+    logging.getLogger("great_expectations.data_context.types.base").setLevel(logging.WARNING)
     context = gx.get_context(mode="ephemeral")
     context.variables.progress_bars = ProgressBarsConfig(globally=False)
     batch = (context.data_sources.add_pandas("gym").add_dataframe_asset("exposure")

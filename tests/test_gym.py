@@ -88,3 +88,131 @@ def test_a_state_outside_the_schema_is_refused_naming_persona_and_stage() -> Non
     with offline_override(GS.EVOLUTION.name, off_schema), pytest.raises(
             GymDataError, match=r"persona p01: stage gym.evolution: period 1: \w+='on the moon' is not one of its values"):
         _blueprints(cfg)
+
+
+# -- metrics ----------------------------------------------------------------------------------------------
+
+
+def test_memory_score_bounds_and_ranks() -> None:
+    from clonemem.gym.metrics import memory_score, random_bound, ranks
+    from clonemem.gym.interact import Answered
+
+    assert memory_score(0.55, 0.1, 1.0) == 0.5 and memory_score(0.1, 0.1, 1.0) == 0.0
+    assert memory_score(0.5, 0.5, 0.5) == 0.0  # an upper bound that does not beat random normalizes nothing
+    answers = [Answered(position=0, question_id="q", choice_id="A", correct_id="A", correct=True, options=n,
+                        diagnosis="correct") for n in (4, 9)]
+    assert random_bound(answers) == pytest.approx((1 / 4 + 1 / 9) / 2)
+    assert ranks({"a": 0.5, "b": 0.9, "c": 0.5}) == {"b": 1, "a": 2, "c": 2}
+
+
+def test_diagnosis_tells_write_read_and_use_apart() -> None:
+    import datetime as dt
+
+    from clonemem.gym.interact import diagnose
+    from clonemem.memory.base import Retrieved
+
+    b = _blueprints(RunConfig.model_validate(SMALL))[0]
+    q = b.questions[0]
+    truth = b.state_at(4)
+    labels = {v.name: v.label for v in b.state_schema.variables}
+    now = [Retrieved(f"user: my {labels[v]} is {truth[v]}.", (f"t{i}",)) for i, v in enumerate(q.variables)]
+    stale_value = {v: next(x for x in b.state_schema.variable(v).values if x != truth[v]) for v in q.variables}
+    stale = [Retrieved(f"user: my {labels[v]} is {stale_value[v]}.", (f"s{i}",)) for i, v in enumerate(q.variables)]
+    when = {**{f"s{i}": dt.datetime(2023, 1, 1) for i in range(3)}, **{f"t{i}": dt.datetime(2023, 6, 1) for i in range(3)}}
+    assert diagnose(b, q, truth, now, now, when) == "use"  # read the current states, answered wrong anyway
+    assert diagnose(b, q, truth, stale, [*stale, *now], when) == "read"  # stored, not read
+    assert diagnose(b, q, truth, stale, stale, when) == "write"  # never stored
+    assert diagnose(b, q, truth, stale, None, when) == "unknown"  # the memory cannot list what it holds
+    later = {**when, **{f"s{i}": dt.datetime(2023, 9, 1) for i in range(3)}}
+    assert diagnose(b, q, truth, [*now, *stale], [*now, *stale], later) == "write"  # a later stale mention wins
+
+
+# -- the command, end to end (offline, a Prefect server of its own) --------------------------------------
+
+from pathlib import Path  # noqa: E402
+
+from typer.testing import CliRunner  # noqa: E402
+
+from clonemem.cli import app  # noqa: E402
+
+BASE = Path(__file__).parent.parent / "configs" / "gym-base.toml"
+
+
+def _cli(*args: str):  # type: ignore[no-untyped-def]  # typer's Result
+    return CliRunner().invoke(app, list(args))
+
+
+def test_unknown_system_is_refused_in_one_line_before_any_work(tmp_path: Path) -> None:
+    got = _cli("--warehouse", str(tmp_path / "w.duckdb"), "gym", "--config", str(BASE), "--systems", "bm25,nosuch")
+    assert got.exit_code == 1
+    assert got.output.strip().splitlines() == [
+        got.output.strip().splitlines()[0]] and "unknown system 'nosuch' for the gym" in got.output
+    assert not (tmp_path / "w.duckdb").exists()
+
+
+def test_gym_runs_the_base_preset_offline_end_to_end(tmp_path: Path) -> None:
+    import json
+
+    from clonemem.warehouse import Warehouse
+
+    wh, out = tmp_path / "w.duckdb", tmp_path / "gym.json"
+    got = _cli("--warehouse", str(wh), "gym", "--config", str(BASE), "--systems", "bm25,no_memory", "--json", str(out))
+    assert got.exit_code == 0, got.output
+    for shown in ("2 persona(s), N_p=10, N_s=2, N_i=4; exposure 100.0% of", "accuracy by evaluation position",
+                  "memory score by evaluation position", "misses by cause", "on- vs off-policy", "upper bound"):
+        assert shown in got.output
+    report = json.loads(out.read_text())
+    assert set(report) == {"results", "bounds", "rank_change", "exposure_rate"}
+    assert [set(r) for r in report["results"]] == [{"system", "accuracy", "accuracy_ci", "memory_score",
+                                                    "accuracy_by_position"}] * 2
+    assert set(report["bounds"]) == {"random", "upper"} and report["exposure_rate"] == 1.0
+    assert [set(r) for r in report["rank_change"]] == [{"system", "on_policy_rank", "off_policy_rank"}] * 2
+    by = {r["system"]: r for r in report["results"]}
+    assert all(len(r["accuracy_by_position"]) == 11 for r in report["results"])  # N_p + 1 positions
+    bounds = report["bounds"]
+    assert bounds["random"] < by["no_memory"]["accuracy_ci"][1] and by["no_memory"]["accuracy_ci"][1] < by["bm25"]["accuracy_ci"][0]
+    assert by["bm25"]["accuracy_ci"][1] < bounds["upper"]
+    with Warehouse.open_reader(wh) as w:
+        assert w.rows("SELECT kind, status FROM runs") == [("gym", "completed")]
+        assert w.scalar("SELECT count(*) FROM llm_calls WHERE run_id NOT IN (SELECT run_id FROM runs)") == 0
+        assert w.scalar("SELECT count(*) FROM llm_calls WHERE role = 'user_sim' AND stage = 'gym.user_turn'") > 0
+        # 2 personas × 11 positions × 10 questions, per system and policy; the upper bound's assistant too
+        assert w.rows("SELECT system, policy, count(*) FROM gym_answers GROUP BY ALL ORDER BY ALL") == [
+            ("bm25", "off", 220), ("bm25", "on", 220), ("no_memory", "off", 220), ("no_memory", "on", 220),
+            ("oracle_states", "on", 220)]
+        assert w.scalar("SELECT count(DISTINCT persona_id) FROM gym_states") == 2
+        assert w.scalar("SELECT value FROM gym_metrics WHERE system = 'bm25' AND policy = 'on' AND metric = 'accuracy' "
+                        "AND position IS NULL") == by["bm25"]["accuracy"]
+        calls = w.scalar("SELECT count(*) FROM llm_calls")
+    again = _cli("--warehouse", str(wh), "gym", "--config", str(BASE), "--systems", "bm25,no_memory", "--json", str(out))
+    assert again.exit_code == 0, again.output
+    assert json.loads(out.read_text()) == report  # offline: the same numbers
+    with Warehouse.open_reader(wh) as w:
+        assert w.scalar("SELECT count(*) FROM llm_calls") == calls  # every step and interaction from the cache
+        assert w.scalar("SELECT count(*) FROM gym_runs") == 2
+
+
+def test_openings_that_hide_their_states_fail_the_gate_with_exit_3(tmp_path: Path) -> None:
+    from clonemem.warehouse import Warehouse
+
+    def vague(call: OfflineCall) -> G.Utterance:
+        return G.Utterance(text="A lot has changed lately, but let's not get into it.")
+
+    wh, cfg = tmp_path / "w.duckdb", tmp_path / "gym.toml"
+    # another seed: steps cached by other tests (an override does not change a step's key) are not reused
+    cfg.write_text(BASE.read_text().replace("seed = 42", "seed = 4242"))
+    with offline_override(GS.UTTERANCE.name, vague):
+        got = _cli("--warehouse", str(wh), "gym", "--config", str(cfg), "--systems", "bm25")
+    assert got.exit_code == 3, got.output
+    assert "gym gate failed: 0.0% of 26 openings expose the states they were written for" in got.output
+    with Warehouse.open_reader(wh) as w:
+        assert w.scalar("SELECT count(*) FROM gym_runs") == 0
+        assert w.rows("SELECT kind, status FROM runs") == [("gym", "failed")]
+
+
+def test_estimate_prices_the_user_simulator(tmp_path: Path) -> None:
+    got = _cli("--warehouse", str(tmp_path / "w.duckdb"), "gym", "--config", str(BASE), "--systems", "bm25", "--estimate")
+    assert got.exit_code == 0, got.output
+    line = next(x for x in got.output.splitlines() if x.startswith("gym.user_turn"))
+    assert line.split()[1:3] == ["user_sim", "offline/user"] and int(line.split()[3]) > 0
+    assert not (tmp_path / "w.duckdb").exists()  # a dry run writes nothing of the user's
