@@ -8,8 +8,6 @@ import time
 from contextlib import nullcontext
 
 from prefect import flow
-from prefect.task_runners import ThreadPoolTaskRunner
-from prefect.utilities.annotations import opaque
 
 from clonemem import runtime
 from clonemem.schemas.config import RunConfig, resolve_config
@@ -28,7 +26,7 @@ from clonemem.tasks.runs import begin_run_task, flow_run_record, opener, tracked
 ORACLE_STATES = "oracle_states"  # the upper bound's assistant, always run (clonemem.gym.interact)
 
 
-@flow(name="gym", task_runner=ThreadPoolTaskRunner(max_workers=4))
+@flow(name="gym")
 def gym_flow(warehouse_path: str | None, systems: list[str], config: RunConfig | str | None = None) -> GymResult:
     """Run the gym for ``systems`` on the config's personas; land in ``warehouse_path`` (None: nothing lands)."""
     cfg = resolve_config(config)
@@ -41,22 +39,22 @@ def gym_flow(warehouse_path: str | None, systems: list[str], config: RunConfig |
     with tracked(warehouse_path, run) if warehouse_path else nullcontext(), runtime.use(rt):
         made = [blueprint_task(cfg, p) for p in personas]
         blueprints = [m.value for m in made]
-        gate = gate_task(opaque(blueprints), cfg.gym.min_exposure_rate)
-        args = (cfg.gym, cfg.seed, cfg.evaluation.full_context_tokens)
+        gate = gate_task(blueprints, cfg.gym.min_exposure_rate)
+        gym, seed, budget = cfg.gym, cfg.seed, cfg.evaluation.full_context_tokens
         names = list(dict.fromkeys([*systems, ORACLE_STATES, cfg.gym.reference]))
-        talking = {(s, i): interact_task.submit(s, "on", opaque(b), *args) for s in names for i, b in enumerate(blueprints)}
+        talking = {(s, i): interact_task.submit(s, "on", b, gym, seed, budget)
+                   for s in names for i, b in enumerate(blueprints)}
         on = {key: f.result() for key, f in talking.items()}
         reference = [on[(cfg.gym.reference, i)].value.turns for i in range(len(blueprints))]
-        replaying = {(s, i): interact_task.submit(s, "off", opaque(b), *args, opaque(reference[i]))
+        replaying = {(s, i): interact_task.submit(s, "off", b, gym, seed, budget, reference[i])
                      for s in systems for i, b in enumerate(blueprints)}
         off = {key: f.result() for key, f in replaying.items()}
         on_by = {s: [on[(s, i)].value for i in range(len(blueprints))] for s in names}
         off_by = {s: [off[(s, i)].value for i in range(len(blueprints))] for s in systems}
-        result = score_task(cfg, run.run_id, systems, len(personas), opaque(on_by), opaque(off_by), gate)
-        calls = [c for paid in (*made, *on.values(), *off.values()) for c in paid.calls]
+        result = score_task(cfg, run.run_id, systems, len(personas), on_by, off_by, gate)
+        calls = [c for paid in made for c in paid.calls] + [c for paid in [*on.values(), *off.values()] for c in paid.calls]
         if warehouse_path:
-            land_gym_task(warehouse_path, run, cfg, systems, opaque(blueprints), opaque(on_by), opaque(off_by),
-                          result, opaque(calls))
+            land_gym_task(warehouse_path, run, cfg, systems, blueprints, on_by, off_by, result, calls)
     result = result.model_copy(update={"llm_calls": len(calls), "landed": bool(warehouse_path),
                                        "seconds": round(time.perf_counter() - started, 2)})
     log(f"gym {cfg.name}: {len(systems)} system(s), {len(personas)} persona(s), exposure {gate.rate:.1%}, "

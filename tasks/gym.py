@@ -52,7 +52,7 @@ def gym_personas(config: RunConfig, systems: Sequence[str]) -> list[GymPersona]:
 @task(cache_policy=NO_CACHE, task_run_name="gym data {persona.person_key}")
 def blueprint_task(config: RunConfig, persona: GymPersona) -> Paid[G.Blueprint]:
     """The persona's structured data; each LLM step is cached on its own (a re-run makes no call)."""
-    store, calls = step_store(), []
+    store, calls = step_store(), list[CallRecord]()
 
     def step(stage: Any, inp: Any, item: str) -> Any:
         paid = cached_stage(store, stage.name, item, inp)

@@ -94,8 +94,8 @@ def test_a_state_outside_the_schema_is_refused_naming_persona_and_stage() -> Non
 
 
 def test_memory_score_bounds_and_ranks() -> None:
-    from clonemem.gym.metrics import memory_score, random_bound, ranks
     from clonemem.gym.interact import Answered
+    from clonemem.gym.metrics import memory_score, random_bound, ranks
 
     assert memory_score(0.55, 0.1, 1.0) == 0.5 and memory_score(0.1, 0.1, 1.0) == 0.0
     assert memory_score(0.5, 0.5, 0.5) == 0.0  # an upper bound that does not beat random normalizes nothing

@@ -34,17 +34,28 @@ def provenance(config: RunConfig, systems: Sequence[str]) -> dict[str, Any]:
 
 def gym_rows(gym_run_id: str, blueprints: Sequence[G.Blueprint], on: Mapping[str, Sequence[Interaction]],
              off: Mapping[str, Sequence[Interaction]], result: G.GymResult) -> dict[str, list[dict[str, Any]]]:
-    questions = {q.question_id: q.question for b in blueprints for q in b.questions}
-    states, sessions, turns, answers, metrics = [], [], [], [], []
+    sessions, turns = _conversation_rows(gym_run_id, blueprints, on)
+    return {"gym_states": _state_rows(gym_run_id, blueprints), "gym_sessions": sessions, "gym_turns": turns,
+            "gym_answers": _answer_rows(gym_run_id, blueprints, on, off), "gym_metrics": _metric_rows(gym_run_id, result)}
+
+
+def _state_rows(gym_run_id: str, blueprints: Sequence[G.Blueprint]) -> list[dict[str, Any]]:
+    rows = []
     for b in blueprints:
         labels = {v.name: v.label for v in b.state_schema.variables}
         for t, p in enumerate(b.states):
             before = b.state_at(t - 1) if t else {}
-            states += [{"gym_run_id": gym_run_id, "persona_id": b.persona_id, "person_key": b.person_key,
-                        "period": t, "period_date": b.periods[t].date, "event_title": b.periods[t].title,
-                        "variable": s.variable, "label": labels[s.variable], "value": s.value,
-                        "changed": t > 0 and before[s.variable] != s.value} for s in p.states]
+            rows += [{"gym_run_id": gym_run_id, "persona_id": b.persona_id, "person_key": b.person_key,
+                      "period": t, "period_date": b.periods[t].date, "event_title": b.periods[t].title,
+                      "variable": s.variable, "label": labels[s.variable], "value": s.value,
+                      "changed": t > 0 and before[s.variable] != s.value} for s in p.states]
+    return rows
+
+
+def _conversation_rows(gym_run_id: str, blueprints: Sequence[G.Blueprint],
+                       on: Mapping[str, Sequence[Interaction]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     openings = {(b.persona_id, o.period, o.index): o for b in blueprints for o in b.openings}
+    sessions, turns = [], []
     for system, interactions in on.items():
         for i in interactions:
             counts: dict[tuple[int, int], int] = {}
@@ -59,20 +70,28 @@ def gym_rows(gym_run_id: str, blueprints: Sequence[G.Blueprint], on: Mapping[str
                                  "period": period, "session": session, "opening": o.text,
                                  "exposed_json": json.dumps([s.model_dump() for s in o.exposed]),
                                  "recovered": o.ok, "turns": n})
-    for policy, runs in (("on", on), ("off", off)):
-        for system, interactions in runs.items():
-            for i in interactions:
-                answers += [{"gym_run_id": gym_run_id, "system": system, "policy": policy, "persona_id": i.persona_id,
-                             "position": a.position, "question_id": a.question_id, "question": questions[a.question_id],
-                             "choice_id": a.choice_id, "correct_id": a.correct_id, "correct": a.correct,
-                             "options": a.options, "diagnosis": a.diagnosis} for a in i.answers]
+    return sessions, turns
 
+
+def _answer_rows(gym_run_id: str, blueprints: Sequence[G.Blueprint], on: Mapping[str, Sequence[Interaction]],
+                 off: Mapping[str, Sequence[Interaction]]) -> list[dict[str, Any]]:
+    questions = {q.question_id: q.question for b in blueprints for q in b.questions}
+    return [{"gym_run_id": gym_run_id, "system": system, "policy": policy, "persona_id": i.persona_id,
+             "position": a.position, "question_id": a.question_id, "question": questions[a.question_id],
+             "choice_id": a.choice_id, "correct_id": a.correct_id, "correct": a.correct, "options": a.options,
+             "diagnosis": a.diagnosis}
+            for policy, runs in (("on", on), ("off", off)) for system, interactions in runs.items()
+            for i in interactions for a in i.answers]
+
+
+def _metric_rows(gym_run_id: str, result: G.GymResult) -> list[dict[str, Any]]:
     def metric(system: str, policy: str, position: int | None, name: str, value: float,
                ci: tuple[float, float] | None = None) -> dict[str, Any]:
         return {"gym_run_id": gym_run_id, "system": system, "policy": policy, "position": position, "metric": name,
                 "value": value, "ci_low": ci[0] if ci else None, "ci_high": ci[1] if ci else None}
 
     ranks = {r.system: r for r in result.report.rank_change}
+    metrics = []
     for d in result.systems:
         metrics += [metric(d.system, "on", None, "accuracy", d.accuracy, d.accuracy_ci),
                     metric(d.system, "on", None, "memory_score", d.memory_score),
@@ -87,8 +106,7 @@ def gym_rows(gym_run_id: str, blueprints: Sequence[G.Blueprint], on: Mapping[str
                                ("upper", result.upper_by_position, result.report.bounds.upper)):
         metrics.append(metric("(bounds)", "on", None, name, overall))
         metrics += [metric("(bounds)", "on", p, name, v) for p, v in enumerate(row)]
-    return {"gym_states": states, "gym_sessions": sessions, "gym_turns": turns, "gym_answers": answers,
-            "gym_metrics": metrics}
+    return metrics
 
 
 def land_gym(wh: Warehouse, run: RunRecord, config: RunConfig, systems: Sequence[str],

@@ -6,7 +6,7 @@ comparison: the same memories on the reference transcript, ranked against their 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -25,7 +25,8 @@ def random_bound(answers: Sequence[Answered]) -> float:
     return sum(1 / a.options for a in answers) / len(answers) if answers else 0.0
 
 
-def by_position(answers: Sequence[Answered], positions: int, measure=accuracy) -> list[float]:  # type: ignore[no-untyped-def]  # a metric over answers
+def by_position(answers: Sequence[Answered], positions: int,
+                measure: Callable[[Sequence[Answered]], float] = accuracy) -> list[float]:
     return [round(measure([a for a in answers if a.position == p]), 4) for p in range(positions)]
 
 
@@ -41,8 +42,8 @@ def ranks(scores: dict[str, float]) -> dict[str, int]:
     return {name: ordered.index(score) + 1 for name, score in scores.items()}
 
 
-def score(systems: Sequence[str], on: dict[str, list[Interaction]], off: dict[str, list[Interaction]],
-          upper: list[Interaction], positions: int, samples: int, seed: int) -> tuple[list[G.SystemDetail], list[float],
+def score(systems: Sequence[str], on: Mapping[str, Sequence[Interaction]], off: Mapping[str, Sequence[Interaction]],
+          upper: Sequence[Interaction], positions: int, samples: int, seed: int) -> tuple[list[G.SystemDetail], list[float],
                                                                                       list[float], G.GymReport]:
     """Per-system details, the bounds per position, and the --json report (exposure rate filled by the caller)."""
     ub_answers = [a for i in upper for a in i.answers]
