@@ -216,3 +216,88 @@ def test_estimate_prices_the_user_simulator(tmp_path: Path) -> None:
     line = next(x for x in got.output.splitlines() if x.startswith("gym.user_turn"))
     assert line.split()[1:3] == ["user_sim", "offline/user"] and int(line.split()[3]) > 0
     assert not (tmp_path / "w.duckdb").exists()  # a dry run writes nothing of the user's
+
+
+# -- the interaction in process ----------------------------------------------------------------------------
+
+
+def _interact(cfg: RunConfig, blueprint: G.Blueprint, system: str, transcript=None):  # type: ignore[no-untyped-def]  # an Interaction
+    from clonemem.gym.run import run_one
+    from clonemem.stages import STAGES
+
+    rt = runtime.Runtime(cfg)
+    with runtime.use(rt):
+        return run_one(system, blueprint, lambda stage, inp: stage.run(rt.model(stage.role), inp),
+                       lambda name, inp: STAGES.get(name).run(rt.model("extractor"), inp), cfg.gym, cfg.seed,
+                       cfg.evaluation.full_context_tokens, transcript)
+
+
+def test_the_memory_ingests_each_exchange_as_it_happens_and_is_asked_after_each_period() -> None:
+    import datetime as dt
+
+    from clonemem.memory import SYSTEMS
+    from clonemem.memory.flat import BM25
+
+    fed: list[list[tuple[str, dt.datetime]]] = []
+    asked: list[tuple[str, int]] = []
+
+    class Recording(BM25):
+        name = "recording"
+
+        def ingest(self, traces, ctx) -> None:  # type: ignore[no-untyped-def]  # the base signature
+            fed.append([(t.content.split(":")[0], t.event_date) for t in traces])
+            super().ingest(traces, ctx)
+
+        def retrieve(self, question, k):  # type: ignore[no-untyped-def]  # the base signature
+            asked.append((question.question_id, len(fed)))
+            return super().retrieve(question, k)
+
+    cfg = RunConfig.model_validate(SMALL)
+    b = _blueprints(cfg)[0]
+    with SYSTEMS.added("recording", Recording):
+        got = _interact(cfg, b, "recording")
+    assert all([who for who, _ in exchange] == ["user", "assistant"] for exchange in fed)  # one exchange at a time
+    times = [at for exchange in fed for _, at in exchange]
+    assert times == sorted(times) and len(fed) == len(got.turns) // 2
+    assert len(fed) == len(b.openings) * (cfg.gym.turns_per_exposure + 1)
+    # questions are asked at each of the N_p + 1 positions, each time after that period's exchanges only
+    per_position = [sum(1 for o in b.openings if o.period <= t) * (cfg.gym.turns_per_exposure + 1) for t in range(5)]
+    question_asks = [n for qid, n in asked if "@" in qid]
+    assert question_asks == [n for n in per_position for _ in b.questions]
+    assert [a.position for a in got.answers] == [t for t in range(5) for _ in b.questions]
+
+
+def test_what_the_assistant_says_shapes_what_the_user_says_next() -> None:
+    cfg = RunConfig.model_validate(SMALL)
+    b = _blueprints(cfg)[0]
+    forgetful, knowing = _interact(cfg, b, "no_memory"), _interact(cfg, b, "oracle_states")
+
+    def reminders(run) -> int:  # type: ignore[no-untyped-def]  # an Interaction
+        return sum("remind me" in t.text for t in run.turns if t.speaker == "assistant")
+
+    assert reminders(forgetful) > reminders(knowing)
+    said = [t for t in forgetful.turns if t.speaker == "user"]
+    asked = [i for i, t in enumerate(forgetful.turns) if t.speaker == "assistant" and "remind me" in t.text]
+    # asked to remind, the simulated user restates a current state (the next user turn of the same session)
+    nxt = [forgetful.turns[i + 1] for i in asked if i + 1 < len(forgetful.turns)
+           and forgetful.turns[i + 1].session == forgetful.turns[i].session and forgetful.turns[i + 1].turn > 0]
+    assert nxt and all(t.text.startswith("Sure. My ") for t in nxt)
+    assert all(G.values_in(t.text, [s.value for s in b.states[t.period].states]) for t in nxt)
+    assert len(said) == len(forgetful.turns) // 2
+    # off-policy: the memory is fed the reference's transcript, nobody talks to it
+    replayed = _interact(cfg, b, "no_memory", knowing.turns)
+    assert replayed.policy == "off" and replayed.turns == knowing.turns
+
+
+def test_a_live_models_choice_is_read_with_its_punctuation() -> None:
+    cfg = RunConfig.model_validate(SMALL)
+    b = _blueprints(cfg)[0]
+
+    def sloppy(call: OfflineCall) -> G.GymAnswer:
+        choice = world.answer(call)
+        return G.GymAnswer(choice_id=f" {choice.choice_id.lower()}.", reason="")
+
+    exact = _interact(cfg, b, "oracle_states")
+    with offline_override(GS.ANSWER.name, sloppy):
+        got = _interact(cfg, b, "oracle_states")
+    assert [a.correct for a in got.answers] == [a.correct for a in exact.answers] and all(a.correct for a in got.answers)

@@ -241,14 +241,15 @@ def ask(blueprint: G.Blueprint, assistant: Assistant, llm: LLM, gym: GymConfig, 
                                               language=blueprint.language))
         assert isinstance(got, G.GymAnswer)
         correct_id = blueprint.correct_choice(q, position)
-        correct = got.choice_id == correct_id
+        chosen = got.choice_id.strip().rstrip(".):").upper()  # a live model may write "b." or "B)"
+        correct = chosen == correct_id
         if correct:
             diagnosis = "correct"
         else:
             if not stored:
                 stored.append(assistant.stored(at))
             diagnosis = diagnose(blueprint, q, truth, items, stored[0], log.when)
-        out.append(Answered(position=position, question_id=q.question_id, choice_id=got.choice_id,
+        out.append(Answered(position=position, question_id=q.question_id, choice_id=chosen,
                             correct_id=correct_id, correct=correct, options=len(q.choices), diagnosis=diagnosis))
     return out
 

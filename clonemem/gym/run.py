@@ -19,6 +19,9 @@ def check_systems(names: Sequence[str], reference: str) -> None:
     """Every name is a registered memory system or a gym control; refused before anything runs."""
     known = set(SYSTEMS.names()) | set(I.CONTROLS)
     for name in [*names, reference]:
+        if "://" in name:
+            raise ConfigError(f"{name!r}: remote memory systems are evaluated with `clonemem evaluate`; the gym "
+                              "runs registered systems (or package.module:Class) and its controls")
         if name not in known and ":" not in name:
             raise ConfigError(f"unknown system {name!r} for the gym (memory systems: {', '.join(SYSTEMS.names())}; "
                               f"controls: {', '.join(I.CONTROLS)})")
