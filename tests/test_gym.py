@@ -301,3 +301,27 @@ def test_a_live_models_choice_is_read_with_its_punctuation() -> None:
     with offline_override(GS.ANSWER.name, sloppy):
         got = _interact(cfg, b, "oracle_states")
     assert [a.correct for a in got.answers] == [a.correct for a in exact.answers] and all(a.correct for a in got.answers)
+
+
+def test_a_failing_memory_system_is_exit_5_naming_it_and_nothing_of_the_gym_is_stored(tmp_path: Path) -> None:
+    from clonemem.memory import SYSTEMS
+    from clonemem.memory.flat import BM25
+    from clonemem.warehouse import Warehouse
+
+    class Broken(BM25):
+        name = "broken_gym"
+
+        def ingest(self, traces, ctx) -> None:  # type: ignore[no-untyped-def]  # the base signature
+            if len(getattr(self, "_ingested", ())) >= 6:  # after three exchanges
+                raise ValueError("index full")
+            super().ingest(traces, ctx)
+
+    wh, cfg = tmp_path / "w.duckdb", tmp_path / "gym.toml"
+    cfg.write_text(BASE.read_text().replace("personas = 2", "personas = 1"))
+    with SYSTEMS.added("broken_gym", Broken):
+        got = _cli("--warehouse", str(wh), "gym", "--config", str(cfg), "--systems", "bm25,broken_gym")
+    assert got.exit_code == 5, got.output
+    assert "memory system 'broken_gym': ingest failed: ValueError: index full" in got.output
+    with Warehouse.open_reader(wh) as w:
+        assert w.scalar("SELECT count(*) FROM gym_runs") == 0 and w.scalar("SELECT count(*) FROM gym_answers") == 0
+        assert w.rows("SELECT kind, status FROM runs") == [("gym", "failed")]
