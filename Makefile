@@ -42,6 +42,7 @@ bench: $(DEV)
 	$(PY) benchmarks/metrics_speed.py
 	$(PY) benchmarks/qa_cues.py
 	$(PY) benchmarks/validity.py
+	$(PY) benchmarks/gym_validity.py
 	$(PY) benchmarks/generation.py
 	$(PY) benchmarks/retrieval_scale.py
 	$(PY) benchmarks/dashboard_pages.py

@@ -620,6 +620,52 @@ def leaderboard(result: Any) -> str:
     return table(result)
 
 
+# -- on-policy evaluation (the gym) -----------------------------------------------------------------
+
+
+@app.command("gym")
+@handles_errors
+def gym(
+    config: Annotated[Path, typer.Option("--config", help="run configuration (TOML); its [gym] section sets N_p, N_s, N_i")],
+    systems: Annotated[str, typer.Option(
+        "--systems", help="comma-separated memory systems (see `clonemem systems`) or the controls oracle_states, no_memory")],
+    json_out: Annotated[Path | None, typer.Option("--json", help="also write the results to this JSON file")] = None,
+    estimate: Annotated[bool, typer.Option("--estimate", help="price the run, the simulated user included (an offline dry run); call no API")] = False,
+    max_cost: Annotated[float | None, typer.Option("--max-cost", min=0.0, help="stop before new spend would exceed this many USD")] = None,
+) -> None:
+    """On-policy evaluation (after AMemGym): a simulated user talks to each system's assistant, whose memory is
+    asked state-dependent questions after every period; prints accuracy by position, memory scores and the
+    on- vs off-policy rank table (exit 3 when the openings fail the exposure gate)."""
+    from clonemem.gym.run import check_systems
+
+    cfg = _config_for_run(config, max_cost, check_keys=not estimate)
+    names = _csv(systems, "--systems")
+    check_systems(names, cfg.gym.reference)
+    if estimate:
+        return _print_gym_estimate(cfg, names)
+    from clonemem.prefect_env import on_early_server, start_server_early
+
+    start_server_early()
+    from clonemem.flows.gym import gym_flow
+    from clonemem.gym.metrics import table
+    from clonemem.progress import shown
+
+    warehouse = _warehouse_for(cfg).expanduser().resolve()
+    with writing(warehouse), shown(), on_early_server():
+        result = gym_flow(str(warehouse), names, cfg)
+    typer.echo(table(result))
+    if json_out is not None:
+        _write_json(json_out, result.report)
+
+
+def _print_gym_estimate(cfg: Any, names: list[str]) -> None:
+    from clonemem.cost import estimate_gym
+    from clonemem.prefect_env import die_with_parent_server
+
+    die_with_parent_server()
+    typer.echo(estimate_gym(cfg, names).table())
+
+
 @app.command("systems")
 def systems_cmd(as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False) -> None:
     """List the registered memory systems (the names `evaluate --systems` accepts)."""

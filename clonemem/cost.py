@@ -125,3 +125,24 @@ def price(cfg: RunConfig, counted: list[tuple], sampled: int) -> CostEstimate:
         lines.append(CostLine(stage, role, model, calls, tokens_in, tokens_out,
                               None if cost is None else round(cost, 6)))
     return CostEstimate(cfg.name, cfg.generation.personas, sampled, lines, sorted(unpriced))
+
+
+def estimate_gym(cfg: RunConfig, systems: list[str], *, sample_personas: int = DEFAULT_SAMPLE) -> CostEstimate:
+    """Count (dry run) and price the calls of `clonemem gym` for ``cfg`` and ``systems``: stage I and the
+    structured data (generator, validator), the simulated user (``user_sim``), the assistants' replies and
+    answers (answerer) and the memory systems' own steps (extractor). Like :func:`estimate`, the dry run is
+    the real gym flow on the offline provider in a throw-away warehouse, every cached step run again."""
+    from prefect.settings import PREFECT_TASKS_REFRESH_CACHE, temporary_settings
+
+    from clonemem.flows.gym import gym_flow
+    from clonemem.warehouse import Warehouse
+
+    dry = dry_run_config(cfg, sample_personas)
+    with tempfile.TemporaryDirectory(prefix="clonemem-estimate-") as tmp:
+        path = Path(tmp) / "estimate.duckdb"
+        with temporary_settings(updates={PREFECT_TASKS_REFRESH_CACHE: True}):
+            gym_flow(str(path), systems, dry)
+        with Warehouse.open_reader(path) as wh:
+            counted = wh.rows("SELECT stage, role, count(*), coalesce(sum(input_tokens), 0), "
+                              "coalesce(sum(output_tokens), 0) FROM llm_calls GROUP BY stage, role ORDER BY stage, role")
+    return price(cfg, counted, dry.generation.personas)

@@ -11,6 +11,7 @@ PAGES: tuple[tuple[str, str, str], ...] = (
     ("Question inspector", "views/inspector.py", "inspector"),
     ("Leaderboard", "views/leaderboard.py", "leaderboard"),
     ("History", "views/history.py", "history"),
+    ("Gym", "views/gym.py", "gym"),
     ("Runs", "views/runs.py", "runs"),
     ("Calls", "views/calls.py", "calls"),
 )

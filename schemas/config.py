@@ -18,8 +18,8 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationErr
 from clonemem.errors import UserError
 from clonemem.schemas.question_types import names as _declared_question_types
 
-Role = Literal["generator", "qa_writer", "validator", "extractor", "answerer", "judge"]
-ROLES: tuple[Role, ...] = ("generator", "qa_writer", "validator", "extractor", "answerer", "judge")
+Role = Literal["generator", "qa_writer", "validator", "extractor", "answerer", "judge", "user_sim"]
+ROLES: tuple[Role, ...] = ("generator", "qa_writer", "validator", "extractor", "answerer", "judge", "user_sim")
 Language = Literal["en", "zh"]
 # the question types are declared once, with their rules, in clonemem.schemas.question_types, and read
 # from there when needed (no copy here): a name is checked against the declarations when it is validated,
@@ -91,6 +91,7 @@ class RoleModels(_Section):
     extractor: str = "offline/extractor"
     answerer: str = "offline/answerer"
     judge: str = "offline/judge"
+    user_sim: str = "offline/user"  # the gym's simulated user (`clonemem gym`)
 
     @field_validator(*ROLES)
     @classmethod
@@ -261,6 +262,19 @@ class EvaluationConfig(_Section):
         return v
 
 
+class GymConfig(_Section):
+    """On-policy evaluation (`clonemem gym`, the README's Gym section): AMemGym's (N_p, N_s, N_i)."""
+
+    periods: Annotated[int, Field(ge=1, le=50)] = 10  # N_p: state changes after the first period
+    states_per_question: Annotated[int, Field(ge=1, le=3)] = 2  # N_s: state variables each question depends on
+    turns_per_exposure: Annotated[int, Field(ge=0, le=20)] = 4  # N_i: simulated-user turns after each opening
+    questions: Annotated[int, Field(ge=1, le=40)] = 10  # state-dependent questions per persona
+    variables: Annotated[int, Field(ge=2, le=12)] = 6  # state variables in each persona's schema
+    k: PosInt = 10  # items the assistant retrieves per reply and per question
+    min_exposure_rate: Annotated[float, Field(ge=0, le=1)] = 0.95  # the gate: openings whose states are recovered
+    reference: str = "oracle_states"  # the assistant whose transcript is the off-policy history
+
+
 class LoggingConfig(_Section):
     """What the warehouse keeps of each LLM call besides its accounting (the README's Warehouse section)."""
 
@@ -288,6 +302,7 @@ class RunConfig(_Section):
     qa: QAConfig = Field(default_factory=QAConfig)  # built when a config is made: the types declared by then
     gate: GateConfig = GateConfig()
     evaluation: EvaluationConfig = EvaluationConfig()
+    gym: GymConfig = GymConfig()
     logging: LoggingConfig = LoggingConfig()
 
     @field_validator("name")

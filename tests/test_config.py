@@ -77,7 +77,7 @@ def test_shipped_configs_load(monkeypatch) -> None:
         monkeypatch.setenv(var, "k")
     folder = Path(__file__).parent.parent / "configs"
     names = sorted(p.name for p in folder.glob("*.toml"))
-    assert names == ["demo-zh.toml", "demo.toml", "live-example.toml", "tiny.toml"]
+    assert names == ["demo-zh.toml", "demo.toml", "gym-base.toml", "gym-extra.toml", "live-example.toml", "tiny.toml"]
     for path in folder.glob("*.toml"):
         load_config(path)
 

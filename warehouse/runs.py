@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from clonemem.llm.types import CallRecord
     from clonemem.warehouse.db import Warehouse
 
-RunKind = Literal["import", "generate", "qa", "gate", "evaluate", "pipeline"]
+RunKind = Literal["import", "generate", "qa", "gate", "evaluate", "pipeline", "gym"]
 RunStatus = Literal["running", "completed", "failed", "interrupted", "budget", "crashed"]
 FINISHED: tuple[RunStatus, ...] = ("completed", "failed", "interrupted", "budget", "crashed")
 

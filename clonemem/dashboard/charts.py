@@ -169,6 +169,19 @@ def calls_per_stage(frame: pl.DataFrame) -> alt.Chart:
         tooltip=["run:N", "stage:N", "calls:Q", "failed_calls:Q", "tokens:Q"]).properties(height=alt.Step(34))
 
 
+def gym_positions(frame: pl.DataFrame, title: str) -> alt.Chart:
+    """One line per system over the gym's evaluation positions (``position``, ``value``, ``system``); the
+    bounds, when in the frame, as dashed lines."""
+    dashed = alt.condition(alt.FieldOneOfPredicate(field="system", oneOf=["random bound", "upper bound"]),
+                           alt.value([5, 3]), alt.value([0]))
+    return alt.Chart(frame).mark_line(point=True).encode(
+        x=alt.X("position:O", title="evaluation position (after period)"),
+        y=alt.Y("value:Q", title=title),
+        color=alt.Color("system:N", title=None),
+        strokeDash=dashed,
+        tooltip=["system:N", "position:O", alt.Tooltip("value:Q", format=".3f")])
+
+
 def history(series: pl.DataFrame, changes: pl.DataFrame, metric: str) -> alt.LayerChart:
     """One metric of each system across evaluations over time: a point per evaluation with its 95% interval,
     joined by a line, and a dashed rule at each evaluation whose code, models or config changed (the

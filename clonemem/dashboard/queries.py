@@ -548,6 +548,76 @@ def calls_by_run_stage(db: Db) -> pl.DataFrame:
 # -- history ---------------------------------------------------------------------------------------------
 
 
+# -- the gym (on-policy evaluation) ---------------------------------------------------------------------
+
+
+def gym_runs(db: Db) -> pl.DataFrame:
+    """Every gym run, newest first, with its (N_p, N_s, N_i), systems, exposure rate and bounds."""
+    return db.frame("""
+        SELECT gym_run_id, config_name, started_at, systems, reference, periods, states_per_question,
+               turns_per_exposure, exposure_rate, random_bound, upper_bound,
+               config_name || ' (' || periods || ', ' || states_per_question || ', ' || turns_per_exposure || ')' AS detail
+        FROM gym_runs ORDER BY started_at DESC, gym_run_id""")
+
+
+def gym_position_metrics(db: Db, gym_run_id: str) -> pl.DataFrame:
+    """Accuracy and memory score per system and evaluation position (on-policy), and the bounds per position."""
+    return db.frame("""
+        SELECT system, metric, position, value FROM gym_metrics
+        WHERE gym_run_id = ? AND position IS NOT NULL AND policy = 'on'
+        ORDER BY system, metric, position""", [gym_run_id])
+
+
+def gym_overall(db: Db, gym_run_id: str) -> pl.DataFrame:
+    """One row per system: accuracy with its interval, memory score on- and off-policy, ranks, misses by cause."""
+    return db.frame("""
+        SELECT system,
+               max(value) FILTER (WHERE policy = 'on' AND metric = 'accuracy') AS accuracy,
+               max(ci_low) FILTER (WHERE policy = 'on' AND metric = 'accuracy') AS ci_low,
+               max(ci_high) FILTER (WHERE policy = 'on' AND metric = 'accuracy') AS ci_high,
+               max(value) FILTER (WHERE policy = 'on' AND metric = 'memory_score') AS memory_score,
+               max(value) FILTER (WHERE policy = 'off' AND metric = 'memory_score') AS off_policy_memory_score,
+               max(value) FILTER (WHERE policy = 'on' AND metric = 'rank')::INTEGER AS on_policy_rank,
+               max(value) FILTER (WHERE policy = 'off' AND metric = 'rank')::INTEGER AS off_policy_rank,
+               max(value) FILTER (WHERE metric = 'write') AS write_misses,
+               max(value) FILTER (WHERE metric = 'read') AS read_misses,
+               max(value) FILTER (WHERE metric = 'use') AS use_misses
+        FROM gym_metrics WHERE gym_run_id = ? AND position IS NULL AND system <> '(bounds)'
+        GROUP BY system ORDER BY on_policy_rank, system""", [gym_run_id])
+
+
+def gym_conversation_index(db: Db, gym_run_id: str) -> pl.DataFrame:
+    """(system, persona, period) that have turns, for the conversation viewer's pickers."""
+    return db.frame("""
+        SELECT DISTINCT t.system, t.persona_id, s.person_key, t.period
+        FROM gym_turns t JOIN (SELECT DISTINCT persona_id, person_key FROM gym_states WHERE gym_run_id = ?) s
+          USING (persona_id)
+        WHERE t.gym_run_id = ? ORDER BY t.system, s.person_key, t.period""", [gym_run_id, gym_run_id])
+
+
+def gym_states(db: Db, gym_run_id: str, persona_id: str, period: int) -> pl.DataFrame:
+    """The persona's states in the period, with the period's life event and what changed."""
+    return db.frame("""
+        SELECT label, value, changed, event_title, period_date FROM gym_states
+        WHERE gym_run_id = ? AND persona_id = ? AND period = ? ORDER BY variable""", [gym_run_id, persona_id, period])
+
+
+def gym_turns(db: Db, gym_run_id: str, system: str, persona_id: str, period: int) -> pl.DataFrame:
+    """The period's sessions with the system, in order: each turn's speaker, text and time."""
+    return db.frame("""
+        SELECT session, turn, speaker, text, said_at FROM gym_turns
+        WHERE gym_run_id = ? AND system = ? AND persona_id = ? AND period = ?
+        ORDER BY said_at, session, turn, speaker = 'assistant'""", [gym_run_id, system, persona_id, period])
+
+
+def gym_answers(db: Db, gym_run_id: str, system: str, persona_id: str, position: int) -> pl.DataFrame:
+    """The questions asked after the period (on- and off-policy): the choice, the right one, why it was missed."""
+    return db.frame("""
+        SELECT policy, question, choice_id, correct_id, correct, diagnosis FROM gym_answers
+        WHERE gym_run_id = ? AND system = ? AND persona_id = ? AND position = ?
+        ORDER BY policy, question_id""", [gym_run_id, system, persona_id, position])
+
+
 def metric_history(db: Db, benchmark_id: str) -> pl.DataFrame:
     """Every evaluation's overall figures (group ``all``) of a benchmark with their 95% intervals, oldest
     evaluation first."""
