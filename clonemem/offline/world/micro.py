@@ -7,6 +7,7 @@ import random
 import re
 from dataclasses import dataclass
 
+from clonemem import privacy
 from clonemem import text as textutil
 from clonemem.offline import OfflineCall
 from clonemem.offline.world.common import (
@@ -132,7 +133,11 @@ def trace_plans(call: OfflineCall) -> TracePlansOut:
             carried = [j for j, e in enumerate(ev) if e.kind == "fact"][:1]
         else:
             carried = sorted(rng.sample(range(len(ev)), k=min(len(ev), rng.randint(1, 2))))
-        audience = _audience(medium, inp.event.people, slots, lex, rng)
+        sensitive = [m for j in carried for m in privacy.matters_of(ev[j].kind, ev[j].arc_keys, inp.boundaries)]
+        if sensitive:  # a sensitive matter goes only to someone who may know it, or stays private
+            medium, audience = _within_boundary(medium, privacy.allowed_audience(sensitive), inp.media_mix, lex, rng)
+        else:
+            audience = _audience(medium, inp.event.people, slots, lex, rng)
         intent_key = {"search_history": "plan_intent_ask", "calendar_event": "plan_intent_schedule",
                       "memo": "plan_intent_note", "diary": "plan_intent_evidence"}.get(medium, "plan_intent_share")
         when = dt.datetime.combine(inp.event.date, dt.time(8, 0)) + dt.timedelta(minutes=rng.randint(0, 60 * 60))
@@ -153,6 +158,20 @@ def _audience(medium: str, people: list[str], slots: dict[str, str], lex, rng: r
     if medium == "social_media":
         return lex.s("audience_followers")
     return fill(lex.s("audience_self"), {"subj_self": lex.first_person.reflexive})
+
+
+def _within_boundary(medium: str, allowed: list[str], mix: dict[str, float], lex,
+                     rng: random.Random) -> tuple[str, str]:
+    """The medium and audience of a trace that carries a sensitive matter: a message to one of the people who
+    may know it, or a private note (a public post or group chat becomes one of those)."""
+    personal = [m for m in privacy.PERSON_MEDIA if mix.get(m, 0) > 0]
+    if allowed and (medium in privacy.PERSON_MEDIA or (medium in privacy.WIDE_MEDIA and personal)):
+        if medium not in privacy.PERSON_MEDIA:
+            medium = pick(rng, personal)
+        return medium, fill(lex.s("audience_person"), {"person": pick(rng, allowed)})
+    if medium in privacy.PERSON_MEDIA or medium in privacy.WIDE_MEDIA:
+        medium = pick(rng, [m for m in privacy.SELF_MEDIA if mix.get(m, 0) > 0] or ["diary"])
+    return medium, fill(lex.s("audience_self"), {"subj_self": lex.first_person.reflexive})
 
 
 def noise_plans(call: OfflineCall) -> TracePlansOut:
