@@ -167,3 +167,55 @@ def test_the_gate_fails_a_sensitive_item_the_recipient_may_know(generated, tmp_p
     got = clonemem(broken, home, "gate", "tiny")
     assert got.returncode == 3, got.stderr[-2000:]
     assert "sensitive items are outside the recipient's scope" in got.stdout + got.stderr
+
+
+def _tasks(wh: Path) -> dict[str, tuple]:
+    """Each privacy task by release id: recipient, purpose, tactic, and per side its statements with whom
+    their traces reached."""
+    out = {}
+    for ext, recipient, purpose, tactic, qid in _rows(
+            wh, "SELECT q.external_id, p.recipient, p.purpose, p.tactic, q.question_id FROM questions q "
+                "JOIN privacy_items p USING (question_id)"):
+        sides = _rows(wh, "SELECT pe.role, e.statement, ep.disclosed_to::VARCHAR FROM privacy_item_evidence pe "
+                          "JOIN evidence e USING (evidence_id) JOIN evidence_privacy ep USING (evidence_id) "
+                          "WHERE pe.question_id = ? ORDER BY pe.role, pe.seq", [qid])
+        out[ext] = (recipient, purpose, tactic, tuple(sides))
+    return out
+
+
+def test_a_family_goes_from_generation_to_the_release_format_and_back(generated, tmp_path) -> None:
+    wh, home, _ = generated
+    out, back = tmp_path / "release", tmp_path / "back.duckdb"
+    got = clonemem(wh, home, "export-release", "tiny", "--out", str(out))
+    assert got.returncode == 0, got.stderr[-2000:]
+    (exported,) = out.glob("*.json")
+    doc = json.loads(exported.read_text("utf-8"))
+    tasks = [q for q in doc["questions"] if q["question_type"] in FAMILIES]
+    assert {q["question_type"] for q in tasks} == set(FAMILIES)
+    for q in tasks:  # the extra field: recipient, purpose, tactic, and both sides over the evidence list
+        p = q["privacy"]
+        assert p["recipient"] and p["sensitive"] and q["choices"] == [] and q["correct_choice_id"] is None
+        for item in p["sensitive"]:
+            assert item["categories"] and p["recipient"] not in item["may_know"] + item["disclosed_to"]
+        positions = [i["evidence"] for i in p["necessary"] + p["sensitive"]]
+        assert sorted(positions) == list(range(len(q["evidence"])))
+    got = clonemem(back, home, "import-release", str(out), "--name", "back")
+    assert got.returncode == 0, got.stderr[-2000:]
+    assert _tasks(back) == _tasks(wh)  # import restores every field
+    again = tmp_path / "again"
+    assert clonemem(back, home, "export-release", "back", "--out", str(again)).returncode == 0
+    assert json.loads((again / exported.name).read_text("utf-8"))["questions"] == doc["questions"]
+
+
+def test_an_imported_privacy_item_naming_missing_evidence_is_refused(generated, tmp_path) -> None:
+    wh, home, _ = generated
+    out = tmp_path / "release"
+    assert clonemem(wh, home, "export-release", "tiny", "--out", str(out)).returncode == 0
+    (exported,) = out.glob("*.json")
+    doc = json.loads(exported.read_text("utf-8"))
+    qi, q = next((i, q) for i, q in enumerate(doc["questions"]) if "privacy" in q)
+    q["privacy"]["sensitive"][0]["evidence"] = 99
+    exported.write_text(json.dumps(doc), "utf-8")
+    got = clonemem(tmp_path / "none.duckdb", home, "import-release", str(out), "--name", "bad")
+    assert got.returncode != 0
+    assert f"$.questions[{qi}].privacy.sensitive[0].evidence" in got.stderr and "not in the question's evidence" in got.stderr
