@@ -231,7 +231,8 @@ class GateConfig(_Section):
 FULL_CONTEXT_TOKENS = 8000
 
 class EvaluationConfig(_Section):
-    systems: list[str] = Field(default_factory=lambda: ["oracle", "full_context", "bm25", "dense", "hybrid", "mem0", "amem", "omem"])
+    systems: list[str] = Field(default_factory=lambda: ["oracle", "full_context", "bm25", "bm25_boundary", "dense", "hybrid",
+                                                        "mem0", "amem", "omem"])
     k: list[PosInt] = Field(default_factory=lambda: [5, 10, 20])
     full_context_tokens: PosInt = FULL_CONTEXT_TOKENS
     bootstrap_samples: PosInt = 1000
