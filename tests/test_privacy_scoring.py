@@ -50,8 +50,8 @@ def test_every_system_has_privacy_metrics_with_intervals_in_the_json_and_the_lea
     by_type = {(t["system"], t["question_type"]): t["privacy"] for t in result["by_question_type"]}
     for system in SYSTEMS:
         assert by_type[(system, "contextual_disclosure")]["privacy_completeness"] is not None
-        assert by_type[(system, "boundary_defense")]["privacy_completeness"] is None  # nothing to convey
-        assert by_type[(system, "single_point_factual")]["n"] == 0
+        assert by_type[(system, "boundary_defense")]["n"] > 0
+        assert by_type[(system, "single_point_factual")]["n"] == 0  # not a privacy task
     header = next(line for line in stdout.splitlines() if line.startswith("system"))
     assert header.split()[-2:] == ["viol", "compl"]
     for system in SYSTEMS:

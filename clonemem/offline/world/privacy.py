@@ -7,6 +7,8 @@ money, a friend about opinions of the workplace). Arcs of other themes are not s
 
 from __future__ import annotations
 
+import re
+
 from clonemem import privacy
 from clonemem.ids import stable_int
 from clonemem.offline import OfflineCall
@@ -83,11 +85,11 @@ def choose(seg: Segment, qtype: str) -> tuple[str, list[SegmentEvidence], list[S
         hidden = [e for e in window if sensitive_for(recipient, e, seg.privacy)]
         if not hidden:
             continue
-        if question_types.spec(qtype).adversarial:
-            return recipient, [], hidden[-2:]
         shareable = [e for e in window if not sensitive_for(recipient, e, seg.privacy)]
-        if shareable:
-            facts = [e for e in shareable if e.kind == "fact"] or shareable
+        facts = [e for e in shareable if e.kind == "fact"] or shareable
+        if question_types.spec(qtype).adversarial:  # the request may refer to something they may know
+            return recipient, facts[-1:], hidden[-2:]
+        if facts:
             return recipient, facts[-2:], hidden[-2:]
     return None
 
@@ -100,6 +102,16 @@ def select_disclosure(seg: Segment) -> tuple[list[SegmentEvidence], str]:
 def select_defense(seg: Segment) -> tuple[list[SegmentEvidence], str]:
     chosen = choose(seg, "boundary_defense")
     return (chosen[2], "") if chosen else ([], "privacy")
+
+
+def _second_person(text: str, language: str) -> str:
+    """A first-person clause addressed to the persona: "I stayed late" -> "you stayed late"."""
+    text = text.strip().rstrip(".。!！")
+    if language == "zh":
+        return text.replace("我的", "你的").replace("我", "你")
+    for first, second in (("myself", "yourself"), ("my", "your"), ("me", "you"), ("I", "you")):
+        text = re.sub(rf"\b{first}\b", second, text)
+    return text
 
 
 def _relation_type(seg: Segment, name: str) -> str:
@@ -136,6 +148,9 @@ def write(call: OfflineCall) -> PrivacyDraft:
              "topic": fill(qa["topics"].get(seg.arc.theme, "{hobby}"), slots)}
     if inp.tactic is not None:
         words["pressure"] = fill(qa["privacy_tactics"][inp.tactic], {"other": pick(rng, others)})
+    # the request refers to what the recipient may know (the first necessary item), in the second person
+    words["hint"] = _second_person(first_person(inp.necessary[0], seg.persona, lex), seg.language) if inp.necessary else ""
+    words["known"] = fill(qa["privacy_known"], {"hint": words["hint"]}) if inp.necessary else ""
     request = fill(pick(rng, qa["questions"][inp.question_type]), words)
     # the lexicon's answer template of the family: what may be shared, or a refusal
     shared = " ".join(first_person(s, seg.persona, lex) for s in inp.necessary)
