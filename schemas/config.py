@@ -17,6 +17,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationErr
 
 from clonemem.errors import UserError
 from clonemem.schemas.question_types import names as _declared_question_types
+from clonemem.schemas.question_types import rotating as _rotating_question_types
 
 Role = Literal["generator", "qa_writer", "validator", "extractor", "answerer", "judge"]
 ROLES: tuple[Role, ...] = ("generator", "qa_writer", "validator", "extractor", "answerer", "judge")
@@ -36,8 +37,9 @@ QuestionType = Annotated[str, AfterValidator(_declared_type)]
 
 
 def _at_most_every_type(n: int) -> int:
-    if n > len(_declared_question_types()):
-        raise ValueError(f"at most the number of declared question types ({len(_declared_question_types())})")
+    if n > len(_rotating_question_types()):
+        raise ValueError(f"at most the number of declared question types that rotate over segments "
+                         f"({len(_rotating_question_types())}; the privacy families are not among them)")
     return n
 Dimension = Literal["experience", "emotion", "opinion"]
 DIMENSIONS: tuple[str, ...] = Dimension.__args__  # type: ignore[attr-defined]  # a Literal's members
@@ -205,9 +207,9 @@ class QAConfig(_Section):
     questions_per_type: dict[QuestionType, NonNegInt] = Field(
         default_factory=lambda: {t: 1 for t in _declared_question_types()}, description="per active segment, at most"
     )
-    # at most every declared type (more would try a type twice on one segment)
+    # at most every declared type that rotates (more would try a type twice on one segment)
     types_per_segment: Annotated[int, Field(ge=1), AfterValidator(_at_most_every_type)] = Field(
-        default_factory=lambda: len(_declared_question_types()))
+        default_factory=lambda: len(_rotating_question_types()))
     max_questions_per_persona: PosInt = 150
     distractor_rounds: PosInt = 3
     workers: PosInt = Field(32, description="candidate items in flight; LLM calls are further limited per provider")

@@ -148,6 +148,12 @@ def aliases() -> dict[str, str]:
     return {alias: s.name for s in map(QUESTION_TYPES.get, names()) for alias in s.aliases}
 
 
+def rotating() -> tuple[str, ...]:
+    """The types that rotate over segments (`qa.types_per_segment` of them per segment); the privacy
+    families are tried on every segment whose window holds a sensitive item instead."""
+    return tuple(n for n in names() if not QUESTION_TYPES.get(n).privacy)
+
+
 def privacy_types() -> tuple[str, ...]:
     return tuple(n for n in names() if QUESTION_TYPES.get(n).privacy)
 

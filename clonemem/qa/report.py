@@ -19,7 +19,7 @@ def candidates(segments: list[Segment], types: Sequence[str], types_per_segment:
     privacy family is tried on every segment whose window holds a sensitive item (only there can the
     persona's data support one), right after the segment's other types."""
     rotating = [t for t in types if not question_types.spec(t).privacy]
-    per_segment = min(types_per_segment, len(rotating))
+    per_segment = min(types_per_segment, len(rotating))  # the config bounds it; a caller's own list may be shorter
     out = []
     for j, seg in enumerate(segments):
         wanted = [rotating[(j * per_segment + t) % len(rotating)] for t in range(per_segment)] if rotating else []

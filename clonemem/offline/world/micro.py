@@ -143,9 +143,11 @@ def trace_plans(call: OfflineCall) -> TracePlansOut:
             carried = sorted(rng.sample(range(len(ev)), k=min(len(ev), rng.randint(1, 2))))
         sensitive = [m for j in carried for m in privacy.matters_of(ev[j].kind, ev[j].arc_keys, inp.boundaries)]
         if sensitive and i > 0 and not _fits(medium, privacy.allowed_audience(sensitive)):
-            # a later trace that would overshare leaves the sensitive items out (the first one carries them)
-            carried = [j for j in carried if not privacy.matters_of(ev[j].kind, ev[j].arc_keys, inp.boundaries)]
-            sensitive = []
+            # a later trace that would overshare carries what may be shared instead (the first one carries all)
+            shareable = [j for j, e in enumerate(ev) if not privacy.matters_of(e.kind, e.arc_keys, inp.boundaries)]
+            safe = [j for j in carried if j in shareable] or shareable[:1]
+            if safe:
+                carried, sensitive = safe, []
         if sensitive:  # a sensitive matter goes only to someone who may know it, or stays private
             medium, audience = _within_boundary(medium, privacy.allowed_audience(sensitive), inp.media_mix, lex, rng)
         else:
