@@ -99,7 +99,8 @@ def _privacy_items(q: ReleaseQuestion, base: str, file: str) -> list[Problem]:
     """A privacy task's items name positions of the question's evidence list, each on one side only."""
     if q.privacy is None:
         return []
-    problems, sides = [], {}
+    problems: list[Problem] = []
+    sides: dict[int, str] = {}
     for role in ("necessary", "sensitive"):
         for i, item in enumerate(getattr(q.privacy, role)):
             where = f"{base}.privacy.{role}[{i}].evidence"

@@ -47,7 +47,7 @@ def _confidant(category: str, relations: list[Relation]) -> list[str]:
 def boundaries(call: OfflineCall) -> PrivacyOut:
     inp = call.inputs
     assert isinstance(inp, PrivacyInput)
-    matters = []
+    matters: list[PrivacyMatter] = []
     for arc in inp.arcs:
         if arc.theme not in SENSITIVE_THEMES:
             continue
