@@ -15,8 +15,8 @@ from pipeline_kit import clonemem, tiny_config
 
 from clonemem import privacy
 from clonemem.evaluation import stages as E
-from clonemem.evaluation.run import EvalQuestion, GivenAnswer, PersonaData, PrivacyTask, privacy_outcome
 from clonemem.evaluation.metrics import privacy_scores
+from clonemem.evaluation.run import EvalQuestion, GivenAnswer, PersonaData, PrivacyTask, privacy_outcome
 from clonemem.schemas.evaluation import FreeAnswer, PrivacyVerdict
 
 SYSTEMS = ("bm25", "bm25_boundary", "oracle")
