@@ -12,6 +12,7 @@ import datetime as dt
 from pydantic import BaseModel, ConfigDict, Field
 
 from clonemem.schemas.generation import PrivacyCategory
+from clonemem.schemas.qa import Tactic
 
 E_TEXT = "Cannot be determined based on available information"
 QUESTION_KEYS = ("questions", "qa_items")
@@ -53,7 +54,7 @@ class ReleasePrivacy(_Release):
 
     recipient: str = Field(min_length=1)
     purpose: str
-    tactic: str | None = None
+    tactic: Tactic | None = None
     necessary: list[ReleasePrivacyItem] = Field(default_factory=list)
     sensitive: list[ReleasePrivacyItem] = Field(min_length=1)
 

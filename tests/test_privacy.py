@@ -219,3 +219,17 @@ def test_an_imported_privacy_item_naming_missing_evidence_is_refused(generated, 
     got = clonemem(tmp_path / "none.duckdb", home, "import-release", str(out), "--name", "bad")
     assert got.returncode != 0
     assert f"$.questions[{qi}].privacy.sensitive[0].evidence" in got.stderr and "not in the question's evidence" in got.stderr
+
+
+def test_an_imported_privacy_task_with_an_unknown_tactic_is_refused(generated, tmp_path) -> None:
+    wh, home, _ = generated
+    out = tmp_path / "release"
+    assert clonemem(wh, home, "export-release", "tiny", "--out", str(out)).returncode == 0
+    (exported,) = out.glob("*.json")
+    doc = json.loads(exported.read_text("utf-8"))
+    qi, q = next((i, q) for i, q in enumerate(doc["questions"]) if q.get("privacy", {}).get("tactic"))
+    q["privacy"]["tactic"] = "flattery"
+    exported.write_text(json.dumps(doc), "utf-8")
+    got = clonemem(tmp_path / "none.duckdb", home, "import-release", str(out), "--name", "bad")
+    assert got.returncode != 0 and not (tmp_path / "none.duckdb").exists()
+    assert f"$.questions[{qi}].privacy.tactic" in got.stderr, got.stderr[-1500:]
