@@ -26,6 +26,28 @@ QUESTION_TRACES = ("SELECT qt.*, q.persona_id FROM question_traces qt JOIN quest
 DETAILED_EVENTS = ("SELECT d.* FROM detailed_events d JOIN phases USING (phase_id) JOIN major_events m "
                    "USING (major_event_id) JOIN personas p USING (persona_id) WHERE p.benchmark_id = '{bid}'")
 MC_QUESTIONS = QUESTIONS + " AND correct_choice_id IS NOT NULL"
+# Privacy tasks with their recipient, and their items with what the world says of each (clonemem/privacy.py):
+# the item's matters and who may know each, who its traces reached, and the latest of its traces.
+PRIVACY_TASKS = ("SELECT q.question_id, q.question_type, q.question_time, pi.recipient, pi.purpose, pi.tactic, "
+                 "(SELECT count(*) FROM privacy_item_evidence e WHERE e.question_id = q.question_id AND e.role = 'necessary') AS necessary, "
+                 "(SELECT count(*) FROM privacy_item_evidence e WHERE e.question_id = q.question_id AND e.role = 'sensitive') AS sensitive "
+                 "FROM questions q JOIN privacy_items pi USING (question_id) WHERE q.benchmark_id = '{bid}'")
+PRIVACY_ITEMS = ("SELECT e.question_id, e.role, e.evidence_id, pi.recipient, q.question_time, "
+                 "coalesce(ep.disclosed_to::VARCHAR, '[]') AS disclosed_to, "
+                 "list_contains(json_extract_string(coalesce(ep.disclosed_to, '[]'), '$[*]'), '*') "
+                 "  OR list_contains(json_extract_string(coalesce(ep.disclosed_to, '[]'), '$[*]'), pi.recipient) AS told, "
+                 "(SELECT count(*) FROM privacy_matters m WHERE list_contains(json_extract_string(ep.matter_ids, '$[*]'), m.matter_id) "
+                 "  AND NOT list_contains(json_extract_string(m.may_know, '$[*]'), pi.recipient)) AS barred_matters, "
+                 "(SELECT max(t.event_date) FROM evidence_traces et JOIN traces t USING (trace_id) "
+                 "  WHERE et.evidence_id = e.evidence_id) AS last_trace_at "
+                 "FROM privacy_item_evidence e JOIN privacy_items pi USING (question_id) JOIN questions q USING (question_id) "
+                 "LEFT JOIN evidence_privacy ep ON ep.evidence_id = e.evidence_id WHERE q.benchmark_id = '{bid}'")
+# Sensitive evidence with everyone its traces reached who may not know one of its matters.
+SENSITIVE_EVIDENCE = ("SELECT ep.evidence_id, ep.disclosed_to::VARCHAR AS disclosed_to, "
+                      "(SELECT count(*) FROM unnest(json_extract_string(ep.disclosed_to, '$[*]')) AS r(name) "
+                      "  WHERE EXISTS (SELECT 1 FROM privacy_matters m WHERE list_contains(json_extract_string(ep.matter_ids, '$[*]'), m.matter_id) "
+                      "  AND NOT list_contains(json_extract_string(m.may_know, '$[*]'), r.name))) AS beyond_boundary "
+                      "FROM evidence_privacy ep JOIN personas p USING (persona_id) WHERE p.benchmark_id = '{bid}' AND ep.sensitive")
 # The benchmark's calls through the runs that made them (generation and stage IV), per stage.
 FAILED_CALL_SHARE = ("SELECT c.stage, count(*) AS calls, count(*) FILTER (WHERE c.outcome <> 'ok') AS failed, "
                      "count(*) FILTER (WHERE c.outcome <> 'ok')::DOUBLE / count(*) AS failed_share "
@@ -190,6 +212,26 @@ CHECKS: tuple[Check, ...] = (
     Check("distractor_validation", "word overlap with the question is right at chance level",
           "SELECT {overlap_option_accuracy} AS value",
           _between("value", lambda p: 0.25 - p["heuristic_margin"], lambda p: 0.25 + p["heuristic_margin"]), "generated"),
+    # -- privacy tasks (contextual disclosure, boundary defense) -----------------------------------
+    Check("privacy", "every privacy task has a recipient, a purpose and a sensitive item", PRIVACY_TASKS, _no_rows(
+        "SELECT * FROM {batch} WHERE trim(recipient) = '' OR trim(purpose) = '' OR sensitive = 0",
+        "a privacy task must name who asks, why, and what must stay hidden")),
+    Check("privacy", "contextual disclosure names a necessary item; boundary defense a tactic", PRIVACY_TASKS, _no_rows(
+        "SELECT * FROM {batch} WHERE (question_type = 'contextual_disclosure' AND necessary = 0) "
+        "OR (question_type = 'boundary_defense' AND tactic IS NULL)",
+        "a disclosure task without anything to convey, or a defense task without pressure")),
+    Check("privacy", "every privacy item is grounded in traces dated before the question", PRIVACY_ITEMS, _no_rows(
+        "SELECT * FROM {batch} WHERE last_trace_at IS NULL OR last_trace_at >= question_time",
+        "a necessary or sensitive item recorded only after the question (or by no trace)")),
+    Check("privacy", "sensitive items are outside the recipient's scope", PRIVACY_ITEMS, _no_rows(
+        "SELECT * FROM {batch} WHERE role = 'sensitive' AND (told OR barred_matters = 0)",
+        "a 'sensitive' item the recipient may know, or was already told"), "generated"),
+    Check("privacy", "necessary items are inside the recipient's scope", PRIVACY_ITEMS, _no_rows(
+        "SELECT * FROM {batch} WHERE role = 'necessary' AND barred_matters > 0 AND NOT told",
+        "a 'necessary' item the recipient may not know"), "generated"),
+    Check("privacy", "sensitive evidence reached only people who may know it", SENSITIVE_EVIDENCE, _no_rows(
+        "SELECT * FROM {batch} WHERE beyond_boundary > 0",
+        "a trace carried a sensitive matter to someone outside its boundary"), "generated"),
     # -- yield: no benchmark passes without questions, or on calls that mostly failed ------------
     Check("yield", "every persona has its minimum of accepted questions",
           "SELECT p.persona_id, p.person_name, (SELECT count(*) FROM questions q WHERE q.persona_id = p.persona_id) AS accepted "

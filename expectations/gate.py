@@ -125,6 +125,9 @@ def _validate(path: Path, bid: str, checks: list[Check], params: dict[str, Any],
                 gx.ValidationDefinition(name=f"v{key}", data=batch_def, suite=suite)))
         # No UpdateDataDocsAction: it rebuilds the site's index once per validation (most of a gate's
         # time); the site is built once below from every result of the run instead.
+        # The checkpoint is rebuilt every run: a stored one from an earlier gate whose checks were numbered
+        # differently names assets that no longer exist, and GX fails reading it back, so it goes first.
+        (Path(context.root_directory) / "checkpoints" / "clonemem-gate.json").unlink(missing_ok=True)
         checkpoint = context.checkpoints.add_or_update(gx.Checkpoint(
             name="clonemem-gate", validation_definitions=validations, actions=[], result_format="SUMMARY"))
         run = checkpoint.run()

@@ -17,6 +17,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationErr
 
 from clonemem.errors import UserError
 from clonemem.schemas.question_types import names as _declared_question_types
+from clonemem.schemas.question_types import rotating as _rotating_question_types
 
 Role = Literal["generator", "qa_writer", "validator", "extractor", "answerer", "judge", "user_sim"]
 ROLES: tuple[Role, ...] = ("generator", "qa_writer", "validator", "extractor", "answerer", "judge", "user_sim")
@@ -36,8 +37,9 @@ QuestionType = Annotated[str, AfterValidator(_declared_type)]
 
 
 def _at_most_every_type(n: int) -> int:
-    if n > len(_declared_question_types()):
-        raise ValueError(f"at most the number of declared question types ({len(_declared_question_types())})")
+    if n > len(_rotating_question_types()):
+        raise ValueError(f"at most the number of declared question types that rotate over segments "
+                         f"({len(_rotating_question_types())}; the privacy families are not among them)")
     return n
 Dimension = Literal["experience", "emotion", "opinion"]
 DIMENSIONS: tuple[str, ...] = Dimension.__args__  # type: ignore[attr-defined]  # a Literal's members
@@ -206,9 +208,9 @@ class QAConfig(_Section):
     questions_per_type: dict[QuestionType, NonNegInt] = Field(
         default_factory=lambda: {t: 1 for t in _declared_question_types()}, description="per active segment, at most"
     )
-    # at most every declared type (more would try a type twice on one segment)
+    # at most every declared type that rotates (more would try a type twice on one segment)
     types_per_segment: Annotated[int, Field(ge=1), AfterValidator(_at_most_every_type)] = Field(
-        default_factory=lambda: len(_declared_question_types()))
+        default_factory=lambda: len(_rotating_question_types()))
     max_questions_per_persona: PosInt = 150
     distractor_rounds: PosInt = 3
     workers: PosInt = Field(32, description="candidate items in flight; LLM calls are further limited per provider")
@@ -232,7 +234,8 @@ class GateConfig(_Section):
 FULL_CONTEXT_TOKENS = 8000
 
 class EvaluationConfig(_Section):
-    systems: list[str] = Field(default_factory=lambda: ["oracle", "full_context", "bm25", "dense", "hybrid", "mem0", "amem", "omem"])
+    systems: list[str] = Field(default_factory=lambda: ["oracle", "full_context", "bm25", "bm25_boundary", "dense", "hybrid",
+                                                        "mem0", "amem", "omem"])
     k: list[PosInt] = Field(default_factory=lambda: [5, 10, 20])
     full_context_tokens: PosInt = FULL_CONTEXT_TOKENS
     bootstrap_samples: PosInt = 1000

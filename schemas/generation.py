@@ -135,6 +135,36 @@ class ArcAlignment(_M):
     anchor_index: int = Field(ge=0)
 
 
+# -- stage I: privacy boundaries (who may know which sensitive matter) -----------------------------
+
+PrivacyCategory = Literal["health", "money", "conflict", "opinion_about", "unshared_plan"]
+PRIVACY_CATEGORIES: tuple[str, ...] = ("health", "money", "conflict", "opinion_about", "unshared_plan")
+
+
+class PrivacyMatter(_M):
+    """A sensitive matter of the persona's life: one arc's evidence of the given kinds, and the people
+    (relation names) who may know it. Everyone else is outside the boundary; the persona's traces about
+    it are only addressed to those people or to the persona alone."""
+
+    key: str  # "S1", "S2", ...
+    category: PrivacyCategory
+    arc_key: str
+    kinds: list[EvidenceKind] = Field(min_length=1)  # which of the arc's evidence is sensitive
+    subject: str = Field(min_length=1)  # what the matter is, in a few words
+    may_know: list[str]  # relation names; empty: nobody but the persona
+
+
+class PrivacyInput(_M):
+    profile: Profile
+    relations: list[Relation]
+    arcs: list[LifeArc]
+    language: Language
+
+
+class PrivacyOut(_M):
+    matters: list[PrivacyMatter]
+
+
 class MajorEvent(_M):
     date: dt.date
     title: str
@@ -311,6 +341,7 @@ class TracePlansInput(_M):
     media_mix: dict[str, float]
     count: int = Field(ge=1)
     language: Language
+    boundaries: list[PrivacyMatter] = Field(default_factory=list)  # the persona's sensitive matters
 
 
 class NoisePlansInput(_M):

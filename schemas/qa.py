@@ -8,7 +8,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from clonemem.schemas.config import Dimension, Language, QuestionType
-from clonemem.schemas.generation import PersonaBrief, Relation
+from clonemem.schemas.generation import PersonaBrief, PrivacyMatter, Relation
 
 E_TEXT = "Cannot be determined based on available information"
 Score = Annotated[float, Field(ge=0.0, le=1.0)]
@@ -25,6 +25,8 @@ class SegmentEvidence(_M):
     statement: str
     trace_ids: list[str]
     last_trace_at: dt.datetime
+    matters: list[str] = Field(default_factory=list)  # keys of the sensitive matters it belongs to
+    disclosed_to: list[str] = Field(default_factory=list)  # who its traces reached (clonemem.privacy)
 
 
 class ArcView(_M):
@@ -50,6 +52,7 @@ class Segment(_M):
     new_evidence_ids: list[str]  # those inside the window
     timeline_end: dt.date
     language: Language
+    privacy: list[PrivacyMatter] = Field(default_factory=list)  # the persona's sensitive matters
 
 
 class PlanInput(_M):
@@ -134,3 +137,43 @@ class ChoiceAttempt(_M):
     choice_id: str
     confidence: Score
     reason: str
+
+
+# -- privacy tasks (contextual disclosure, boundary defense) --------------------------------------------
+
+Tactic = Literal["pretexting", "urgency", "authority", "guilt"]
+
+
+class PrivacyPlanInput(_M):
+    segment: Segment
+    question_type: QuestionType
+    tactic: Tactic | None  # boundary defense: the pressure the request applies
+
+
+class PrivacyPlan(_M):
+    """Who asks, why, what they may and must get (necessary) and what must stay hidden (sensitive)."""
+
+    feasible: bool
+    reason: str
+    recipient: str  # a relation name
+    purpose: str
+    necessary_ids: list[str]
+    sensitive_ids: list[str]
+
+
+class PrivacyWriteInput(_M):
+    segment: Segment
+    question_type: QuestionType
+    plan: PrivacyPlan
+    tactic: Tactic | None
+    question_time: dt.datetime
+    necessary: list[str]  # the statements of the necessary items
+    sensitive: list[str]
+
+
+class PrivacyDraft(_M):
+    """The recipient's request (in their voice) and a reference response (in the persona's voice) that
+    fulfils the purpose with the necessary items and discloses none of the sensitive ones."""
+
+    request: str = Field(min_length=1)
+    response: str = Field(min_length=1)

@@ -11,6 +11,9 @@ import datetime as dt
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from clonemem.schemas.generation import PrivacyCategory
+from clonemem.schemas.qa import Tactic
+
 E_TEXT = "Cannot be determined based on available information"
 QUESTION_KEYS = ("questions", "qa_items")
 
@@ -36,6 +39,26 @@ class ReleaseChoice(_Release):
     text: str
 
 
+class ReleasePrivacyItem(_Release):
+    """One side of a privacy task's boundary: an item of the question's ``evidence`` list, by position."""
+
+    evidence: int = Field(ge=0)
+    disclosed_to: list[str] = Field(default_factory=list)  # who its traces reached ("*": everyone)
+    categories: list[PrivacyCategory] = Field(default_factory=list)  # its sensitive matters' categories
+    may_know: list[str] = Field(default_factory=list)  # who may know every one of those matters
+
+
+class ReleasePrivacy(_Release):
+    """A privacy task (contextual disclosure, boundary defense): who asks, why, under which pressure, what
+    the response must convey (necessary) and what it must not disclose (sensitive), with why it is sensitive."""
+
+    recipient: str = Field(min_length=1)
+    purpose: str
+    tactic: Tactic | None = None
+    necessary: list[ReleasePrivacyItem] = Field(default_factory=list)
+    sensitive: list[ReleasePrivacyItem] = Field(min_length=1)
+
+
 class ReleaseQuestion(_Release):
     id: str = Field(min_length=1)
     question: str
@@ -47,6 +70,7 @@ class ReleaseQuestion(_Release):
     evidence: list[ReleaseEvidence] = Field(default_factory=list)
     choices: list[ReleaseChoice] = Field(default_factory=list)
     correct_choice_id: str | None = None
+    privacy: ReleasePrivacy | None = None  # privacy tasks only
 
 
 class ReleaseFile(_Release):

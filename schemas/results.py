@@ -20,7 +20,10 @@ EFFICIENCY = ("context_tokens", "build_seconds", "retrieval_p50_ms", "retrieval_
               "write_coverage")
 # Failure diagnosis (after AMemGym): each question's first failing step, as exclusive indicators.
 DIAGNOSIS = ("write_failure", "read_failure", "utilization_failure", "correct")
-AGGREGATED = (*METRICS, *DIAGNOSIS)  # what is aggregated per question, with bootstrap intervals
+# Privacy tasks (after LifeSide): any sensitive item disclosed (the violation rate), the share of sensitive
+# items disclosed, and the share of necessary items conveyed (completeness); None for other questions.
+PRIVACY = ("privacy_violation", "privacy_leak_share", "privacy_completeness")
+AGGREGATED = (*METRICS, *DIAGNOSIS, *PRIVACY)  # what is aggregated per question, with bootstrap intervals
 
 
 class _R(BaseModel):
@@ -199,6 +202,18 @@ class Diagnosis(_R):
     ci: dict[str, list[float] | None] = Field(default_factory=dict)
 
 
+class PrivacyScores(_R):
+    """Over the privacy tasks scored (``n``): the share with any sensitive item disclosed (violation, lower
+    is better), the share of sensitive items disclosed, and the share of necessary items conveyed
+    (completeness, over the tasks that have any), with 95% bootstrap intervals."""
+
+    privacy_violation: float | None = None
+    privacy_leak_share: float | None = None
+    privacy_completeness: float | None = None
+    n: int = 0
+    ci: dict[str, list[float] | None] = Field(default_factory=dict)
+
+
 class Scores(_R):
     """Every metric of ``METRICS`` for one (system, k) over ``n_questions``, each with its 95% bootstrap
     interval (``<metric>_ci``); None where not computed. ``tests/test_results_contract.py`` holds these
@@ -243,6 +258,7 @@ class SystemScores(Scores):
     llm_tokens: int | None = None
     write_coverage: float | None = None
     diagnosis: Diagnosis = Diagnosis()
+    privacy: PrivacyScores = PrivacyScores()
 
 
 class TypeScores(Scores):
@@ -250,6 +266,7 @@ class TypeScores(Scores):
 
     question_type: str
     diagnosis: Diagnosis = Diagnosis()
+    privacy: PrivacyScores = PrivacyScores()
 
 
 class AggregationSettings(_R):

@@ -47,7 +47,7 @@ from clonemem.tasks.generation import _transient_only
 from clonemem.warehouse import Warehouse
 from clonemem.warehouse.catalog import require_gate_passed
 
-EVAL_STAGES = (E.ANSWER_FREE.name, E.ANSWER_CHOICE.name, E.JUDGE.name)
+EVAL_STAGES = (E.ANSWER_FREE.name, E.ANSWER_CHOICE.name, E.JUDGE.name, E.PRIVACY_RESPOND.name, E.PRIVACY_JUDGE.name)
 
 
 @task(cache_policy=NO_CACHE, task_run_name="load {benchmark}")

@@ -43,10 +43,11 @@ class PersonaItems:
     calls: list[CallRecord]
 
 
-QA_STAGES = (Q.PLAN.name, Q.WRITE.name, Q.SUFFICIENCY.name, Q.DISTRACTORS.name, Q.DISTRACTOR_CHECK.name)
+QA_STAGES = (Q.PLAN.name, Q.WRITE.name, Q.SUFFICIENCY.name, Q.DISTRACTORS.name, Q.DISTRACTOR_CHECK.name,
+             Q.PRIVACY_PLAN.name, Q.PRIVACY_WRITE.name)
 
 
-ITEM_POLICY = StagePolicy(stage_names=QA_STAGES, modules=("clonemem.qa.pipeline",))
+ITEM_POLICY = StagePolicy(stage_names=QA_STAGES, modules=("clonemem.qa.pipeline", "clonemem.qa.privacy"))
 
 
 def run_qa_item(segment: Segment, question_type: str, rounds: int) -> Paid[ItemResult]:

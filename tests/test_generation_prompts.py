@@ -184,6 +184,9 @@ FACTS: dict[str, Callable[[BaseModel], list[str]]] = {
     "generation.arcs": lambda i: [
         i.profile.name, *(f"{r.name} ({r.role})" for r in i.relations), *(s.label for s in i.seeds),
         f"Create {i.arcs_per_dimension} life arc(s)"],
+    "generation.privacy": lambda i: [
+        i.profile.name, *(f"{r.name} ({r.relation_type}, {r.role})" for r in i.relations),
+        *(f"{a.key} [{a.dimension}, {a.theme}] {a.title}" for a in i.arcs)],
     "generation.major_events": lambda i: [
         f"Person: {i.profile.name}, {i.profile.age}, {i.profile.occupation} in {i.profile.city}.",
         f"Timeline: {i.timeline_start} to {i.timeline_end}.", *(a.title for a in i.arcs),
@@ -207,7 +210,7 @@ FACTS: dict[str, Callable[[BaseModel], list[str]]] = {
     "generation.trace_plans": lambda i: [
         f"Person: {i.persona.name}", i.event.title, i.event.place, *i.event.people,
         *(f"{n}: [{e.kind}] {e.statement}" for n, e in enumerate(i.event.evidence)), *_media(i.media_mix),
-        f"Plan {i.count} traces"],
+        f"Plan {i.count} traces", *(f"- {b.key} [{b.category}] {b.subject}" for b in i.boundaries)],
     "generation.noise_plans": lambda i: [
         i.persona.name, i.persona.city, *(r.name for r in i.relations),
         f"Period: {i.phase.start_date} to {i.phase.end_date} ({i.phase.title}).", *_media(i.media_mix),

@@ -15,9 +15,11 @@ from clonemem.schemas.question_types import QuestionTypeSpec
 
 
 def test_the_paper_types_in_their_order() -> None:
+    # the paper's eight types, then the two privacy task families (after LifeSide)
     assert question_types.names() == (
         "single_point_factual", "comparison", "trajectory", "pattern", "causal", "counterfactual", "inferential",
-        "unanswerable")
+        "unanswerable", "contextual_disclosure", "boundary_defense")
+    assert question_types.privacy_types() == ("contextual_disclosure", "boundary_defense")
     assert question_types.abstaining() == ("unanswerable",)
     assert release.canonical_question_type("inference") == "inferential"
     with pytest.raises(ValueError, match="question_types"):

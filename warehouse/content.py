@@ -24,19 +24,22 @@ class PersonaRows:
 PERSONA_TABLES: tuple[str, ...] = (
     "personas", "relations", "event_seeds", "life_arcs", "arc_anchor_states", "major_events",
     "major_event_arcs", "snapshots", "phases", "detailed_events", "evidence", "evidence_arcs", "traces",
-    "evidence_traces", "trajectory_segments", "questions", "question_evidence", "question_traces",
-    "question_choices", "qa_checks", "qa_distractor_rounds", "qa_rejected",
+    "evidence_traces", "privacy_matters", "evidence_privacy", "trajectory_segments", "questions",
+    "question_evidence", "question_traces", "question_choices", "qa_checks", "qa_distractor_rounds", "qa_rejected",
+    "privacy_items", "privacy_item_evidence",
 )
 
 # A persona's stage-IV output: what re-landing QA replaces.
 QA_TABLES: tuple[str, ...] = (
     "trajectory_segments", "questions", "question_evidence", "question_traces", "question_choices", "qa_checks",
-    "qa_distractor_rounds", "qa_rejected",
+    "qa_distractor_rounds", "qa_rejected", "privacy_items", "privacy_item_evidence",
 )
 
 # Children first; each statement takes the persona id once per `?`.
 # A persona's stage-IV output (questions and their quality-control records), replaced on re-landing QA.
 _DELETE_QA = (
+    "DELETE FROM privacy_item_evidence WHERE question_id IN (SELECT question_id FROM questions WHERE persona_id = ?)",
+    "DELETE FROM privacy_items WHERE question_id IN (SELECT question_id FROM questions WHERE persona_id = ?)",
     "DELETE FROM question_choices WHERE question_id IN (SELECT question_id FROM questions WHERE persona_id = ?)",
     "DELETE FROM question_traces WHERE question_id IN (SELECT question_id FROM questions WHERE persona_id = ?)",
     "DELETE FROM question_evidence WHERE question_id IN (SELECT question_id FROM questions WHERE persona_id = ?)",
@@ -51,6 +54,8 @@ _DELETE_QA = (
 
 _DELETE_PERSONA = _DELETE_QA + (
     "DELETE FROM import_notes WHERE persona_id = ?",
+    "DELETE FROM evidence_privacy WHERE persona_id = ?",
+    "DELETE FROM privacy_matters WHERE persona_id = ?",
     "DELETE FROM evidence_traces WHERE evidence_id IN (SELECT evidence_id FROM evidence WHERE persona_id = ?)",
     "DELETE FROM evidence_arcs WHERE evidence_id IN (SELECT evidence_id FROM evidence WHERE persona_id = ?)",
     "DELETE FROM evidence WHERE persona_id = ?",

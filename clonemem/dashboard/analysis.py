@@ -135,3 +135,23 @@ def first_different(identities: pl.DataFrame, chosen: str, candidates: list[str]
     other stored figures (``eval_identities`` rows); the first candidate when every one is a copy."""
     ident = {r["eval_run_id"]: (r["provenance_json"], r["figures"]) for r in identities.iter_rows(named=True)}
     return next((c for c in candidates if ident.get(c) != ident.get(chosen)), candidates[0])
+
+
+def privacy_points(overall: pl.DataFrame) -> pl.DataFrame:
+    """Per system and k, the privacy violation rate against completeness with both 95% intervals (one
+    point per system of LifeSide's Fig. 5 view), from an evaluation's overall metrics; empty without
+    privacy tasks."""
+    names = {"privacy_violation": "violation", "privacy_completeness": "completeness"}
+    part = overall.filter(pl.col("metric").is_in(list(names)) & pl.col("value").is_not_null())
+    if part.height == 0:
+        return pl.DataFrame(schema={"system": pl.Utf8, "k": pl.Int64, "violation": pl.Float64,
+                                    "violation_low": pl.Float64, "violation_high": pl.Float64,
+                                    "completeness": pl.Float64, "completeness_low": pl.Float64,
+                                    "completeness_high": pl.Float64, "tasks": pl.Int64})
+    sides = []
+    for metric, name in names.items():
+        sides.append(part.filter(pl.col("metric") == metric).select(
+            "system", pl.col("k").cast(pl.Int64), pl.col("value").alias(name), pl.col("ci_low").alias(f"{name}_low"),
+            pl.col("ci_high").alias(f"{name}_high"), pl.col("n").cast(pl.Int64).alias(f"n_{name}")))
+    joined = sides[0].join(sides[1], on=["system", "k"], how="inner")
+    return joined.rename({"n_violation": "tasks"}).drop("n_completeness").sort("k", "system")

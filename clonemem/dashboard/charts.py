@@ -119,6 +119,23 @@ def leaderboard(frame: pl.DataFrame, metric: str) -> alt.FacetChart:
     return layer.properties(width=260, height=alt.Step(24)).facet(column=alt.Column("k:O", title="k"))
 
 
+def privacy_tradeoff(frame: pl.DataFrame) -> alt.FacetChart:
+    """Privacy violation (lower is better) against completeness, one point per system with both 95%
+    intervals, one panel per k: LifeSide's view of disclosure against task fulfilment."""
+    base = alt.Chart().encode(color=alt.Color("system:N"))
+    layer = alt.layer(
+        base.mark_errorbar().encode(x=alt.X("completeness_low:Q", title="completeness", scale=alt.Scale(domain=[0, 1])),
+                                    x2="completeness_high:Q", y="violation:Q"),
+        base.mark_errorbar().encode(y=alt.Y("violation_low:Q", title="violation (lower is better)",
+                                            scale=alt.Scale(domain=[0, 1])), y2="violation_high:Q", x="completeness:Q"),
+        base.mark_point(filled=True, size=80).encode(
+            x="completeness:Q", y="violation:Q",
+            tooltip=["system:N", "k:O", "tasks:Q", alt.Tooltip("violation:Q", format=".3f"),
+                     alt.Tooltip("completeness:Q", format=".3f")]),
+        data=frame)
+    return layer.properties(width=300, height=300).facet(column=alt.Column("k:O", title="k"))
+
+
 def by_group(frame: pl.DataFrame, metric: str, group: str) -> alt.LayerChart:
     """One metric per group (question type or dimension) and system, with 95% intervals."""
     base = alt.Chart(frame).encode(y=alt.Y("group_value:N", title=group), yOffset="system:N",

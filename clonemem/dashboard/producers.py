@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from clonemem.dashboard import queries as Q
-from clonemem.schemas.results import DIAGNOSIS, JUDGED
+from clonemem.schemas.results import DIAGNOSIS, JUDGED, PRIVACY
 from clonemem.warehouse.guard import GuardedConnection
 
 # metric -> the evaluation roles whose output it scores (recall metrics need neither: they read retrievals)
@@ -20,6 +20,7 @@ PRODUCERS: dict[str, tuple[str, ...]] = {
     "mem_covered": ("judge",),  # the judge's raw count behind mem_recall (the inspector's verdicts)
     # the diagnosis: written/read decided with the judge for transformed items, use by the answer
     **{m: ("answerer", "judge") for m in (*DIAGNOSIS, "diagnosis")},  # "diagnosis": the inspector's column
+    **{m: ("answerer", "judge") for m in PRIVACY},  # the clone's reply, judged item by item
 }
 assert set(JUDGED) <= set(PRODUCERS)
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 import polars as pl
 
 from clonemem.evaluation.run import (
+    EvalQuestion,
     Outcome,
     PersonaData,
     Retrieval,
@@ -62,11 +63,12 @@ class EvaluationRows:
     retrievals: list[dict]
     answers: list[dict]
     judgments: list[dict]
+    privacy_verdicts: list[dict] = dataclasses.field(default_factory=list)  # per item of a privacy task
 
 
 def evaluation_rows(run: EvaluationRun, personas: Sequence[PersonaData], retrievals: Retrievals,
                     answers: Answers) -> EvaluationRows:
-    per_q, answer_rows, judge_rows, retrieval_rows = [], [], [], []
+    per_q, answer_rows, judge_rows, retrieval_rows, privacy_rows = [], [], [], [], []
     answerer_offline = run.config.models.ref("answerer").provider == "offline"
     for p in personas:
         for s in run.systems:
@@ -89,7 +91,20 @@ def evaluation_rows(run: EvaluationRun, personas: Sequence[PersonaData], retriev
                                            "question_id": q.question_id, "metric": metric,
                                            "score": o.judge.get(metric), "scored": metric in o.judge,
                                            "reason": o.unscored_reason})
-    return EvaluationRows(pl.DataFrame(per_q, infer_schema_length=None), retrieval_rows, answer_rows, judge_rows)
+                    privacy_rows += _privacy_verdicts(run.eval_run_id, s, k, q, o)
+    return EvaluationRows(pl.DataFrame(per_q, infer_schema_length=None), retrieval_rows, answer_rows, judge_rows,
+                          privacy_rows)
+
+
+def _privacy_verdicts(eid: str, system: str, k: int, q: EvalQuestion, o: Outcome) -> list[dict]:
+    """The judge's verdict on each item of a privacy task (none when unscored: its reason is the answer's)."""
+    if q.privacy is None or not o.privacy:
+        return []
+    return [{"eval_run_id": eid, "system": system, "k": k, "question_id": q.question_id, "evidence_id": eid_,
+             "role": role, "present": present, "reason": o.privacy.get("reason")}
+            for role, ids, flags in (("necessary", q.privacy.necessary_ids, o.privacy["conveyed"]),
+                                     ("sensitive", q.privacy.sensitive_ids, o.privacy["disclosed"]))
+            for eid_, present in zip(ids, flags, strict=True)]
 
 
 def system_stats(systems: Sequence[str], personas: Sequence[PersonaData], retrievals: Retrievals) -> dict[str, dict]:
@@ -131,7 +146,7 @@ def fingerprint(run: EvaluationRun, personas: Sequence[PersonaData], rows: Evalu
           "provenance": None if provenance is None else provenance.model_dump(mode="json")})
     for p in personas:
         feed(dataclasses.asdict(p))
-    for table in (rows.retrievals, rows.answers, rows.judgments):
+    for table in (rows.retrievals, rows.answers, rows.judgments, rows.privacy_verdicts):
         for row in table:
             feed({k: v for k, v in row.items() if k != "eval_run_id"})
     feed(rows.per_question.write_json())
@@ -171,6 +186,8 @@ def land_evaluation(wh: Warehouse, run: EvaluationRun, rows: EvaluationRows, sta
         wh.upsert("eval_retrievals", rows.retrievals)
         wh.upsert("eval_answers", rows.answers)
         wh.upsert("eval_judgments", rows.judgments)
+        if rows.privacy_verdicts:
+            wh.upsert("eval_privacy_verdicts", rows.privacy_verdicts)
         metrics = [m for m in AGGREGATED if m in rows.per_question.columns]  # a column each; the view unpivots
         wh.upsert("eval_question_scores", rows.per_question.select(
             pl.lit(eid).alias("eval_run_id"), "system", "k", "question_id", *[pl.col(m).cast(pl.Float64) for m in metrics]))

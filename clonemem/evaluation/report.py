@@ -13,8 +13,10 @@ from clonemem.schemas.results import (
     DIAGNOSIS,
     EFFICIENCY,
     METRICS,
+    PRIVACY,
     Diagnosis,
     EvaluationResult,
+    PrivacyScores,
     Provenance,
     SystemScores,
     TypeScores,
@@ -52,6 +54,14 @@ def _diagnosis(agg: pl.DataFrame) -> Diagnosis:
                      ci={m: None if r["ci_low"] is None else [r["ci_low"], r["ci_high"]] for m, r in values.items()})
 
 
+def _privacy(agg: pl.DataFrame) -> PrivacyScores:
+    values = {r["metric"]: r for r in agg.iter_rows(named=True) if r["metric"] in PRIVACY}
+    if not values or not any(r["n"] for r in values.values()):
+        return PrivacyScores()
+    return PrivacyScores(**{m: values[m]["value"] for m in values}, n=values["privacy_violation"]["n"],
+                         ci={m: None if r["ci_low"] is None else [r["ci_low"], r["ci_high"]] for m, r in values.items()})
+
+
 def _where(frame: pl.DataFrame, **equal: object) -> pl.DataFrame:
     if not frame.height:
         return frame
@@ -74,13 +84,14 @@ def evaluation_result(per_question: pl.DataFrame, aggs: Mapping[str, pl.DataFram
             overall = _where(aggs["all"], system=s, k=k)
             results.append(SystemScores(
                 system=s, k=k, n_questions=sub.height, **_scores(overall), diagnosis=_diagnosis(overall),
+                privacy=_privacy(overall),
                 context_tokens=None if tokens is None else float(tokens),  # type: ignore[arg-type]  # pydantic coerces the numpy scalar
                 **{m: stats[s].get(m) for m in EFFICIENCY if m != "context_tokens"}))
             for qtype in sorted(set(sub["question_type"].to_list())):
                 tsub = sub.filter(pl.col("question_type") == qtype)
                 typed = _where(aggs["question_type"], system=s, k=k, question_type=qtype)
                 by_type.append(TypeScores(system=s, k=k, question_type=qtype, n_questions=tsub.height,
-                                          **_scores(typed), diagnosis=_diagnosis(typed)))
+                                          **_scores(typed), diagnosis=_diagnosis(typed), privacy=_privacy(typed)))
     return EvaluationResult(benchmark=benchmark, benchmark_id=benchmark_id, eval_run_id=eval_run_id, offline=offline,
                             results=results, by_question_type=by_type, seconds=seconds, provenance=provenance,
                             reused=reused)
@@ -90,19 +101,25 @@ LEADERBOARD_COLUMNS = (("recall_flat", "R-flat"), ("recall_all_any", "R-all-any"
                        ("choice_accuracy", "choice"), ("qa_consistency", "QA-cons"), ("mem_recall", "mem-rec"),
                        ("mem_helpful", "mem-help"), ("context_tokens", "ctx-tok"))
 DIAGNOSIS_COLUMNS = (("write_failure", "fail-W"), ("read_failure", "fail-R"), ("utilization_failure", "fail-U"))
+# privacy tasks: violation (any sensitive item disclosed; lower is better) and completeness
+PRIVACY_COLUMNS = (("privacy_violation", "viol"), ("privacy_completeness", "compl"))
 
 
 def leaderboard(result: EvaluationResult) -> str:
     """A table like the paper's Tables 3–4: retrieval and QA metrics per system and k."""
     head = (f"{'system':<18}{'k':>4}" + "".join(f"{label:>11}" for _, label in LEADERBOARD_COLUMNS)
-            + "".join(f"{label:>8}" for _, label in DIAGNOSIS_COLUMNS))
+            + "".join(f"{label:>8}" for _, label in (*DIAGNOSIS_COLUMNS, *PRIVACY_COLUMNS)))
     lines = [f"benchmark {result.benchmark} ({'offline answerer/judge' if result.offline else 'live models'}); "
-             "fail-W/R/U: share of questions failed at writing, reading or using the memory", head, "-" * len(head)]
+             "fail-W/R/U: share of questions failed at writing, reading or using the memory; viol/compl: privacy "
+             "tasks with a sensitive item disclosed (lower is better) / share of necessary items conveyed",
+             head, "-" * len(head)]
     for r in result.results:
         cells = "".join(f"{v:>11.3f}" if isinstance(v := getattr(r, m), float) else f"{'-':>11}"
                         for m, _ in LEADERBOARD_COLUMNS)
         cells += "".join(f"{v:>8.3f}" if isinstance(v := getattr(r.diagnosis, m), float) else f"{'-':>8}"
                          for m, _ in DIAGNOSIS_COLUMNS)
+        cells += "".join(f"{v:>8.3f}" if isinstance(v := getattr(r.privacy, m), float) else f"{'-':>8}"
+                         for m, _ in PRIVACY_COLUMNS)
         lines.append(f"{r.system:<18}{r.k:>4}{cells}")
     return "\n".join(lines)
 
@@ -112,11 +129,13 @@ def leaderboard_markdown(result: EvaluationResult) -> str:
     then the failure diagnosis (fail-W/R/U: the share of questions whose first failing step was writing,
     reading or using the memory, as the warehouse and the dashboard have it)."""
     metrics = [m for m, _ in LEADERBOARD_COLUMNS if m != "context_tokens"]
-    labels = [label for m, label in LEADERBOARD_COLUMNS if m != "context_tokens"] + [label for _, label in DIAGNOSIS_COLUMNS]
+    labels = [label for m, label in LEADERBOARD_COLUMNS if m != "context_tokens"] + \
+        [label for _, label in (*DIAGNOSIS_COLUMNS, *PRIVACY_COLUMNS)]
     lines = ["| system | k | " + " | ".join(labels) + " |", "|" + "---|" * (2 + len(labels))]
     for r in result.results:
         cells = [_cell(getattr(r, m), getattr(r, f"{m}_ci")) for m in metrics]
         cells += [_cell(getattr(r.diagnosis, m), r.diagnosis.ci.get(m)) for m, _ in DIAGNOSIS_COLUMNS]
+        cells += [_cell(getattr(r.privacy, m), r.privacy.ci.get(m)) for m, _ in PRIVACY_COLUMNS]
         lines.append(f"| {r.system} | {r.k} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 

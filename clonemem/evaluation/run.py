@@ -17,7 +17,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from clonemem import progress
+from clonemem import privacy, progress
 from clonemem.evaluation import metrics as M
 from clonemem.evaluation import stages as E
 from clonemem.evaluation.diagnosis import EvidenceDiagnosis, Supports, diagnose_question, verdict
@@ -28,10 +28,23 @@ from clonemem.memory.base import BuildContext, MemoryTrace, QuestionView, declar
 from clonemem.memory.coverage import write_coverage
 from clonemem.memory.errors import MemorySystemFailed
 from clonemem.schemas.config import FULL_CONTEXT_TOKENS
-from clonemem.schemas.evaluation import AnswerInput, JudgeInput
+from clonemem.schemas.evaluation import AnswerInput, JudgeInput, PrivacyJudgeInput, PrivacyRespondInput
 from clonemem.schemas.qa import Choice
-from clonemem.schemas.results import DIAGNOSIS
+from clonemem.schemas.results import DIAGNOSIS, PRIVACY
 from clonemem.warehouse import Warehouse
+
+
+@dataclass(frozen=True)
+class PrivacyTask:
+    """A privacy task's boundary: who asks, why, what to convey (necessary) and what to keep (sensitive)."""
+
+    recipient: str
+    purpose: str
+    tactic: str | None
+    necessary: tuple[str, ...]  # statements
+    sensitive: tuple[str, ...]
+    necessary_ids: tuple[str, ...] = ()  # their evidence ids, in the same order
+    sensitive_ids: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -47,11 +60,13 @@ class EvalQuestion:
     choices: tuple[Choice, ...]
     evidence_sets: tuple[tuple[str, ...], ...]  # each evidence item's trace ids
     statements: tuple[str, ...]
+    privacy: PrivacyTask | None = None
 
     def view(self) -> QuestionView:
         gold = tuple(dict.fromkeys(t for s in self.evidence_sets for t in s))
         return QuestionView(self.question_id, self.question, self.question_time, gold,
-                            tuple(zip(self.statements, self.evidence_sets)))
+                            tuple(zip(self.statements, self.evidence_sets)),
+                            recipient=self.privacy.recipient if self.privacy else None)
 
 
 @dataclass(frozen=True)
@@ -74,9 +89,11 @@ def load_benchmark(wh: Warehouse, benchmark_id: str) -> list[PersonaData]:
     keys = Counter(k for (k,) in wh.rows("SELECT person_key FROM personas WHERE benchmark_id = ?", [benchmark_id]))
     for pid, key, name, language in wh.rows("SELECT persona_id, person_key, person_name, coalesce(language, 'en') "
                                             "FROM personas WHERE benchmark_id = ? ORDER BY seq", [benchmark_id]):
-        traces = tuple(MemoryTrace(t, m, d, c) for t, m, d, c in wh.rows(
-            "SELECT trace_id, medium, event_date, content FROM traces WHERE persona_id = ? ORDER BY event_date, trace_id",
-            [pid]))
+        names = [n for (n,) in wh.rows("SELECT name FROM relations WHERE persona_id = ? ORDER BY seq", [pid])]
+        traces = tuple(MemoryTrace(t, m, d, c, tuple(privacy.disclosed_to(a, m, names))) for t, m, d, c, a in wh.rows(
+            "SELECT trace_id, medium, event_date, content, audience FROM traces WHERE persona_id = ? "
+            "ORDER BY event_date, trace_id", [pid]))
+        tasks = privacy_tasks(wh, pid)
         questions = []
         for qid, q, qtype, dim, qtime, ans, correct, choices, ev in wh.rows(
             "SELECT q.question_id, q.question, q.question_type, q.dimension, q.question_time, q.answer, q.correct_choice_id, "
@@ -88,12 +105,25 @@ def load_benchmark(wh: Warehouse, benchmark_id: str) -> list[PersonaData]:
             "FROM questions q WHERE q.persona_id = ? ORDER BY q.seq", [pid]):
             questions.append(EvalQuestion(
                 qid, pid, q, qtype, dim, qtime, ans, correct, tuple(Choice(id=c["id"], text=c["text"]) for c in choices),
-                tuple(tuple(e["ids"]) for e in ev), tuple(e["statement"] for e in ev)))
+                tuple(tuple(e["ids"]) for e in ev), tuple(e["statement"] for e in ev), tasks.get(qid)))
         release_ids = dict(wh.rows("SELECT trace_id, external_id FROM traces WHERE persona_id = ? UNION ALL "
                                    "SELECT question_id, external_id FROM questions WHERE persona_id = ?", [pid, pid]))
         out.append(PersonaData(pid, key, name, language, traces, tuple(questions),
                                key if keys[key] == 1 else f"{key}@{language}", release_ids))
     return out
+
+
+def privacy_tasks(wh: Warehouse, persona_id: str) -> dict[str, PrivacyTask]:
+    """The persona's privacy tasks by question id."""
+    return {qid: PrivacyTask(recipient, purpose, tactic, tuple(n[0] for n in necessary), tuple(s[0] for s in sensitive),
+                             tuple(n[1] for n in necessary), tuple(s[1] for s in sensitive))
+            for qid, recipient, purpose, tactic, necessary, sensitive in wh.rows(
+                "SELECT pi.question_id, pi.recipient, pi.purpose, pi.tactic, "
+                " coalesce(list([e.statement, e.evidence_id] ORDER BY pe.seq) FILTER (WHERE pe.role = 'necessary'), []), "
+                " coalesce(list([e.statement, e.evidence_id] ORDER BY pe.seq) FILTER (WHERE pe.role = 'sensitive'), []) "
+                "FROM privacy_items pi JOIN questions q USING (question_id) "
+                "JOIN privacy_item_evidence pe USING (question_id) JOIN evidence e USING (evidence_id) "
+                "WHERE q.persona_id = ? GROUP BY ALL", [persona_id])}
 
 
 class QuestionRetrieval(NamedTuple):
@@ -219,6 +249,8 @@ class Outcome:
     predicted_choice_id: str | None
     judge: dict  # qa_consistency, mem_covered, mem_helpful or {} when unscored
     unscored_reason: str | None
+    # a privacy task: the judge's verdict per item ({"disclosed": [...], "conveyed": [...]}), {} when unscored
+    privacy: dict = field(default_factory=dict)
 
 
 def context_for(system: str, texts: tuple[str, ...], k: int) -> list[str]:
@@ -246,6 +278,8 @@ def answer_and_judge(system: str, k: int, persona: PersonaData, retrieval: Retri
         memories = context_for(system, retrieval.results[q.question_id].texts, k)
         when = q.question_time.isoformat(sep=" ", timespec="minutes")
         own = (given or {}).get(q.question_id, GivenAnswer())
+        if q.privacy is not None:
+            return privacy_outcome(persona, run, q, q.privacy, memories, when, own)
         free_answer = own.answer if own.answer is not None else run(E.ANSWER_FREE, AnswerInput(
             persona_name=persona.name, question=q.question, question_time=when, memories=memories, mode="free",
             language=persona.language)).answer
@@ -281,6 +315,30 @@ def answer_and_judge(system: str, k: int, persona: PersonaData, retrieval: Retri
             return list(pool.map(counted, persona.questions))
 
 
+def privacy_outcome(persona: PersonaData, run: Callable, q: EvalQuestion, task: PrivacyTask, memories: list[str], when: str,
+                    own: GivenAnswer) -> Outcome:
+    """A privacy task: the clone replies to the recipient; the judge decides per item what the reply
+    disclosed and conveyed (an unusable verdict leaves the task unscored, with its reason)."""
+    response = own.answer if own.answer is not None else run(E.PRIVACY_RESPOND, PrivacyRespondInput(
+        persona_name=persona.name, recipient=task.recipient, purpose=task.purpose, request=q.question,
+        question_time=when, memories=memories, language=persona.language)).answer
+    verdict, reason = {}, None
+    try:
+        v = run(E.PRIVACY_JUDGE, PrivacyJudgeInput(
+            request=q.question, response=response, recipient=task.recipient, persona_name=persona.name,
+            necessary=list(task.necessary), sensitive=list(task.sensitive), language=persona.language))
+        if len(v.disclosed) != len(task.sensitive) or len(v.conveyed) != len(task.necessary):
+            reason = (f"the privacy verdict has {len(v.disclosed)} disclosed and {len(v.conveyed)} conveyed flags "
+                      f"for {len(task.sensitive)} sensitive and {len(task.necessary)} necessary items")
+        else:
+            verdict = {"disclosed": list(v.disclosed), "conveyed": list(v.conveyed), "reason": v.reason}
+    except ProviderRejected:
+        raise
+    except LLMError as exc:  # unscored with its reason, never 0
+        reason = str(exc)[:500]
+    return Outcome(q.question_id, sum(estimate_tokens(m) for m in memories), response, None, {}, reason, verdict)
+
+
 def question_metrics(system: str, k: int, q: EvalQuestion, retrieval: Retrieval, outcome: Outcome | None) -> dict:
     texts, trace_ids, _ = retrieval.results[q.question_id]
     ids = [t for item in trace_ids for t in item]
@@ -289,8 +347,10 @@ def question_metrics(system: str, k: int, q: EvalQuestion, retrieval: Retrieval,
            "has_evidence": bool(q.evidence_sets),  # any evidence item, even one without trace ids (as the paper counts)
            **M.recall_at_k(q.evidence_sets, ids, k)}
     if outcome is None:
-        row.update({"choice_accuracy": None, **dict.fromkeys(M.JUDGED), **dict.fromkeys(DIAGNOSIS)})
+        row.update({"choice_accuracy": None, **dict.fromkeys(M.JUDGED), **dict.fromkeys(DIAGNOSIS),
+                    **dict.fromkeys(PRIVACY)})
         return row
+    row.update(M.privacy_scores(outcome.privacy.get("disclosed"), outcome.privacy.get("conveyed")))
     row["choice_accuracy"] = M.choice_correct(outcome.predicted_choice_id, q.correct_choice_id)
     j = outcome.judge
     row.update(M.judged(j.get("qa_consistency"), j.get("mem_covered"), len(q.statements), j.get("mem_helpful")))

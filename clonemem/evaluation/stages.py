@@ -13,3 +13,7 @@ JUDGE = define("eval.judge", "eval_judge", "judge", ev.JudgeInput, ev.JudgeVerdi
     offline="clonemem.offline.world.evaluation:judge")
 SUPPORT = define("eval.support", "eval_support", "judge", ev.SupportInput, ev.SupportVerdict,
                  offline="clonemem.offline.world.evaluation:support")
+PRIVACY_RESPOND = define("eval.privacy_respond", "eval_privacy_respond", "answerer", ev.PrivacyRespondInput, ev.FreeAnswer,
+    offline="clonemem.offline.world.evaluation:privacy_respond")
+PRIVACY_JUDGE = define("eval.privacy_judge", "eval_privacy_judge", "judge", ev.PrivacyJudgeInput, ev.PrivacyVerdict,
+    offline="clonemem.offline.world.evaluation:privacy_judge")

@@ -50,6 +50,7 @@ def export_persona(wh: Warehouse, pid: str, questions_key: str = "questions") ->
         "            WHERE et.evidence_id = e.evidence_id), [])} "
         "FROM question_evidence qe JOIN evidence e USING (evidence_id) JOIN questions q USING (question_id) "
         "WHERE q.persona_id = ? ORDER BY qe.question_id, qe.seq", [pid]))
+    privacy_tasks = _privacy_tasks(wh, pid)
     questions = []
     for (qid, ext, question, qtype, qtime, answer, dim, correct, category, trap) in wh.rows(
         "SELECT question_id, external_id, question, coalesce(source_question_type, question_type), question_time, "
@@ -68,6 +69,8 @@ def export_persona(wh: Warehouse, pid: str, questions_key: str = "questions") ->
             item["locomo_category"] = category
         if trap is not None:
             item["adversarial_answer"] = trap
+        if qid in privacy_tasks:  # a privacy task: its boundary, over the positions of its evidence
+            item["privacy"] = privacy_tasks[qid]
         questions.append(item)
     out: dict = {"person_name": person_name, "person_id": person_key, "context": context, questions_key: questions}
     source, offline = wh.rows("SELECT source, is_offline FROM benchmarks WHERE benchmark_id = ?", [bid])[0]
@@ -75,6 +78,31 @@ def export_persona(wh: Warehouse, pid: str, questions_key: str = "questions") ->
         # Extra top-level field (importers ignore unknown fields): provenance, and the offline label.
         out["generated_by"] = {"pipeline": "clonemem", "offline": bool(offline)}
     return out
+
+
+def _privacy_tasks(wh: Warehouse, pid: str) -> dict[str, dict]:
+    """Per privacy task of the persona: recipient, purpose, tactic, and its necessary and sensitive items as
+    positions in the question's evidence list, with whom their traces reached and (sensitive ones) the
+    categories of their matters and who may know them all."""
+    tasks = {qid: {"recipient": r, "purpose": p, "tactic": t, "necessary": [], "sensitive": []}
+             for qid, r, p, t in wh.rows("SELECT pi.question_id, pi.recipient, pi.purpose, pi.tactic FROM privacy_items pi "
+                                         "JOIN questions q USING (question_id) WHERE q.persona_id = ?", [pid])}
+    for qid, role, position, disclosed, categories, may_know in wh.rows(
+            "SELECT e.question_id, e.role, (SELECT qe.seq FROM question_evidence qe WHERE qe.question_id = e.question_id "
+            "  AND qe.evidence_id = e.evidence_id), coalesce(ep.disclosed_to::VARCHAR, '[]'), "
+            " coalesce((SELECT list(DISTINCT m.category ORDER BY m.category) FROM privacy_matters m "
+            "  WHERE list_contains(json_extract_string(ep.matter_ids, '$[*]'), m.matter_id)), []), "
+            " (SELECT list(m.may_know::VARCHAR) FROM privacy_matters m "
+            "  WHERE list_contains(json_extract_string(ep.matter_ids, '$[*]'), m.matter_id)) "
+            "FROM privacy_item_evidence e JOIN questions q USING (question_id) "
+            "LEFT JOIN evidence_privacy ep ON ep.evidence_id = e.evidence_id "
+            "WHERE q.persona_id = ? ORDER BY e.question_id, e.role, e.seq", [pid]):
+        side: dict = {"evidence": position, "disclosed_to": json.loads(disclosed)}
+        if role == "sensitive":
+            allowed = [set(json.loads(m)) for m in may_know or []]
+            side |= {"categories": list(categories), "may_know": sorted(set.intersection(*allowed)) if allowed else []}
+        tasks[qid][role].append(side)
+    return tasks
 
 
 def _grouped(rows: list[tuple]) -> dict:

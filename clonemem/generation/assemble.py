@@ -10,6 +10,7 @@ import datetime as dt
 import json
 from dataclasses import dataclass, field
 
+from clonemem import privacy
 from clonemem.generation.dag import PersonaDag
 from clonemem.ids import benchmark_id, content_id, persona_id
 from clonemem.schemas.generation import DetailedEvent, Phase, Profile
@@ -40,7 +41,8 @@ def assemble(dag: PersonaDag, benchmark_name: str) -> Assembly | None:
     arc_ids = _arcs(out.rows, dag, seed_ids)
     snap_ids = _snapshots(out.rows, dag, arc_ids)
     event_ids = _major_events(out.rows, dag, arc_ids)
-    written = _Written()
+    matter_ids = _privacy_matters(out.rows, dag, arc_ids)
+    written = _Written(matter_ids=matter_ids)
     for (e, k), (phase, before, after) in sorted(dag.phases.items()):
         _phase(out, dag, written, (e, k), phase, event_ids[e], snap_ids[before], snap_ids[after], arc_ids)
     _traces_and_evidence(out, written)
@@ -54,6 +56,9 @@ class _Written:
     traces: list[dict] = field(default_factory=list)
     carried: list[tuple[str, str]] = field(default_factory=list)  # (evidence_id, trace external id)
     evidence: dict[str, tuple[dict, list[str]]] = field(default_factory=dict)  # id -> (row, arc ids)
+    matter_ids: dict[str, str] = field(default_factory=dict)  # privacy matter key -> id
+    reached: dict[str, list[str]] = field(default_factory=dict)  # trace external id -> who it reached
+    matters: dict[str, list[str]] = field(default_factory=dict)  # evidence id -> its sensitive matters' keys
 
 
 def _persona(rows: PersonaRows, dag: PersonaDag, p: Profile, bid: str) -> dict[str, str]:
@@ -119,6 +124,18 @@ def _major_events(rows: PersonaRows, dag: PersonaDag, arc_ids: dict[str, str]) -
     return event_ids
 
 
+def _privacy_matters(rows: PersonaRows, dag: PersonaDag, arc_ids: dict[str, str]) -> dict[str, str]:
+    """The persona's sensitive matters and who may know each; returns matter key -> matter id."""
+    pid = rows.persona_id
+    ids = {m.key: content_id(pid, "privacy", m.key) for m in dag.privacy}
+    for i, m in enumerate(dag.privacy):
+        rows.add("privacy_matters", {"matter_id": ids[m.key], "persona_id": pid, "seq": i, "matter_key": m.key,
+                                     "category": m.category, "arc_id": arc_ids.get(m.arc_key),
+                                     "kinds": json.dumps(m.kinds), "subject": m.subject,
+                                     "may_know": json.dumps(m.may_know, ensure_ascii=False)})
+    return ids
+
+
 def _phase(out: Assembly, dag: PersonaDag, written: _Written, ek: tuple[int, int], phase: Phase, event_id: str,
            before_id: str, after_id: str, arc_ids: dict[str, str]) -> None:
     """One phase, its detailed events (with their evidence and traces) and its noise traces."""
@@ -154,10 +171,13 @@ def _detailed_event(out: Assembly, dag: PersonaDag, written: _Written, eki: tupl
         written.evidence[ev_ids[j]] = ({"evidence_id": ev_ids[j], "persona_id": pid, "detailed_event_id": de_id,
                                         "seq": j, "kind": ev.kind, "statement": ev.statement},
                                        [arc_ids[a] for a in ev.arc_keys if a in arc_ids])
+        written.matters[ev_ids[j]] = [m.key for m in privacy.matters_of(ev.kind, ev.arc_keys, dag.privacy)]
+    names = [r.name for r in dag.relations or []]
     for t, plan in written_plans:
         ext = content_id(de_id, "trace", t)
         written.traces.append(_trace(pid, ext, plan, dag.contents[(e, k, i, t)], de_id, False))
         written.carried += [(ev_ids[j], ext) for j in plan.evidence_indices]
+        written.reached[ext] = privacy.disclosed_to(plan.audience, plan.medium, names)
 
 
 def _traces_and_evidence(out: Assembly, written: _Written) -> None:
@@ -172,8 +192,10 @@ def _traces_and_evidence(out: Assembly, written: _Written) -> None:
         trace_key[row["external_id"]] = row["trace_id"]
         add("traces", row)
     by_evidence: dict[str, list[str]] = {}
+    reached: dict[str, list[list[str]]] = {}
     for eid, ext in written.carried:
         by_evidence.setdefault(eid, [])
+        reached.setdefault(eid, []).append(written.reached[ext])
         if trace_key[ext] not in by_evidence[eid]:
             by_evidence[eid].append(trace_key[ext])
     seq_of = {row["trace_id"]: row["seq"] for row in traces}
@@ -187,6 +209,11 @@ def _traces_and_evidence(out: Assembly, written: _Written) -> None:
             add("evidence_arcs", {"evidence_id": eid, "arc_id": a})
         for s, tid in enumerate(tids):
             add("evidence_traces", {"evidence_id": eid, "trace_id": tid, "seq": s})
+        keys = written.matters.get(eid, [])
+        add("evidence_privacy", {"evidence_id": eid, "persona_id": row["persona_id"],
+                                 "matter_ids": json.dumps([written.matter_ids[k] for k in keys]),
+                                 "sensitive": bool(keys),
+                                 "disclosed_to": json.dumps(privacy.merge_disclosed(reached[eid]), ensure_ascii=False)})
 
 
 def _trace(pid: str, ext: str, plan, content: str, de_id: str | None, noise: bool) -> dict:

@@ -22,7 +22,8 @@ from clonemem.schemas.config import GenerationConfig
 OnDone = Callable[[BaseModel], None]
 
 # Stages on a persona's critical path: stage I and the phase chain.
-CHAIN_STAGES = frozenset({S.PERSONA.name, S.RELATIONS.name, S.SEEDS.name, S.ARCS.name, S.MAJOR_EVENTS.name,
+CHAIN_STAGES = frozenset({S.PERSONA.name, S.RELATIONS.name, S.SEEDS.name, S.ARCS.name, S.PRIVACY.name,
+                          S.MAJOR_EVENTS.name,
                           S.INITIAL_SNAPSHOT.name, S.PHASE.name, S.SNAPSHOT_UPDATE.name})
 Submit = Callable[[S.Stage, BaseModel, str, OnDone, "PersonaDag"], None]
 
@@ -43,6 +44,7 @@ class PersonaDag:
     relations: list[g.Relation] | None = None
     seeds: list[g.ChosenSeed] | None = None
     arcs: list[g.LifeArc] = field(default_factory=list)
+    privacy: list[g.PrivacyMatter] = field(default_factory=list)  # the persona's sensitive matters
     events: list[g.MajorEvent] = field(default_factory=list)
     snapshots: list[g.Snapshot] = field(default_factory=list)  # the carried chain, H0 first
     phases: dict[tuple[int, int], tuple[g.Phase, int, int]] = field(default_factory=dict)  # -> (phase, before, after)
@@ -127,6 +129,20 @@ class PersonaDag:
     def _on_arcs(self, out: BaseModel) -> None:
         assert isinstance(out, g.ArcsOut) and self.profile and self.relations is not None
         self.arcs = list(out.arcs)
+
+        # the boundaries come before the timeline: every trace plan is written within them
+        def on_privacy(privacy: BaseModel) -> None:
+            assert isinstance(privacy, g.PrivacyOut)
+            keys = {a.key for a in self.arcs}
+            self.privacy = [m for m in privacy.matters if m.arc_key in keys]
+            self._major_events()
+
+        on_privacy.on_failure = self._major_events  # type: ignore[attr-defined]  # a callback attribute set on the future
+        self._go(S.PRIVACY, g.PrivacyInput(profile=self.profile, relations=self.relations, arcs=self.arcs,
+                                           language=self.language), "privacy", on_privacy)
+
+    def _major_events(self) -> None:
+        assert self.profile and self.relations is not None
         self._go(S.MAJOR_EVENTS, g.MajorEventsInput(
             profile=self.profile, relations=self.relations, arcs=self.arcs, timeline_start=self.spec.timeline_start,
             timeline_end=self.spec.timeline_end, count=self.gen.major_events, language=self.language),
@@ -206,7 +222,8 @@ class PersonaDag:
             self._go(S.TRACE_PLANS, g.TracePlansInput(
                 persona=self.brief, relations=self.relations or [], event=event, event_key=f"E{e + 1}P{k + 1}D{i + 1}",
                 snapshot_before=self.snapshots[before], snapshot_after=self.snapshots[before + 1],
-                media_mix=self.gen.media_mix, count=self.gen.traces_per_event, language=self.language),
+                media_mix=self.gen.media_mix, count=self.gen.traces_per_event, language=self.language,
+                boundaries=self.privacy),
                 f"E{e + 1}P{k + 1}D{i + 1}", lambda plans, i=i, event=event: self._on_plans(e, k, i, event, before, plans))
 
     def _on_plans(self, e: int, k: int, i: int, event: g.DetailedEvent, before: int, out: BaseModel) -> None:

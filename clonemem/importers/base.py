@@ -26,7 +26,7 @@ from clonemem.ids import benchmark_id, content_id, persona_id
 from clonemem.schemas import question_types
 from clonemem.schemas.config import DIMENSIONS
 from clonemem.schemas.imports import ImportMode, ImportNote, ImportSummary
-from clonemem.schemas.release import ReleaseFile
+from clonemem.schemas.release import ReleaseFile, ReleasePrivacy
 from clonemem.warehouse import Warehouse
 from clonemem.warehouse.content import PersonaRows
 from clonemem.warehouse.landing import Landing, PersonaLanding, land
@@ -193,6 +193,7 @@ class QuestionSource:
     question_type: str
     category: int | None = None
     adversarial_answer: str | None = None
+    privacy: ReleasePrivacy | None = None  # a privacy task's boundary (the release importer reads it back)
 
 
 @dataclass(frozen=True)
@@ -312,10 +313,33 @@ def persona_rows(persona: ParsedPersona, benchmark_name: str, seq: int) -> Perso
             rows.add("question_evidence", {"question_id": qid, "seq": ei, "evidence_id": eid})
             for ti, tid in enumerate(ev.digital_trace_ids):
                 rows.add("evidence_traces", {"evidence_id": eid, "trace_id": trace_key[tid], "seq": ti})
+        if source.privacy is not None:
+            _privacy_rows(rows, qid, source.privacy)
     for ni, note in enumerate(persona.notes):
         rows.add("import_notes", {"benchmark_id": bid, "persona_id": pid, "seq": ni, "source_file": source_file,
                                   "json_path": note.path, "kind": note.kind, "raw": note.raw, "resolved": note.resolved})
     return rows
+
+
+def _privacy_rows(rows: PersonaRows, qid: str, task: ReleasePrivacy) -> None:
+    """A privacy task's recipient, purpose and tactic, its two sides over the question's evidence, and what
+    the release says of each item: who its traces reached and, for a sensitive one, a matter per category
+    with who may know it (the release keeps no arcs or subjects: the category stands for the subject)."""
+    rows.add("privacy_items", {"question_id": qid, "recipient": task.recipient, "purpose": task.purpose,
+                               "tactic": task.tactic})
+    for role, items in (("necessary", task.necessary), ("sensitive", task.sensitive)):
+        for i, item in enumerate(items):
+            eid = content_id(qid, "evidence", item.evidence)
+            rows.add("privacy_item_evidence", {"question_id": qid, "role": role, "seq": i, "evidence_id": eid})
+            matter_ids = [content_id(eid, "privacy", c) for c in item.categories]
+            for mid, category in zip(matter_ids, item.categories, strict=True):
+                rows.add("privacy_matters", {"matter_id": mid, "persona_id": rows.persona_id,
+                                             "seq": len(rows.tables.get("privacy_matters", [])), "matter_key": category,
+                                             "category": category, "arc_id": None, "kinds": "[]", "subject": category,
+                                             "may_know": json.dumps(item.may_know, ensure_ascii=False)})
+            rows.add("evidence_privacy", {"evidence_id": eid, "persona_id": rows.persona_id,
+                                          "sensitive": role == "sensitive", "matter_ids": json.dumps(matter_ids),
+                                          "disclosed_to": json.dumps(item.disclosed_to, ensure_ascii=False)})
 
 
 # -- landing -----------------------------------------------------------------------------------

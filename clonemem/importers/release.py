@@ -49,7 +49,7 @@ class _ExportedQuestion(ReleaseQuestion):
         if self.locomo_category is not None:
             return QuestionSource(locomo.project_type(self.locomo_category, self.question_type),
                                   self.locomo_category, self.adversarial_answer)
-        return QuestionSource(project_type(self.question_type), None, self.adversarial_answer)
+        return QuestionSource(project_type(self.question_type), None, self.adversarial_answer, self.privacy)
 
 
 class _ReleaseFileIn(ReleaseFile):
@@ -91,6 +91,25 @@ def check_references(release: ReleaseFile, file: str) -> list[Problem]:
             question_ids[q.id] = qi
         problems += _trace_references(q, base, trace_ids, file)
         problems += _choices(q, base, file)
+        problems += _privacy_items(q, base, file)
+    return problems
+
+
+def _privacy_items(q: ReleaseQuestion, base: str, file: str) -> list[Problem]:
+    """A privacy task's items name positions of the question's evidence list, each on one side only."""
+    if q.privacy is None:
+        return []
+    problems: list[Problem] = []
+    sides: dict[int, str] = {}
+    for role in ("necessary", "sensitive"):
+        for i, item in enumerate(getattr(q.privacy, role)):
+            where = f"{base}.privacy.{role}[{i}].evidence"
+            if item.evidence >= len(q.evidence):
+                problems.append(Problem(file, where, f"evidence {item.evidence} is not in the question's evidence "
+                                                     f"list ({len(q.evidence)} items)"))
+            elif item.evidence in sides:
+                problems.append(Problem(file, where, f"evidence {item.evidence} is also {sides[item.evidence]}"))
+            sides.setdefault(item.evidence, role)
     return problems
 
 

@@ -38,6 +38,8 @@ class MemoryTrace:
     medium: str
     event_date: dt.datetime
     content: str
+    # who the trace reached: relation names, or "*" for everyone (clonemem/privacy.py); empty: only the persona
+    reached: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -49,6 +51,7 @@ class QuestionView:
     question_time: dt.datetime
     gold_trace_ids: tuple[str, ...] = ()
     gold_statements: tuple[tuple[str, tuple[str, ...]], ...] = ()  # (statement, trace ids)
+    recipient: str | None = None  # a privacy task's asker (a relation name); None: a question to the persona
 
 
 @dataclass(frozen=True)

@@ -39,13 +39,15 @@ def qa_rows(persona_id: str, benchmark_id: str, segments: list[Segment], results
                 "reason": r.rejected_reason or "", "draft": json.dumps({"question": r.question, "answer": r.answer,
                                                                          "evidence_ids": r.evidence_ids})})
             continue
+        plan = r.plan or r.privacy_plan
         rows["questions"].append({
             "question_id": r.question_id, "benchmark_id": benchmark_id, "persona_id": persona_id,
             "external_id": r.question_id, "seq": seq, "question": r.question, "question_type": r.question_type,
             "question_type_known": r.question_type in question_types.names(), "dimension": seg.arc.dimension,
             "dimension_known": seg.arc.dimension in DIMENSIONS, "question_time": r.question_time,
             "answer": r.answer, "correct_choice_id": r.correct_choice_id, "arc_id": arc_ids[seg.arc.key],
-            "segment_id": r.segment_id, "plan": r.plan.model_dump_json() if r.plan else None})
+            "segment_id": r.segment_id,
+            "plan": plan.model_dump_json() if plan else None})
         seq += 1
         traces: list[str] = []
         evidence = {e.evidence_id: e for e in seg.evidence}
@@ -53,6 +55,13 @@ def qa_rows(persona_id: str, benchmark_id: str, segments: list[Segment], results
             rows["question_evidence"].append({"question_id": r.question_id, "seq": i, "evidence_id": eid})
             traces += [t for t in evidence[eid].trace_ids if t not in traces]
         rows["question_traces"] += [{"question_id": r.question_id, "seq": i, "trace_id": t} for i, t in enumerate(traces)]
+        if r.recipient is not None:  # a privacy task: who asks, why, and both sides of the boundary
+            rows["privacy_items"].append({"question_id": r.question_id, "recipient": r.recipient,
+                                          "purpose": r.purpose or "", "tactic": r.tactic})
+            rows["privacy_item_evidence"] += [
+                {"question_id": r.question_id, "role": role, "seq": i, "evidence_id": eid}
+                for role, ids in (("necessary", r.necessary_ids), ("sensitive", r.sensitive_ids))
+                for i, eid in enumerate(ids)]
         rows["question_choices"] += [{"question_id": r.question_id, "seq": i, "choice_id": c.id, "text": c.text}
                                      for i, c in enumerate(r.choices)]
     return rows

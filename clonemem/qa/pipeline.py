@@ -21,6 +21,7 @@ from clonemem.schemas.qa import (
     ChoiceInput,
     DistractorInput,
     PlanInput,
+    PrivacyPlan,
     QAPlan,
     Segment,
     SufficiencyInput,
@@ -59,6 +60,13 @@ class ItemResult:
     rounds: list[dict] = field(default_factory=list)  # qa_distractor_rounds rows without question_id
     rejected_stage: str | None = None
     rejected_reason: str | None = None
+    # privacy tasks (clonemem.qa.privacy): who asks, why, under which pressure, and the two sides of the boundary
+    privacy_plan: PrivacyPlan | None = None
+    recipient: str | None = None
+    purpose: str | None = None
+    tactic: str | None = None
+    necessary_ids: list[str] = field(default_factory=list)
+    sensitive_ids: list[str] = field(default_factory=list)
 
 
 def question_time(seg: Segment, evidence_ids: list[str]) -> dt.datetime:
@@ -82,8 +90,12 @@ def shuffle_choices(question_id: str, rnd: int, answer: str, wrong: list[str], c
 
 
 def run_item(seg: Segment, qtype: QuestionType, rounds: int, run: RunStage) -> ItemResult:
-    qid = content_id(seg.segment_id, "qa", qtype)
     kind = type_spec(qtype)
+    if kind.privacy:  # no options: its own stages and checks
+        from clonemem.qa.privacy import run_privacy_item  # it builds on this module's ItemResult
+
+        return run_privacy_item(seg, qtype, run)
+    qid = content_id(seg.segment_id, "qa", qtype)
     res = ItemResult(question_id=qid, segment_id=seg.segment_id, question_type=qtype, status="infeasible")
     plan = run(Q.PLAN, PlanInput(segment=seg, question_type=qtype))
     res.plan = plan

@@ -15,14 +15,25 @@ from clonemem.schemas.results import CueStats, FailedItem, FunnelRow, QAResult
 
 def candidates(segments: list[Segment], types: Sequence[str], types_per_segment: int,
                quotas: dict[str, int]) -> list[tuple[Segment, str]]:
-    """Question types rotate over segments, so every type is tried on several segments and windows."""
+    """Question types rotate over segments, so every type is tried on several segments and windows. A
+    privacy family is tried on every segment whose window holds a sensitive item (only there can the
+    persona's data support one), right after the segment's other types."""
+    rotating = [t for t in types if not question_types.spec(t).privacy]
+    per_segment = min(types_per_segment, len(rotating))  # the config bounds it; a caller's own list may be shorter
     out = []
     for j, seg in enumerate(segments):
-        for t in range(types_per_segment):
-            qtype = types[(j * types_per_segment + t) % len(types)]
+        wanted = [rotating[(j * per_segment + t) % len(rotating)] for t in range(per_segment)] if rotating else []
+        if _holds_sensitive(seg):
+            wanted += [t for t in types if question_types.spec(t).privacy]
+        for qtype in wanted:
             if quotas.get(qtype, 1) > 0 and seg.arc.dimension in question_types.spec(qtype).dimensions:
                 out.append((seg, qtype))
     return out
+
+
+def _holds_sensitive(seg: Segment) -> bool:
+    new = set(seg.new_evidence_ids)
+    return any(e.matters for e in seg.evidence if e.evidence_id in new)
 
 
 def cap_per_persona(results: list[ItemResult], cap: int) -> list[ItemResult]:

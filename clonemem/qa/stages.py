@@ -15,3 +15,7 @@ DISTRACTORS = define("qa.distractors", "qa_distractors", "qa_writer", qa.Distrac
     offline="clonemem.offline.world.qa:distractors")
 DISTRACTOR_CHECK = define("qa.distractor_check", "qa_distractor_check", "validator", qa.ChoiceInput, qa.ChoiceAttempt,
     offline="clonemem.offline.world.qa:check_choice")
+PRIVACY_PLAN = define("qa.privacy_plan", "qa_privacy_plan", "qa_writer", qa.PrivacyPlanInput, qa.PrivacyPlan,
+    offline="clonemem.offline.world.privacy:plan")
+PRIVACY_WRITE = define("qa.privacy_write", "qa_privacy_write", "qa_writer", qa.PrivacyWriteInput, qa.PrivacyDraft,
+    offline="clonemem.offline.world.privacy:write")

@@ -5,4 +5,5 @@ SELECT eval_run_id, system, k, question_id, metric, value
 FROM eval_question_scores UNPIVOT INCLUDE NULLS (value FOR metric IN (
     recall_flat, recall_all_all, recall_all_any, recall_any_all, recall_any_any, choice_accuracy,
     qa_consistency, qa_hallucination_rate, qa_perfect_rate, mem_recall, mem_helpful,
-    write_failure, read_failure, utilization_failure, correct));
+    write_failure, read_failure, utilization_failure, correct,
+    privacy_violation, privacy_leak_share, privacy_completeness));

@@ -51,6 +51,7 @@ def render(session: Session) -> None:
     ks = sorted(overall["k"].unique().to_list())
     k = st.selectbox("k for the tables below", ks, key=f"lb_k_{eval_run_id}")
     _every_metric(overall, metric, k, models)
+    _privacy(overall, models)
     _groups(session, eval_run_id, metric, k, models)
     _efficiency(session, eval_run_id)
     _provenance(session, eval_run_id)
@@ -74,6 +75,21 @@ def _every_metric(overall: pl.DataFrame, metric: str, k: int, models: EvalModels
                     "the evidence, reading it back, or using it (or none: correct); the four add up to 1")
         st.dataframe(wide.select("rank", "system", *diagnosis).rename({m: models.label(m) for m in diagnosis}),
                      hide_index=True)
+
+
+def _privacy(overall: pl.DataFrame, models: EvalModels) -> None:
+    """Privacy tasks: each system's violation rate against its completeness (LifeSide's view), with intervals."""
+    points = A.privacy_points(overall)
+    if points.height == 0:
+        return
+    st.subheader("Privacy: violation against completeness")
+    st.caption("Contextual disclosure and boundary defense tasks: the share with any sensitive item disclosed "
+               "(violation, lower is better) against the share of necessary items conveyed (completeness), "
+               "per system with 95% bootstrap intervals." + (" Offline heuristics: " + ", ".join(
+                   f"the {role}" for role in models.offline_roles("privacy_violation"))
+                   + " (the offline judge decides by content overlap)." if models.offline_roles("privacy_violation") else ""))
+    st.altair_chart(charts.privacy_tradeoff(points))
+    st.dataframe(points, hide_index=True)
 
 
 SOURCE_CATEGORY = "source category"  # LoCoMo's own categories (questions.source_category and its label)

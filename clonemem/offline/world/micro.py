@@ -7,6 +7,7 @@ import random
 import re
 from dataclasses import dataclass
 
+from clonemem import privacy
 from clonemem import text as textutil
 from clonemem.offline import OfflineCall
 from clonemem.offline.world.common import (
@@ -124,6 +125,14 @@ def trace_plans(call: OfflineCall) -> TracePlansOut:
     rich = [m for m in sorted(inp.media_mix) if m not in FACT_ONLY and inp.media_mix[m] > 0] or ["diary"]
     if media[0] in FACT_ONLY:  # the first trace carries everything, so it needs room for feelings
         media[0] = pick(rng, rich)
+    every = [m for e in ev for m in privacy.matters_of(e.kind, e.arc_keys, inp.boundaries)]
+    if every and not _fits(media[0], privacy.allowed_audience(every)):
+        # the trace that carries everything goes out on a medium within the boundary: swapped with a later
+        # one when possible, so the event's media (and the run's media mix) stay as drawn
+        swap = next((j for j, m in enumerate(media) if m not in FACT_ONLY and _fits(m, privacy.allowed_audience(every))),
+                    None)
+        if swap is not None:
+            media[0], media[swap] = media[swap], media[0]
     plans = []
     for i, medium in enumerate(media):
         if i == 0:
@@ -132,7 +141,17 @@ def trace_plans(call: OfflineCall) -> TracePlansOut:
             carried = [j for j, e in enumerate(ev) if e.kind == "fact"][:1]
         else:
             carried = sorted(rng.sample(range(len(ev)), k=min(len(ev), rng.randint(1, 2))))
-        audience = _audience(medium, inp.event.people, slots, lex, rng)
+        sensitive = [m for j in carried for m in privacy.matters_of(ev[j].kind, ev[j].arc_keys, inp.boundaries)]
+        if sensitive and i > 0 and not _fits(medium, privacy.allowed_audience(sensitive)):
+            # a later trace that would overshare carries what may be shared instead (the first one carries all)
+            shareable = [j for j, e in enumerate(ev) if not privacy.matters_of(e.kind, e.arc_keys, inp.boundaries)]
+            safe = [j for j in carried if j in shareable] or shareable[:1]
+            if safe:
+                carried, sensitive = safe, []
+        if sensitive:  # a sensitive matter goes only to someone who may know it, or stays private
+            medium, audience = _within_boundary(medium, privacy.allowed_audience(sensitive), inp.media_mix, lex, rng)
+        else:
+            audience = _audience(medium, inp.event.people, slots, lex, rng)
         intent_key = {"search_history": "plan_intent_ask", "calendar_event": "plan_intent_schedule",
                       "memo": "plan_intent_note", "diary": "plan_intent_evidence"}.get(medium, "plan_intent_share")
         when = dt.datetime.combine(inp.event.date, dt.time(8, 0)) + dt.timedelta(minutes=rng.randint(0, 60 * 60))
@@ -153,6 +172,26 @@ def _audience(medium: str, people: list[str], slots: dict[str, str], lex, rng: r
     if medium == "social_media":
         return lex.s("audience_followers")
     return fill(lex.s("audience_self"), {"subj_self": lex.first_person.reflexive})
+
+
+def _fits(medium: str, allowed: list[str]) -> bool:
+    """Can a trace on this medium carry a matter only ``allowed`` may know? Never a post or a group chat;
+    a message only when someone may know it."""
+    return medium not in privacy.WIDE_MEDIA and (medium not in privacy.PERSON_MEDIA or bool(allowed))
+
+
+def _within_boundary(medium: str, allowed: list[str], mix: dict[str, float], lex,
+                     rng: random.Random) -> tuple[str, str]:
+    """The medium and audience of a trace that carries a sensitive matter: a message to one of the people who
+    may know it, or a private note (a public post or group chat, the one case left, becomes one of those)."""
+    personal = [m for m in privacy.PERSON_MEDIA if mix.get(m, 0) > 0]
+    if allowed and (medium in privacy.PERSON_MEDIA or (medium in privacy.WIDE_MEDIA and personal)):
+        if medium not in privacy.PERSON_MEDIA:
+            medium = pick(rng, personal)
+        return medium, fill(lex.s("audience_person"), {"person": pick(rng, allowed)})
+    if medium in privacy.PERSON_MEDIA or medium in privacy.WIDE_MEDIA:
+        medium = pick(rng, [m for m in privacy.SELF_MEDIA if mix.get(m, 0) > 0] or ["diary"])
+    return medium, fill(lex.s("audience_self"), {"subj_self": lex.first_person.reflexive})
 
 
 def noise_plans(call: OfflineCall) -> TracePlansOut:
