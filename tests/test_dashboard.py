@@ -86,6 +86,8 @@ def test_empty_warehouse_every_page_says_there_is_nothing_yet(reading, tmp_path:
         at = app(page)
         if page == "Runs":
             assert metrics(at) == {"pipeline runs": "0", "stage runs": "0", "evaluations": "0", "LLM calls": "0"}
+        elif page == "Gym":  # gym runs stand apart from benchmarks
+            assert "No gym runs yet" in texts(at)
         else:
             assert "No benchmarks in" in texts(at)
 
@@ -538,9 +540,18 @@ def test_every_page_in_headless_chromium(full: Path, tmp_path: Path) -> None:
         pytest.skip("Debian's chromium is not installed (apt-get install -y chromium)")
     from playwright.sync_api import sync_playwright
 
+    from clonemem.flows.gym import gym_flow
+    from clonemem.schemas.config import RunConfig
+
+    # the evaluated benchmark and a small gym run beside it (the Gym page draws a gym run's charts)
+    warehouse = tmp_path / "wh.duckdb"
+    shutil.copy(full, warehouse)
+    gym_flow(str(warehouse), ["bm25", "no_memory"], RunConfig.model_validate(
+        {"name": "gym-tiny", "generation": {"personas": 1, "major_events": 2},
+         "gym": {"periods": 2, "states_per_question": 2, "turns_per_exposure": 1, "questions": 2, "variables": 4}}))
     port = free_port()
     exe = str(Path(sys.executable).with_name("clonemem"))
-    server = subprocess.Popen([exe, "dashboard", "--warehouse", str(full), "--port", str(port)],
+    server = subprocess.Popen([exe, "dashboard", "--warehouse", str(warehouse), "--port", str(port)],
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     browser_pids: list[int] = []
     shots = tmp_path / "screenshots"
