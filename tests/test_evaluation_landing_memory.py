@@ -12,7 +12,7 @@ import pytest
 
 from clonemem.warehouse import Warehouse
 
-ROWS = 5 * 2048  # five of a bulk writer's row groups
+ROWS = 10_000  # several of a bulk writer's row groups (2,048 rows)
 
 
 def _table(path: Path) -> None:
