@@ -19,7 +19,7 @@ ARENAS = 2
 def _glibc() -> ctypes.CDLL | None:
     try:
         libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        return libc if hasattr(libc, "mallopt") and hasattr(libc, "malloc_trim") else None
+        return libc if hasattr(libc, "mallopt") else None
     except OSError:
         return None
 
@@ -30,10 +30,3 @@ def cap_arenas() -> None:
     if libc is not None and "MALLOC_ARENA_MAX" not in os.environ:
         libc.mallopt(M_ARENA_MAX, ARENAS)
 
-
-def trim() -> None:
-    """Give the memory Python has freed back to the system, before native code (DuckDB, polars, each with an
-    allocator of its own that cannot reuse it) takes its share."""
-    libc = _glibc()
-    if libc is not None:
-        libc.malloc_trim(0)
