@@ -113,3 +113,43 @@ def test_the_evaluation_lands_through_a_bulk_writer(tmp_path: Path, monkeypatch:
         stored = wh.scalar("SELECT count(*) FROM llm_calls WHERE run_id = ? AND prompt_text IS NOT NULL",
                            [result.eval_run_id])
         assert stored and stored == wh.scalar("SELECT count(*) FROM llm_calls WHERE run_id = ?", [result.eval_run_id])
+
+
+ARENAS_AFTER_THREADS = """
+import ctypes, os, sys, tempfile, threading
+if sys.argv[1] == "cli":
+    import clonemem.cli  # noqa: F401  (what the `clonemem` command imports first)
+held, together = [], threading.Barrier(8)
+def work():  # eight threads alive at once (an ended thread's arena goes to the next one)
+    held.append([bytearray(4096) for _ in range(64)])  # above pymalloc's limit: glibc's malloc, in this thread
+    together.wait()
+threads = [threading.Thread(target=work) for _ in range(8)]
+for t in threads: t.start()
+for t in threads: t.join()
+libc = ctypes.CDLL("libc.so.6")
+libc.fopen.restype = ctypes.c_void_p
+out = tempfile.mktemp()
+f = libc.fopen(out.encode(), b"w")
+libc.malloc_info(0, ctypes.c_void_p(f))
+libc.fclose(ctypes.c_void_p(f))
+print(open(out).read().count("<heap nr="))
+"""
+
+
+@pytest.mark.skipif(not Path("/lib/x86_64-linux-gnu/libc.so.6").exists() and not Path("/lib64/libc.so.6").exists(),
+                    reason="glibc only")
+def test_the_command_line_keeps_glibc_to_two_allocation_arenas(tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "MALLOC_ARENA_MAX"}
+
+    def arenas(mode: str) -> int:
+        got = subprocess.run([sys.executable, "-c", ARENAS_AFTER_THREADS, mode], env=env, capture_output=True,
+                             text=True, timeout=120)
+        assert got.returncode == 0, got.stderr
+        return int(got.stdout.split()[-1])
+
+    assert arenas("plain") > 2  # threads get arenas of their own without the cap
+    assert arenas("cli") <= 2
