@@ -206,8 +206,8 @@ def _connect_bulk(path: Path) -> duckdb.DuckDBPyConnection:
             con.execute(setting)
         literal = str(path).replace("'", "''")
         con.execute(f"ATTACH '{literal}' (ROW_GROUP_SIZE {BULK_ROW_GROUP_ROWS})")  # named as a plain connection names it
-        name = con.execute("SELECT database_name FROM duckdb_databases() WHERE path = ?", [str(path)]).fetchone()
-        con.execute('USE "' + name[0].replace('"', '""') + '"')
+        name = con.execute("SELECT database_name FROM duckdb_databases() WHERE path = ?", [str(path)]).fetchall()[0][0]
+        con.execute('USE "' + name.replace('"', '""') + '"')
     except (duckdb.ResourceInUseException, duckdb.BinderException, duckdb.CatalogException):
         con.close()
         return duckdb.connect(str(path))
@@ -230,14 +230,15 @@ def _connect_writer(path: Path, wait_s: float, bulk: bool = False) -> duckdb.Duc
         except (duckdb.IOException, duckdb.ResourceInUseException) as exc:
             if not _is_lock_conflict(exc):
                 raise WarehouseError(f"cannot open warehouse {path} for writing: {_first_line(exc)}") from None
+            here = isinstance(exc, duckdb.ResourceInUseException)  # a bulk writer of this process has it
             if time.monotonic() >= deadline:
-                raise WarehouseBusy(f"warehouse {path} is open in another process ({_first_line(exc)}); "
-                                    "try again when it has finished") from None
+                raise WarehouseBusy(f"warehouse {path} is open in {'a bulk writer of this' if here else 'another'} "
+                                    f"process ({_first_line(exc)}); try again when it has finished") from None
             if not told:
                 import sys
 
-                print(f"warehouse {path.name} is being read by another process; waiting up to {wait_s:g} s...",
-                      file=sys.stderr, flush=True)
+                print(f"warehouse {path.name} is being {'written by a bulk writer of this' if here else 'read by another'}"
+                      f" process; waiting up to {wait_s:g} s...", file=sys.stderr, flush=True)
                 told = True
             time.sleep(0.25)
         except duckdb.Error as exc:
