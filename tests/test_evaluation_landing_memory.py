@@ -132,24 +132,31 @@ out = tempfile.mktemp()
 f = libc.fopen(out.encode(), b"w")
 libc.malloc_info(0, ctypes.c_void_p(f))
 libc.fclose(ctypes.c_void_p(f))
+print(os.environ.get("DUCKDB_JE_MALLOC_CONF"), "duckdb" in sys.modules, "polars" in sys.modules)
 print(open(out).read().count("<heap nr="))
 """
 
 
 @pytest.mark.skipif(not Path("/lib/x86_64-linux-gnu/libc.so.6").exists() and not Path("/lib64/libc.so.6").exists(),
                     reason="glibc only")
-def test_the_command_line_keeps_glibc_to_two_allocation_arenas(tmp_path: Path) -> None:
+def test_the_command_line_keeps_glibc_to_two_arenas_and_has_jemalloc_return_pages_at_once(tmp_path: Path) -> None:
     import os
     import subprocess
     import sys
 
-    env = {k: v for k, v in os.environ.items() if k != "MALLOC_ARENA_MAX"}
+    from clonemem import allocator
 
-    def arenas(mode: str) -> int:
+    unset = ("MALLOC_ARENA_MAX", *allocator.JEMALLOC_VARIABLES)
+    env = {k: v for k, v in os.environ.items() if k not in unset}
+
+    def run(mode: str) -> list[str]:
         got = subprocess.run([sys.executable, "-c", ARENAS_AFTER_THREADS, mode], env=env, capture_output=True,
                              text=True, timeout=120)
         assert got.returncode == 0, got.stderr
-        return int(got.stdout.split()[-1])
+        return got.stdout.split()
 
-    assert arenas("plain") > 2  # threads get arenas of their own without the cap
-    assert arenas("cli") <= 2
+    assert int(run("plain")[-1]) > 2  # threads get arenas of their own without the cap
+    *jemalloc, arenas = run("cli")
+    assert int(arenas) <= 2
+    # set before DuckDB and polars load: their jemalloc reads it when it starts
+    assert jemalloc == [allocator.RETURN_AT_ONCE, "False", "False"]
