@@ -13,11 +13,13 @@ from typing import Annotated, Any
 import typer
 
 from clonemem import settings
+from clonemem.allocator import tune as _tune_allocators
 from clonemem.errors import ExitCode
 from clonemem.prefect_env import configure as _configure_prefect
 
 # before Prefect is imported: it reads its settings (and sets up logging) at import time
 _configure_prefect(debug="--debug" in sys.argv[1:])
+_tune_allocators()  # before any thread starts and before DuckDB or polars loads (clonemem/allocator.py)
 
 app = typer.Typer(
     name="clonemem",

@@ -105,7 +105,7 @@ def land_task(warehouse_path: str, run: EvaluationRun, personas: list[PersonaDat
                              exclude_no_evidence=ev.exclude_no_evidence)
     prov = provenance.collect(run.systems, run.config, run.provenance)
     digest = fingerprint(run, personas, rows, stats, aggs, prov)
-    with Warehouse.open_writer(warehouse_path) as wh:
+    with Warehouse.open_writer(warehouse_path, bulk=True) as wh:  # the rows reach the file as they land
         earlier = land_evaluation(wh, run, rows, stats, aggs, calls, provenance=prov, digest=digest)
     return report.evaluation_result(rows.per_question, aggs, stats, run.systems, run.ks, benchmark=run.benchmark,
                                     benchmark_id=run.benchmark_id, eval_run_id=earlier or run.eval_run_id,

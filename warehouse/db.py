@@ -26,6 +26,16 @@ from clonemem.warehouse import scratch
 from clonemem.warehouse.lock import WarehouseBusy, default_wait, is_held_elsewhere, writer_lock
 from clonemem.warehouse.migrate import apply_migrations, apply_views
 
+# A bulk writer's row groups (see ``open_writer(bulk=True)``). DuckDB writes a transaction's appended rows to
+# the file once a row group of them is full and keeps the rest in memory until the commit, which copies them
+# to the WAL and then checkpoints them. At DuckDB's default (122,880 rows) an evaluation's whole landing
+# (13,760 LLM calls with their prompts and replies) stayed in memory to the end; at 2,048, DuckDB's
+# smallest, it goes to the file as it lands.
+BULK_ROW_GROUP_ROWS = 2048
+# and, on a bulk writer's own DuckDB instance: each full row group written at once, not buffered 5 at a
+# time; one thread, so one set of per-thread buffers (a landing's inserts gain nothing from a second)
+BULK_SETTINGS = ("SET write_buffer_row_group_count = 1", "SET threads = 1")
+
 
 class _ClosedConnection:
     """Stands in for the connection of a closed warehouse: any use says so plainly."""
@@ -57,18 +67,22 @@ class Warehouse:
     # -- opening -----------------------------------------------------------------------------
 
     @classmethod
-    def open_writer(cls, path: str | Path, *, wait_s: float | None = None) -> Warehouse:
+    def open_writer(cls, path: str | Path, *, wait_s: float | None = None, bulk: bool = False) -> Warehouse:
         """Open (creating if needed) the warehouse for writing and bring its schema up to date.
 
         Takes the writer lock (waiting up to ``wait_s``, default ``$CLONEMEM_LOCK_WAIT`` or 600 s)
-        and keeps it until :meth:`close`.
+        and keeps it until :meth:`close`. A ``bulk`` writer, for one big transaction (an evaluation's
+        landing), has a DuckDB instance of its own that writes the rows to the file as they come
+        (:data:`BULK_ROW_GROUP_ROWS`) instead of holding them all in memory to the commit; meanwhile
+        other connections of this process to the file wait for it. If this process already has the file
+        open, it joins that connection as a plain writer would.
         """
         path = Path(path).expanduser().resolve()
         wait = default_wait() if wait_s is None else wait_s
         lock = writer_lock(path, wait_s=wait)
         lock.__enter__()
         try:
-            con = _connect_writer(path, wait)
+            con = _connect_writer(path, wait, bulk)
             try:
                 apply_migrations(con)
                 apply_views(con)
@@ -177,10 +191,33 @@ class Warehouse:
 
 
 def _is_lock_conflict(exc: duckdb.Error) -> bool:
-    return "lock" in str(exc).lower()
+    # another process's lock on the file, or a bulk writer of this process holding it (it ends soon)
+    return "lock" in str(exc).lower() or isinstance(exc, duckdb.ResourceInUseException)
 
 
-def _connect_writer(path: Path, wait_s: float) -> duckdb.DuckDBPyConnection:
+def _connect_bulk(path: Path) -> duckdb.DuckDBPyConnection:
+    """The file attached, under the name a plain connection gives it, to a DuckDB instance of its own
+    with small row groups; a plain connection if this process already has the file open (the file can be
+    attached once per process: the open connection is joined, as :func:`duckdb.connect` would), or if
+    that name is taken in the new instance (a file named ``memory.duckdb``)."""
+    con = duckdb.connect()
+    try:
+        for setting in BULK_SETTINGS:
+            con.execute(setting)
+        literal = str(path).replace("'", "''")
+        con.execute(f"ATTACH '{literal}' (ROW_GROUP_SIZE {BULK_ROW_GROUP_ROWS})")  # named as a plain connection names it
+        name = con.execute("SELECT database_name FROM duckdb_databases() WHERE path = ?", [str(path)]).fetchall()[0][0]
+        con.execute('USE "' + name.replace('"', '""') + '"')
+    except (duckdb.ResourceInUseException, duckdb.BinderException, duckdb.CatalogException):
+        con.close()
+        return duckdb.connect(str(path))
+    except BaseException:
+        con.close()
+        raise
+    return con
+
+
+def _connect_writer(path: Path, wait_s: float, bulk: bool = False) -> duckdb.DuckDBPyConnection:
     """Connect for writing; a reader of another process holding DuckDB's file lock is waited for."""
     if path.is_dir():
         raise WarehouseError(f"warehouse {path} is a folder, not a DuckDB file")
@@ -189,18 +226,19 @@ def _connect_writer(path: Path, wait_s: float) -> duckdb.DuckDBPyConnection:
     told = False
     while True:
         try:
-            return duckdb.connect(str(path))
-        except duckdb.IOException as exc:
+            return _connect_bulk(path) if bulk else duckdb.connect(str(path))
+        except (duckdb.IOException, duckdb.ResourceInUseException) as exc:
             if not _is_lock_conflict(exc):
                 raise WarehouseError(f"cannot open warehouse {path} for writing: {_first_line(exc)}") from None
+            here = isinstance(exc, duckdb.ResourceInUseException)  # a bulk writer of this process has it
             if time.monotonic() >= deadline:
-                raise WarehouseBusy(f"warehouse {path} is open in another process ({_first_line(exc)}); "
-                                    "try again when it has finished") from None
+                raise WarehouseBusy(f"warehouse {path} is open in {'a bulk writer of this' if here else 'another'} "
+                                    f"process ({_first_line(exc)}); try again when it has finished") from None
             if not told:
                 import sys
 
-                print(f"warehouse {path.name} is being read by another process; waiting up to {wait_s:g} s...",
-                      file=sys.stderr, flush=True)
+                print(f"warehouse {path.name} is being {'written by a bulk writer of this' if here else 'read by another'}"
+                      f" process; waiting up to {wait_s:g} s...", file=sys.stderr, flush=True)
                 told = True
             time.sleep(0.25)
         except duckdb.Error as exc:
