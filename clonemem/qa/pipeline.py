@@ -69,6 +69,14 @@ class ItemResult:
     sensitive_ids: list[str] = field(default_factory=list)
 
 
+def record_sufficiency(res: ItemResult, passed: bool, score: float, verdict: str, reason: str) -> None:
+    """The item's sufficiency check row; the verdict holds for this exact answer (the gate checks it still is
+    the answer, by its sha256)."""
+    res.checks.append({"check_name": "sufficiency", "round": 1, "passed": passed, "score": score, "verdict": verdict,
+                       "reason": reason,
+                       "detail": json.dumps({"answer_sha256": hashlib.sha256(res.answer.encode("utf-8")).hexdigest()})})
+
+
 def question_time(seg: Segment, evidence_ids: list[str]) -> dt.datetime:
     """After every gold trace (so all are visible), at the window's end when possible, inside the timeline."""
     chosen = [e for e in seg.evidence if e.evidence_id in evidence_ids]
@@ -124,10 +132,7 @@ def run_item(seg: Segment, qtype: QuestionType, rounds: int, run: RunStage) -> I
                                                   evidence=statements, persona_name=seg.persona.name,
                                                   language=seg.language))
     ok = verdict.verdict == "sufficient"
-    res.checks.append({"check_name": "sufficiency", "round": 1, "passed": ok, "score": verdict.score,
-                       "verdict": verdict.verdict, "reason": verdict.reason,
-                       # the verdict holds for this exact answer; the gate checks it still is the answer
-                       "detail": json.dumps({"answer_sha256": hashlib.sha256(res.answer.encode("utf-8")).hexdigest()})})
+    record_sufficiency(res, ok, verdict.score, verdict.verdict, verdict.reason)
     if not ok:
         return _reject(res, "sufficiency", verdict.reason)
     feedback = None

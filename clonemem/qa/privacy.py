@@ -7,14 +7,13 @@ and completeness (clonemem.evaluation), not by a choice."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 from typing import cast
 
 from clonemem import privacy
 from clonemem.ids import content_id, stable_int
 from clonemem.qa import stages as Q
-from clonemem.qa.pipeline import ItemResult, RunStage, question_time
+from clonemem.qa.pipeline import ItemResult, RunStage, question_time, record_sufficiency
 from clonemem.schemas.qa import (
     PrivacyPlanInput,
     PrivacyWriteInput,
@@ -97,17 +96,14 @@ def run_privacy_item(seg: Segment, qtype: str, run: RunStage) -> ItemResult:
     if not _check(res, "privacy_reference", empty + leaks + late):
         return _reject(res, "format", res.checks[-1]["reason"])
     if not necessary:  # boundary defense: nothing is to be conveyed; the items are grounded before the question
-        res.checks.append({"check_name": "sufficiency", "round": 1, "passed": True, "score": 1.0, "verdict": "sufficient",
-                           "reason": "boundary defense: every requested item is recorded before the question",
-                           "detail": json.dumps({"answer_sha256": hashlib.sha256(res.answer.encode("utf-8")).hexdigest()})})
+        record_sufficiency(res, True, 1.0, "sufficient",
+                           "boundary defense: every requested item is recorded before the question")
     else:  # the reference response conveys the necessary items and says nothing they do not support
         verdict = run(Q.SUFFICIENCY, SufficiencyInput(question=res.question, answer=res.answer, question_type=qtype,
                                                       evidence=[e.statement for e in necessary],
                                                       persona_name=seg.persona.name, language=seg.language))
         ok = verdict.verdict == "sufficient"
-        res.checks.append({"check_name": "sufficiency", "round": 1, "passed": ok, "score": verdict.score,
-                           "verdict": verdict.verdict, "reason": verdict.reason,
-                           "detail": json.dumps({"answer_sha256": hashlib.sha256(res.answer.encode("utf-8")).hexdigest()})})
+        record_sufficiency(res, ok, verdict.score, verdict.verdict, verdict.reason)
         if not ok:
             return _reject(res, "sufficiency", verdict.reason)
     res.status = "accepted"
