@@ -1,11 +1,12 @@
 """The first evaluation a user runs (issue: speed on distinct conversations): the derived benchmark data
 (`benchmarks/locomo_distinct.py`), stored items made once per question time yet right after a rebuild,
-the LLM call rows landed in batches, and the Prefect server started ahead of the flow and used by it."""
+the LLM call rows landed in batches, their stored texts held packed until then, and the Prefect server started ahead of the flow and used by it."""
 
 from __future__ import annotations
 
 import json
 import os
+import pickle
 import subprocess
 import sys
 import textwrap
@@ -16,6 +17,7 @@ import pytest
 
 from benchmarks import locomo_distinct
 from clonemem.importers.locomo import parse_locomo_text
+from clonemem.llm.types import CallRecord
 from clonemem.memory import SYSTEMS
 from clonemem.memory.base import BuildContext
 from tests.memory_kit import REMOTE, day, trace
@@ -106,7 +108,6 @@ def test_stored_items_are_shared_per_time_and_follow_a_rebuild(name: str) -> Non
 
 def test_llm_calls_land_in_batches_all_of_them(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import clonemem.evaluation.land as land
-    from clonemem.llm.types import CallRecord
     from clonemem.warehouse import Warehouse
 
     monkeypatch.setattr(land, "CALLS_PER_BATCH", 3)
@@ -116,6 +117,39 @@ def test_llm_calls_land_in_batches_all_of_them(tmp_path: Path, monkeypatch: pyte
         assert land.land_calls(wh, calls) == 8
         got = wh.rows("SELECT call_id, prompt_text FROM llm_calls ORDER BY call_id")
     assert got == [(f"call-{i}", f"prompt {i}") for i in range(8)]
+
+
+def _stored_call(prompt: str | None, reply: str | None = "{}") -> CallRecord:
+    return CallRecord("call-1", "run", "eval.answer_free", "answerer", "offline", "offline-answerer", True, "h",
+                      day("2024-01-01"), prompt_text=prompt, response_text=reply)
+
+
+def test_a_call_record_holds_its_stored_texts_packed_and_gives_them_back_whole() -> None:
+    prompt = json.dumps([{"role": "system", "content": "You are the AI clone of Ana."},
+                         {"role": "user", "content": "Memories:\n" + "\n".join(f"[{i}] Ana: ran 5 km by the river, "
+                                                                               f"day {i}" for i in range(200))}])
+    rec = _stored_call(prompt)
+    held = sum(len(v) for v in rec.__dict__.values() if isinstance(v, (str, bytes)))
+    assert held < len(prompt) / 3  # held packed: what an evaluation keeps until it lands
+    assert rec.prompt_text == prompt and rec.response_text == "{}"
+    assert rec.row()["prompt_text"] == prompt and rec.row()["response_text"] == "{}"
+    assert "warehouse" not in rec.row() and len(rec.row()) == 19
+    again = pickle.loads(pickle.dumps(rec))  # as Prefect persists and serves a cached result
+    assert again == rec and again.prompt_text == prompt
+    assert _stored_call(None, None).row()["prompt_text"] is None and _stored_call(None, None).response_text is None
+    assert _stored_call(prompt) != _stored_call(prompt + " ")
+    rec.prompt_text = "replaced"
+    assert rec.prompt_text == "replaced" and pickle.loads(pickle.dumps(rec)).prompt_text == "replaced"
+
+
+def test_a_call_record_pickled_with_plain_texts_still_reads_them() -> None:
+    """A result Prefect cached before texts were packed: its records' state holds them plain."""
+    rec = _stored_call(None, None)
+    state = {k: v for k, v in rec.__dict__.items() if not k.endswith("_z")}
+    old = CallRecord.__new__(CallRecord)
+    old.__dict__.update({**state, "prompt_text": "[{\"role\": \"user\", \"content\": \"q\"}]", "response_text": "a"})
+    assert old.prompt_text == '[{"role": "user", "content": "q"}]' and old.response_text == "a"
+    assert old.row()["prompt_text"] == '[{"role": "user", "content": "q"}]'
 
 
 @pytest.mark.slow

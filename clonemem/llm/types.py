@@ -6,10 +6,11 @@ import datetime as dt
 import json
 import random
 import re
+import zlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Generic, Literal, TypeVar
 
 from pydantic import BaseModel
@@ -73,6 +74,29 @@ class GenerateResult:
     finish_reason: str | None = None
 
 
+class _Packed:
+    """A text attribute held zlib-compressed (a dataclass field's descriptor: ``None`` is its default).
+
+    An evaluation holds every call's record until it lands, and the stored prompts were its biggest
+    part: 34 MB of them at the first evaluation of ``benchmarks/evaluate_scale.py``, 16 MB packed. A
+    record pickled before texts were packed (a result in Prefect's cache) holds them plain: read as such."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name, self.slot = name, f"_{name}_z"
+
+    def __get__(self, obj: object, owner: type | None = None) -> str | None:
+        if obj is None:
+            return None
+        packed = obj.__dict__.get(self.slot)
+        if packed is None:
+            return obj.__dict__.get(self.name)
+        return zlib.decompress(packed).decode("utf-8")
+
+    def __set__(self, obj: object, text: str | None) -> None:
+        obj.__dict__.pop(self.name, None)
+        obj.__dict__[self.slot] = None if text is None else zlib.compress(text.encode("utf-8"), 1)
+
+
 @dataclass
 class CallRecord:
     """What is logged to the warehouse for every logical call. Never holds a key."""
@@ -96,14 +120,14 @@ class CallRecord:
     item: str | None = None  # what the call was about, a JSON object (see `about`); None where no step said
     # the exchange, when the config's [logging] store_calls keeps it: the last attempt's messages as a JSON
     # list of {"role", "content"} (system first) and the model's last reply; never a key or a header
-    prompt_text: str | None = None
-    response_text: str | None = None
+    prompt_text: str | None = _Packed()  # type: ignore[assignment]
+    response_text: str | None = _Packed()  # type: ignore[assignment]
     # the warehouse of the run that made the call (not a column): a result served from Prefect's cache
     # carries its calls, and they are spend only of the warehouse they were made for
     warehouse: str | None = field(default=None, compare=False)
 
     def row(self) -> dict:
-        return {k: v for k, v in self.__dict__.items() if k != "warehouse"}
+        return {f.name: getattr(self, f.name) for f in fields(self) if f.name != "warehouse"}
 
 
 # What the calls made in this context are about: set around a step that works on one item (evaluation: a
