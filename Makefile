@@ -28,9 +28,9 @@ test: $(DEV)
 	$(PY) -m pytest -n 2 --dist loadfile
 
 # the long scenarios (kill/resume, faults, budgets, real Prefect servers and workers, a browser, real
-# conversations); CI runs them after `make test`
+# conversations); CI runs them after `make test` and lists the 20 slowest
 test-slow: $(DEV)
-	$(PY) -m pytest -m slow
+	$(PY) -m pytest -m slow --durations=20
 
 # static checks: ruff (configured in pyproject.toml) and mypy against its baseline (tools/check_types.py)
 lint: $(DEV)
