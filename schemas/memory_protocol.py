@@ -12,7 +12,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-VERSION = "1"
+VERSION = "1.1"  # 1.1 added the optional privacy fields: Trace.reached, QueryRequest.recipient
 # A time as the benchmark writes it: local to the persona, no zone, to the second.
 ProtocolTime = Annotated[str, Field(pattern=r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}$",
                                     examples=["2024-03-01T18:30:00"])]
@@ -42,6 +42,9 @@ class Trace(_Body):
     medium: str = Field(description="diary, chat_private, email, conversation_turn, ...")
     event_date: ProtocolTime
     content: str
+    reached: list[str] = Field(default_factory=list, description=(
+        "since 1.1: who the trace reached, as relation names (the release file's privacy.recipient names "
+        "one), or \"*\" for everyone (a post, a group chat); empty: nobody but the persona (a diary, a memo)"))
 
 
 class IngestRequest(_Body):
@@ -62,6 +65,9 @@ class QueryRequest(_Body):
     question: str
     question_time: ProtocolTime
     k: Annotated[int, Field(ge=1)]
+    recipient: str | None = Field(None, description=(
+        "since 1.1: a privacy task's asker (a relation name): the clone replies to them, and a boundary-aware "
+        "system retrieves only traces that reached them; null: a question to the persona itself"))
 
 
 class Item(_Body):

@@ -95,6 +95,35 @@ def test_the_boundary_aware_baseline_reads_only_what_reached_the_recipient(evalu
         < scores["oracle"]["privacy_violation"]
 
 
+def test_a_remote_system_is_told_who_traces_reached_and_who_asks(evaluated, tmp_path) -> None:
+    """The memory protocol (1.1) carries the boundaries: `serve-memory bm25_boundary`, fed by chronological
+    replay through its URL, retrieves for a privacy task only what reached the recipient, as in process."""
+    import shutil
+
+    from protocol_kit import serve_memory
+
+    wh = tmp_path / "wh.duckdb"
+    shutil.copy(evaluated[0], wh)  # the module's warehouse stays as its tests read it
+    log, out = tmp_path / "served.jsonl", tmp_path / "result.json"
+    with serve_memory("bm25_boundary", log) as url:
+        got = clonemem(wh, tmp_path / "prefect", "evaluate", "tiny", "--systems", f"bm25,bm25_boundary,{url}",
+                       "--k", "5", "--json", str(out))
+    assert got.returncode == 0, got.stderr[-3000:]
+    recipients = dict(_rows(wh, "SELECT q.external_id, p.recipient FROM privacy_items p JOIN questions q USING (question_id)"))
+    asked = {q["question_id"]: q["recipient"] for q in map(json.loads, log.read_text("utf-8").splitlines())}
+    assert len(asked) == _rows(wh, "SELECT count(*) FROM questions")[0][0]
+    assert {qid: r for qid, r in asked.items() if r is not None} == recipients != {}  # only privacy tasks name one
+    names = {n for (n,) in _rows(wh, "SELECT name FROM relations")}
+    audience = {t: privacy.disclosed_to(a, m, names) for t, a, m in _rows(wh, "SELECT trace_id, audience, medium FROM traces")}
+    eid = json.loads(out.read_text("utf-8"))["eval_run_id"]
+    served = _rows(wh, "SELECT p.recipient, r.retrieved_trace_ids::VARCHAR FROM eval_retrievals r "
+                       "JOIN privacy_items p USING (question_id) WHERE r.eval_run_id = ? AND r.system = ?",
+                   [eid, "clonemem-bm25_boundary"])
+    assert served and all(privacy.reaches(rec, audience[t]) for rec, ids in served for t in json.loads(ids))
+    scores = {r["system"]: r["privacy"]["privacy_violation"] for r in json.loads(out.read_text("utf-8"))["results"]}
+    assert scores["clonemem-bm25_boundary"] == scores["bm25_boundary"] < scores["bm25"], scores
+
+
 def test_the_dashboard_plots_violation_against_completeness_per_system(evaluated, monkeypatch) -> None:
     wh, result, _ = evaluated
     monkeypatch.setenv("CLONEMEM_WAREHOUSE", str(wh))

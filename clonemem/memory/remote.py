@@ -212,7 +212,7 @@ class RemoteSystem(MemorySystem):
                 rid = self._release.get(t.trace_id, t.trace_id)
                 self._given[rid] = t
                 batch.append({"trace_id": rid, "medium": t.medium, "event_date": protocol_time(t.event_date),
-                              "content": t.content})
+                              "content": t.content, "reached": list(t.reached)})
             self._client.call("POST", "/v1/ingest", json={"persona_id": self._persona, "traces": batch})
         ctx.stats["items"] = len(self._given)
 
@@ -220,7 +220,8 @@ class RemoteSystem(MemorySystem):
         call = "POST /v1/query"
         reply = self._client.call("POST", "/v1/query", Items, json={
             "persona_id": self._persona, "question_id": self._release.get(question.question_id, question.question_id),
-            "question": question.question, "question_time": protocol_time(question.question_time), "k": k})
+            "question": question.question, "question_time": protocol_time(question.question_time), "k": k,
+            "recipient": question.recipient})
         assert reply is not None
         if len(reply.items) > k:
             raise self._client.fail(call, f"reply field items has {len(reply.items)} items, more than k = {k}")

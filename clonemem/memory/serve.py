@@ -96,7 +96,7 @@ class MemoryService:
 
     def ingest(self, req: IngestRequest) -> None:
         persona = self._persona(req.persona_id)
-        traces = [MemoryTrace(t.trace_id, t.medium, dt.datetime.fromisoformat(t.event_date), t.content)
+        traces = [MemoryTrace(t.trace_id, t.medium, dt.datetime.fromisoformat(t.event_date), t.content, tuple(t.reached))
                   for t in req.traces]
         with persona.lock:
             new = [(n, t) for n, t in enumerate(traces) if t.trace_id not in persona.ids]  # a retried batch: once
@@ -124,9 +124,9 @@ class MemoryService:
         when = dt.datetime.fromisoformat(req.question_time)
         with persona.lock:
             memory = self._caught_up(req.persona_id, persona)
-            items = memory.retrieve(QuestionView(req.question_id, req.question, when), req.k)
+            items = memory.retrieve(QuestionView(req.question_id, req.question, when, recipient=req.recipient), req.k)
             self._record({"persona_id": req.persona_id, "question_id": req.question_id,
-                          "question_time": req.question_time, "held": persona.held,
+                          "question_time": req.question_time, "recipient": req.recipient, "held": persona.held,
                           "latest": persona.latest.isoformat() if persona.latest else None})
         return Items.model_validate({"items": [{"text": i.text, "trace_ids": list(i.trace_ids), "score": i.score}
                                                for i in items[: req.k]]})
