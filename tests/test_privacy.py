@@ -7,6 +7,7 @@ import datetime as dt
 import json
 import random
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 import duckdb
@@ -207,29 +208,29 @@ def test_a_family_goes_from_generation_to_the_release_format_and_back(generated,
     assert json.loads((again / exported.name).read_text("utf-8"))["questions"] == doc["questions"]
 
 
-def test_an_imported_privacy_item_naming_missing_evidence_is_refused(generated, tmp_path) -> None:
+def _import_altered(generated, tmp_path: Path, pick: Callable[[dict], bool], alter: Callable[[dict], None]):
+    """Export the benchmark, alter the first question ``pick`` accepts, import it into a new warehouse:
+    (the question's index, the import's result)."""
     wh, home, _ = generated
     out = tmp_path / "release"
     assert clonemem(wh, home, "export-release", "tiny", "--out", str(out)).returncode == 0
     (exported,) = out.glob("*.json")
     doc = json.loads(exported.read_text("utf-8"))
-    qi, q = next((i, q) for i, q in enumerate(doc["questions"]) if "privacy" in q)
-    q["privacy"]["sensitive"][0]["evidence"] = 99
+    qi, q = next((i, q) for i, q in enumerate(doc["questions"]) if pick(q))
+    alter(q)
     exported.write_text(json.dumps(doc), "utf-8")
-    got = clonemem(tmp_path / "none.duckdb", home, "import-release", str(out), "--name", "bad")
-    assert got.returncode != 0
+    return qi, clonemem(tmp_path / "none.duckdb", home, "import-release", str(out), "--name", "bad")
+
+
+def test_an_imported_privacy_item_naming_missing_evidence_is_refused(generated, tmp_path) -> None:
+    qi, got = _import_altered(generated, tmp_path, lambda q: "privacy" in q,
+                              lambda q: q["privacy"]["sensitive"][0].update(evidence=99))
+    assert got.returncode != 0 and not (tmp_path / "none.duckdb").exists()
     assert f"$.questions[{qi}].privacy.sensitive[0].evidence" in got.stderr and "not in the question's evidence" in got.stderr
 
 
 def test_an_imported_privacy_task_with_an_unknown_tactic_is_refused(generated, tmp_path) -> None:
-    wh, home, _ = generated
-    out = tmp_path / "release"
-    assert clonemem(wh, home, "export-release", "tiny", "--out", str(out)).returncode == 0
-    (exported,) = out.glob("*.json")
-    doc = json.loads(exported.read_text("utf-8"))
-    qi, q = next((i, q) for i, q in enumerate(doc["questions"]) if q.get("privacy", {}).get("tactic"))
-    q["privacy"]["tactic"] = "flattery"
-    exported.write_text(json.dumps(doc), "utf-8")
-    got = clonemem(tmp_path / "none.duckdb", home, "import-release", str(out), "--name", "bad")
+    qi, got = _import_altered(generated, tmp_path, lambda q: q.get("privacy", {}).get("tactic"),
+                              lambda q: q["privacy"].update(tactic="flattery"))
     assert got.returncode != 0 and not (tmp_path / "none.duckdb").exists()
     assert f"$.questions[{qi}].privacy.tactic" in got.stderr, got.stderr[-1500:]
