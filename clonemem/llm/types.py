@@ -120,8 +120,8 @@ class CallRecord:
     item: str | None = None  # what the call was about, a JSON object (see `about`); None where no step said
     # the exchange, when the config's [logging] store_calls keeps it: the last attempt's messages as a JSON
     # list of {"role", "content"} (system first) and the model's last reply; never a key or a header
-    prompt_text: str | None = _Packed()  # type: ignore[assignment]
-    response_text: str | None = _Packed()  # type: ignore[assignment]
+    prompt_text: _Packed = _Packed()  # read and set as str | None
+    response_text: _Packed = _Packed()
     # the warehouse of the run that made the call (not a column): a result served from Prefect's cache
     # carries its calls, and they are spend only of the warehouse they were made for
     warehouse: str | None = field(default=None, compare=False)
