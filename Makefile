@@ -28,9 +28,11 @@ test: $(DEV)
 	$(PY) -m pytest -n 2 --dist loadfile
 
 # the long scenarios (kill/resume, faults, budgets, real Prefect servers and workers, a browser, real
-# conversations); CI runs them after `make test` and lists the 20 slowest
+# conversations); CI runs them after `make test`. Two processes, each test file on one of them, except
+# the scenarios that assert wall-clock bounds (marked `timing`), which then run alone; the slowest listed.
 test-slow: $(DEV)
-	$(PY) -m pytest -m slow --durations=20
+	$(PY) -m pytest -m "slow and not timing" -n 2 --dist loadfile --durations=20
+	$(PY) -m pytest -m "slow and timing" --durations=5
 
 # static checks: ruff (configured in pyproject.toml) and mypy against its baseline (tools/check_types.py)
 lint: $(DEV)

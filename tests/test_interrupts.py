@@ -22,7 +22,7 @@ from clonemem.warehouse import Warehouse
 from tests.dashboard_kit import descendants
 from tests.pipeline_kit import EXE, env_for, tiny_config
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
+pytestmark = [pytest.mark.slow, pytest.mark.timing, pytest.mark.timeout(600)]
 
 
 class Terminal:

@@ -16,7 +16,7 @@ from tests.dashboard_kit import app, charts, frame, sql
 from tests.pipeline_kit import tiny_config
 from tests.prefect_server_kit import Stack
 
-pytestmark = [pytest.mark.prefect_server, pytest.mark.slow, pytest.mark.timeout(1500)]
+pytestmark = [pytest.mark.prefect_server, pytest.mark.slow, pytest.mark.timing, pytest.mark.timeout(1500)]
 
 EVALUATION = """[evaluation]
 systems = ["oracle", "bm25"]
