@@ -10,6 +10,7 @@ know the matter or were already told.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Sequence
 
 from clonemem import text as textutil
@@ -34,6 +35,12 @@ def merge_disclosed(lists: Iterable[Sequence[str]]) -> list[str]:
     """The union of what several traces reached (``[PUBLIC]`` once any is public)."""
     seen = {n for names in lists for n in names}
     return [PUBLIC] if PUBLIC in seen else sorted(seen)
+
+
+def trace_reach(stored: str | None, audience: str | None, medium: str, names: Iterable[str]) -> list[str]:
+    """Who a trace reached: as stored with it (a JSON list: generated, or imported with the release format's
+    ``reached``), else derived from its medium and audience (:func:`disclosed_to`)."""
+    return json.loads(stored) if stored is not None else disclosed_to(audience, medium, names)
 
 
 def reaches(recipient: str, disclosed: Sequence[str]) -> bool:

@@ -27,6 +27,9 @@ class ReleaseTrace(_Release):
     medium: str
     event_date: dt.datetime
     content: str
+    # who the trace reached (relation names, or "*" for everyone; [] nobody but the persona): written by
+    # this product's export of a generated benchmark, absent from the published files
+    reached: list[str] | None = None
 
 
 class ReleaseEvidence(_Release):

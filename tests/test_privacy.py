@@ -208,6 +208,34 @@ def test_a_family_goes_from_generation_to_the_release_format_and_back(generated,
     assert json.loads((again / exported.name).read_text("utf-8"))["questions"] == doc["questions"]
 
 
+def _reach(path: Path, name: str) -> dict[str, tuple[str, ...]]:
+    """Who each trace reached, by its release id, as an evaluation of the benchmark reads it."""
+    from clonemem.evaluation.run import load_benchmark
+    from clonemem.warehouse import Warehouse
+    from clonemem.warehouse.catalog import resolve_benchmark
+
+    with Warehouse.open_reader(path) as r:
+        bid, _ = resolve_benchmark(r, name)
+        ext = dict(r.rows("SELECT trace_id, external_id FROM traces"))
+        return {ext[t.trace_id]: t.reached for p in load_benchmark(r, bid) for t in p.traces}
+
+
+def test_an_exported_and_imported_benchmark_keeps_who_each_trace_reached(generated, tmp_path) -> None:
+    """Else a boundary-aware system scores differently on the imported copy (a private message to a friend
+    read as reaching nobody), without a word."""
+    wh, home, _ = generated
+    out, back = tmp_path / "release", tmp_path / "back.duckdb"
+    assert clonemem(wh, home, "export-release", "tiny", "--out", str(out)).returncode == 0
+    original = _reach(wh, "tiny")
+    exported = {c["id"]: tuple(c["reached"]) for f in out.glob("*.json") for c in json.loads(f.read_text("utf-8"))["context"]}
+    assert exported == original
+    assert any(r and r != (privacy.PUBLIC,) for r in original.values())  # some reached named people only
+    assert () in original.values() and (privacy.PUBLIC,) in original.values()
+    got = clonemem(back, home, "import-release", str(out), "--name", "back")
+    assert got.returncode == 0, got.stderr[-2000:]
+    assert _reach(back, "back") == original
+
+
 def _import_altered(generated, tmp_path: Path, pick: Callable[[dict], bool], alter: Callable[[dict], None]):
     """Export the benchmark, alter the first question ``pick`` accepts, import it into a new warehouse:
     (the question's index, the import's result)."""

@@ -90,8 +90,8 @@ def load_benchmark(wh: Warehouse, benchmark_id: str) -> list[PersonaData]:
     for pid, key, name, language in wh.rows("SELECT persona_id, person_key, person_name, coalesce(language, 'en') "
                                             "FROM personas WHERE benchmark_id = ? ORDER BY seq", [benchmark_id]):
         names = [n for (n,) in wh.rows("SELECT name FROM relations WHERE persona_id = ? ORDER BY seq", [pid])]
-        traces = tuple(MemoryTrace(t, m, d, c, tuple(privacy.disclosed_to(a, m, names))) for t, m, d, c, a in wh.rows(
-            "SELECT trace_id, medium, event_date, content, audience FROM traces WHERE persona_id = ? "
+        traces = tuple(MemoryTrace(t, m, d, c, tuple(privacy.trace_reach(r, a, m, names))) for t, m, d, c, a, r in wh.rows(
+            "SELECT trace_id, medium, event_date, content, audience, reached FROM traces WHERE persona_id = ? "
             "ORDER BY event_date, trace_id", [pid]))
         tasks = privacy_tasks(wh, pid)
         questions = []

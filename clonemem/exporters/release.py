@@ -16,6 +16,7 @@ from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
+from clonemem import privacy
 from clonemem.schemas.release import QUESTION_KEYS
 from clonemem.warehouse import Warehouse
 from clonemem.warehouse.catalog import resolve_benchmark
@@ -31,11 +32,15 @@ def export_persona(wh: Warehouse, pid: str, questions_key: str = "questions") ->
         raise ValueError(f"questions_key must be one of {', '.join(QUESTION_KEYS)}, got {questions_key!r}")
     (person_key, person_name, bid) = wh.rows(
         "SELECT person_key, person_name, benchmark_id FROM personas WHERE persona_id = ?", [pid])[0]
+    # who each trace reached, where known: stored with it, or derived when the persona's relations are known
+    # (a generated benchmark); a published file's traces carry none, and re-export without it
+    names = [n for (n,) in wh.rows("SELECT name FROM relations WHERE persona_id = ? ORDER BY seq", [pid])]
     context = [
-        {"id": ext, "medium": medium, "event_date": _iso(date), "content": content}
-        for ext, medium, date, content in wh.rows(
-            "SELECT external_id, medium, event_date, content FROM traces WHERE persona_id = ? ORDER BY seq, external_id",
-            [pid])
+        {"id": ext, "medium": medium, "event_date": _iso(date), "content": content,
+         **({"reached": privacy.trace_reach(reached, audience, medium, names)} if reached is not None or names else {})}
+        for ext, medium, date, content, audience, reached in wh.rows(
+            "SELECT external_id, medium, event_date, content, audience, reached FROM traces WHERE persona_id = ? "
+            "ORDER BY seq, external_id", [pid])
     ]
     ext_of = dict(wh.rows("SELECT trace_id, external_id FROM traces WHERE persona_id = ?", [pid]))
     q_traces = _grouped(wh.rows(

@@ -148,10 +148,11 @@ def _phase(out: Assembly, dag: PersonaDag, written: _Written, ek: tuple[int, int
                             "snapshot_after_id": after_id})
     for i, de in enumerate(dag.detailed.get(ek, [])):
         _detailed_event(out, dag, written, (e, k, i), de, content_id(phase_id, "event", i), phase_id, arc_ids)
+    names = [r.name for r in dag.relations or []]
     for t, plan in enumerate(dag.noise_plans.get(ek, [])):
         if (e, k, "noise", t) in dag.contents:
             written.traces.append(_trace(pid, content_id(phase_id, "noise", t), plan, dag.contents[(e, k, "noise", t)],
-                                         None, True))
+                                         None, True, privacy.disclosed_to(plan.audience, plan.medium, names)))
 
 
 def _detailed_event(out: Assembly, dag: PersonaDag, written: _Written, eki: tuple[int, int, int], de: DetailedEvent,
@@ -175,9 +176,9 @@ def _detailed_event(out: Assembly, dag: PersonaDag, written: _Written, eki: tupl
     names = [r.name for r in dag.relations or []]
     for t, plan in written_plans:
         ext = content_id(de_id, "trace", t)
-        written.traces.append(_trace(pid, ext, plan, dag.contents[(e, k, i, t)], de_id, False))
-        written.carried += [(ev_ids[j], ext) for j in plan.evidence_indices]
         written.reached[ext] = privacy.disclosed_to(plan.audience, plan.medium, names)
+        written.traces.append(_trace(pid, ext, plan, dag.contents[(e, k, i, t)], de_id, False, written.reached[ext]))
+        written.carried += [(ev_ids[j], ext) for j in plan.evidence_indices]
 
 
 def _traces_and_evidence(out: Assembly, written: _Written) -> None:
@@ -216,8 +217,9 @@ def _traces_and_evidence(out: Assembly, written: _Written) -> None:
                                  "disclosed_to": json.dumps(privacy.merge_disclosed(reached[eid]), ensure_ascii=False)})
 
 
-def _trace(pid: str, ext: str, plan, content: str, de_id: str | None, noise: bool) -> dict:
+def _trace(pid: str, ext: str, plan, content: str, de_id: str | None, noise: bool, reached: list[str]) -> dict:
     return {"trace_id": content_id(pid, "trace", ext), "persona_id": pid, "external_id": ext, "seq": 0,
             "medium": plan.medium, "event_date": plan.timestamp.replace(tzinfo=None), "content": content,
             "detailed_event_id": de_id, "intent": plan.intent, "audience": plan.audience,
-            "key_information": json.dumps(plan.key_information, ensure_ascii=False), "is_noise": noise}
+            "key_information": json.dumps(plan.key_information, ensure_ascii=False), "is_noise": noise,
+            "reached": json.dumps(reached, ensure_ascii=False)}

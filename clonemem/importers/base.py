@@ -290,6 +290,7 @@ def persona_rows(persona: ParsedPersona, benchmark_name: str, seq: int) -> Perso
             "trace_id": trace_key[t.id], "persona_id": pid, "external_id": t.id, "seq": i, "medium": t.medium,
             "event_date": dates[i], "content": t.content, "detailed_event_id": None, "intent": None,
             "audience": None, "key_information": None, "is_noise": False,
+            "reached": None if t.reached is None else json.dumps(t.reached, ensure_ascii=False),
         })
     for qi, (q, source) in enumerate(zip(release.items, persona.sources, strict=True)):
         qid = content_id(pid, "question", q.id)
