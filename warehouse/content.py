@@ -80,6 +80,12 @@ def _delete(wh: Warehouse, statements: tuple[str, ...], persona_id: str) -> None
             con.execute(sql, [persona_id] * sql.count("?"))
 
 
+def relation_names(wh: Warehouse, persona_id: str) -> list[str]:
+    """The names of the persona's relations, in order: who a trace's audience can name (clonemem/privacy.py);
+    none for an imported persona."""
+    return [n for (n,) in wh.rows("SELECT name FROM relations WHERE persona_id = ? ORDER BY seq", [persona_id])]
+
+
 def delete_persona(wh: Warehouse, persona_id: str) -> None:
     """Everything of a persona (re-import, re-landing generation)."""
     _delete(wh, _DELETE_PERSONA, persona_id)

@@ -32,6 +32,7 @@ from clonemem.schemas.evaluation import AnswerInput, JudgeInput, PrivacyJudgeInp
 from clonemem.schemas.qa import Choice
 from clonemem.schemas.results import DIAGNOSIS, PRIVACY
 from clonemem.warehouse import Warehouse
+from clonemem.warehouse.content import relation_names
 
 
 @dataclass(frozen=True)
@@ -89,7 +90,7 @@ def load_benchmark(wh: Warehouse, benchmark_id: str) -> list[PersonaData]:
     keys = Counter(k for (k,) in wh.rows("SELECT person_key FROM personas WHERE benchmark_id = ?", [benchmark_id]))
     for pid, key, name, language in wh.rows("SELECT persona_id, person_key, person_name, coalesce(language, 'en') "
                                             "FROM personas WHERE benchmark_id = ? ORDER BY seq", [benchmark_id]):
-        names = [n for (n,) in wh.rows("SELECT name FROM relations WHERE persona_id = ? ORDER BY seq", [pid])]
+        names = relation_names(wh, pid)
         traces = tuple(MemoryTrace(t, m, d, c, tuple(privacy.trace_reach(r, a, m, names))) for t, m, d, c, a, r in wh.rows(
             "SELECT trace_id, medium, event_date, content, audience, reached FROM traces WHERE persona_id = ? "
             "ORDER BY event_date, trace_id", [pid]))

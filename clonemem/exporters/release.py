@@ -20,6 +20,7 @@ from clonemem import privacy
 from clonemem.schemas.release import QUESTION_KEYS
 from clonemem.warehouse import Warehouse
 from clonemem.warehouse.catalog import resolve_benchmark
+from clonemem.warehouse.content import relation_names
 
 
 def _iso(value: dt.datetime) -> str:
@@ -34,7 +35,7 @@ def export_persona(wh: Warehouse, pid: str, questions_key: str = "questions") ->
         "SELECT person_key, person_name, benchmark_id FROM personas WHERE persona_id = ?", [pid])[0]
     # who each trace reached, where known: stored with it, or derived when the persona's relations are known
     # (a generated benchmark); a published file's traces carry none, and re-export without it
-    names = [n for (n,) in wh.rows("SELECT name FROM relations WHERE persona_id = ? ORDER BY seq", [pid])]
+    names = relation_names(wh, pid)
     context = [
         {"id": ext, "medium": medium, "event_date": _iso(date), "content": content,
          **({"reached": privacy.trace_reach(reached, audience, medium, names)} if reached is not None or names else {})}
