@@ -60,7 +60,7 @@ def turn_context(traces: Sequence[MemoryTrace]) -> list[str]:
         prev = traces[i - 1] if i else None
         same_session = (prev is not None and t.medium in DIALOGUE_MEDIA and prev.medium == t.medium
                         and dt.timedelta(0) <= t.event_date - prev.event_date <= SESSION_GAP)
-        out.append(prev.content if same_session else "")
+        out.append(prev.content if prev is not None and same_session else "")
     return out
 
 
@@ -98,7 +98,8 @@ class _Flat(MemorySystem):
 
     def index(self, units: list[Unit]) -> None: ...
 
-    def scores(self, query: str) -> np.ndarray: ...
+    def scores(self, query: str) -> np.ndarray:
+        raise NotImplementedError(f"{type(self).__name__} scores its units itself")
 
     def visible(self, question: QuestionView) -> np.ndarray:
         return self.when <= np.datetime64(_naive(question.question_time), "us")
@@ -196,7 +197,8 @@ class Hybrid(_Flat):
         from clonemem.memory.embed import top_k
 
         mask = self.visible(question)
-        fused = sum(standardised(part.scores(question.question), mask) for part in self._parts)
+        fused = sum((standardised(part.scores(question.question), mask) for part in self._parts),
+                    np.zeros(len(self.units)))
         return [Retrieved(self.units[i].text, (self.units[i].trace_id,), float(fused[i]), self.units[i].kind)
                 for i in top_k(fused, mask, k)]
 
