@@ -15,9 +15,11 @@ from clonemem.ids import stable_hash
 from clonemem.importers import IMPORTERS, importer
 from clonemem.importers.base import (
     ParsedPersona,
+    StreamingImporter,
     check_benchmark_name,
     expand_paths,
     import_into_warehouse,
+    import_stream,
     parse_each,
     read_bytes,
 )
@@ -51,6 +53,20 @@ def parse_files(format_name: str, paths: list[str]) -> list[ParsedPersona]:
     """Every file under the paths through :func:`parse_file`; the problems of all files in one error."""
     files = expand_paths(paths, importer(format_name).suffixes)
     return parse_each(files, lambda path: parse_file(format_name, read_bytes(path), str(path)))
+
+
+def streams(format_name: str) -> bool:
+    """Whether the format's files are streamed (never held whole, so not parsed by a cached task)."""
+    return importer(format_name).streams
+
+
+@task(cache_policy=NO_CACHE, task_run_name="stream {name}")
+def stream_files(warehouse_path: str, format_name: str, paths: list[str], name: str, mode: ImportMode = "create",
+                 wait_s: float | None = None) -> ImportSummary:
+    """Check every file through, then land it in batches in one transaction (a streaming importer)."""
+    found = importer(format_name)
+    assert isinstance(found, StreamingImporter)
+    return import_stream(Path(warehouse_path), found, paths, name, mode, wait_s=wait_s)
 
 
 @task(cache_policy=NO_CACHE, task_run_name="land {name}")
