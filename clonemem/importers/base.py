@@ -211,6 +211,7 @@ class ParsedPersona:
     source_format: str = "clonemem"
     notes: tuple[ImportNote, ...] = ()
     sources: tuple[QuestionSource, ...] = ()
+    narrative: str | None = None  # who the person is, as the source says it (PersonaMem's system message)
 
     def __post_init__(self) -> None:
         if len(self.sources) != len(self.release.items):
@@ -252,9 +253,19 @@ class Importer(ABC):
     def parse_file(self, path: str | Path) -> list[ParsedPersona]:
         return self.parse_bytes(read_bytes(path), str(path))
 
+    def group(self, files: Sequence[Path]) -> list[tuple[Path, ...]]:
+        """The files read together (a format of several kinds of file, e.g. PersonaMem's questions CSV and
+        its contexts JSONL); by default each file alone. Raise :class:`ImportFailed` for a file left over."""
+        return [(f,) for f in files]
+
+    def parse_group(self, data: Sequence[bytes], files: Sequence[str]) -> list[ParsedPersona]:
+        """Every persona of one group of files (their bytes and names, in :meth:`group`'s order)."""
+        return [p for d, f in zip(data, files, strict=True) for p in self.parse_bytes(d, f)]
+
     def parse_paths(self, paths: Sequence[str | Path]) -> list[ParsedPersona]:
         """Every file under the paths, parsed; all problems of all files in one error."""
-        return parse_each(expand_paths(paths, self.suffixes), self.parse_file)
+        groups = self.group(expand_paths(paths, self.suffixes))
+        return parse_each(groups, lambda g: self.parse_group([read_bytes(f) for f in g], [str(f) for f in g]))
 
 
 class StreamingImporter(Importer):
@@ -334,7 +345,7 @@ def persona_rows(persona: ParsedPersona, benchmark_name: str, seq: int, texts: s
     rows.add("personas", {
         "persona_id": pid, "benchmark_id": bid, "person_key": release.person_id, "seq": seq,
         "person_name": release.person_name, "language": persona.language, "big_five": None, "profile": None,
-        "narrative": None, "timeline_start": min(dates, default=None), "timeline_end": max(dates, default=None),
+        "narrative": persona.narrative, "timeline_start": min(dates, default=None), "timeline_end": max(dates, default=None),
         "source_file": source_file,
     })
     for i, t in enumerate(release.context):

@@ -197,7 +197,8 @@ class _Instance:
             choices=[], correct_choice_id=None, evidence_sessions=list(item.answer_session_ids))
         release = ReleaseFile(person_name=item.question_id, person_id=item.question_id, context=traces,
                               questions=[question])
-        language = detect_language(None, [item.question, *(t.content for t in traces[:20])])
+        # a sample is enough (and the whole haystack would cost more than the rest of the import)
+        language = detect_language(None, [item.question, *(t.content[:300] for t in traces[:8])])
         return ParsedPersona(self.file, release, language, SOURCE_FORMAT, tuple(self.notes),
                              (QuestionSource(project_type(item.question_type, item.question_id), item.question_type),))
 
