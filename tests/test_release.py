@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from clonemem import ids, release
+from clonemem.schemas.versions import RELEASE
 from clonemem.warehouse import Warehouse, catalog
 from tests.conftest import write_json
 
@@ -55,6 +56,7 @@ def test_round_trip_import_export_import(tmp_path: Path, demo_file: Path) -> Non
     exported = json.loads(files[0].read_text("utf-8"))
     original = json.loads(demo_file.read_text("utf-8"))
     original.pop("release_version")  # unknown field: ignored on import
+    assert exported.pop("format_version") == RELEASE.version  # written by the exporter
     for q in original["questions"]:
         q.pop("notes", None)
     assert exported == original
@@ -204,7 +206,8 @@ def test_emoji_with_zero_width_joiners_are_kept_exactly(wh: Warehouse) -> None:
 
 
 def test_published_round_trip_is_lossless(tmp_path: Path) -> None:
-    """import -> export (qa_items) reproduces the published files byte for byte; -> import gives equal rows."""
+    """import -> export (qa_items) reproduces the published files byte for byte, plus the line of the format's
+    version (the published files predate versions); -> import gives equal rows."""
     files = sorted((PUBLISHED / "100k").glob("*.json"))
     with Warehouse.open_writer(tmp_path / "a.duckdb") as a:
         release.import_release_files(a, [PUBLISHED / "100k"], "published")
@@ -213,10 +216,12 @@ def test_published_round_trip_is_lossless(tmp_path: Path) -> None:
         documented = release.export_release(a, "published", tmp_path / "questions")
     assert [p.name for p in as_published] == [f.name for f in files]
     for exported, original in zip(as_published, files, strict=True):
-        assert exported.read_bytes() == original.read_bytes()
+        version = f'{{\n "format_version": "{RELEASE.version}",\n'.encode()
+        assert exported.read_bytes() == original.read_bytes().replace(b"{\n", version, 1)
     for path in documented:  # the documented key by default, same content otherwise
         doc = json.loads(path.read_text("utf-8"))
         assert "questions" in doc and "qa_items" not in doc
+        assert doc["format_version"] == RELEASE.version
         assert doc["questions"] == json.loads((PUBLISHED / "100k" / path.name).read_text("utf-8"))["qa_items"]
     with Warehouse.open_writer(tmp_path / "b.duckdb") as b:
         release.import_release_files(b, documented, "published")
