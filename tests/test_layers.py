@@ -6,16 +6,18 @@ from __future__ import annotations
 
 import ast
 import re
+import sys
+import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
+from clonemem import layout
+
 ROOT = Path(__file__).parent.parent
 DOC = ROOT / "docs" / "architecture.md"
-# folders mapped into the `clonemem` namespace by pyproject.toml's package-dir
-MAPPED = ("flows", "tasks", "schemas", "expectations", "warehouse", "prompts")
-SOURCES = ("clonemem", *MAPPED, "benchmarks")
+SOURCES = (*layout.SOURCES, "benchmarks")
 TICKED = re.compile(r"`([^`]+)`")
 
 
@@ -46,17 +48,10 @@ LAYERS = read_layers(DOC.read_text("utf-8"))
 
 
 def module_of(path: Path) -> str:
-    rel = path.relative_to(ROOT).with_suffix("")
-    parts = rel.parts if rel.parts[0] == "clonemem" or rel.parts[0] == "benchmarks" else ("clonemem", *rel.parts)
-    return ".".join(p for p in parts if p != "__init__")
+    return layout.module_name(path.relative_to(ROOT))
 
 
-def path_key(module: str) -> str:
-    """`clonemem.flows.qa` -> `flows/qa`; `clonemem.memory.base` -> `clonemem/memory/base`."""
-    parts = module.split(".")
-    if len(parts) > 1 and parts[0] == "clonemem" and parts[1] in MAPPED:
-        parts = parts[1:]
-    return "/".join(parts)
+path_key = layout.repo_path
 
 
 def layer_of(module: str) -> Layer | None:
@@ -125,3 +120,46 @@ def test_the_check_fails_when_a_flow_imports_the_warehouse() -> None:
     assert violations("clonemem.flows.toy", source) == ["line 2: clonemem.warehouse (warehouse)"]
     assert violations("clonemem.flows.toy", "from clonemem import runtime\n") == []
     assert violations("clonemem.schemas.toy", "from clonemem.memory import SYSTEMS\n")
+
+
+# -- one name per module ---------------------------------------------------------------------------
+
+
+def test_the_mapped_folders_are_those_pyproject_installs() -> None:
+    package_dir = tomllib.loads((ROOT / "pyproject.toml").read_text("utf-8"))["tool"]["setuptools"]["package-dir"]
+    assert package_dir == {layout.PACKAGE: layout.PACKAGE, **{f"{layout.PACKAGE}.{m}": m for m in layout.MAPPED}}
+
+
+def second_names(path: Path, test_modules: frozenset[str]) -> list[str]:
+    """Imports that name a module by a second name: a mapped folder as a top-level package (`flows.qa`
+    for `clonemem.flows.qa`) or a module of tests/ without `tests.` (`dashboard_kit`)."""
+    wrong = []
+    for node in ast.walk(ast.parse(path.read_text("utf-8"))):
+        names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                 else [node.module] if isinstance(node, ast.ImportFrom) and node.module and not node.level else [])
+        wrong += [f"line {node.lineno}: {n}" for n in names
+                  if n.split(".")[0] in layout.MAPPED or n.split(".")[0] in test_modules]
+    return wrong
+
+
+def test_no_module_is_imported_under_a_second_name() -> None:
+    """One module object per file: the product's folders only as `clonemem.*`, the tests' helpers only
+    as `tests.*` (pytest imports test files as `tests.test_x`: pyproject's import mode)."""
+    test_modules = frozenset(p.stem for p in (ROOT / "tests").glob("*.py"))
+    scanned = [*FILES, *sorted((ROOT / "tests").glob("*.py")), *sorted((ROOT / "tools").glob("*.py")),
+               *sorted((ROOT / "examples").rglob("*.py"))]
+    wrong = {str(p.relative_to(ROOT)): w for p in scanned if (w := second_names(p, test_modules))}
+    assert not wrong, f"imports under a second name (use clonemem.* / tests.*): {wrong}"
+
+
+def test_the_check_sees_a_second_name(tmp_path: Path) -> None:
+    module = tmp_path / "m.py"
+    module.write_text("import flows.qa\nfrom schemas.config import RunConfig\nfrom dashboard_kit import app\n"
+                      "from clonemem.flows import qa\nfrom tests.dashboard_kit import app\n", "utf-8")
+    assert second_names(module, frozenset({"dashboard_kit"})) == [
+        "line 1: flows.qa", "line 2: schemas.config", "line 3: dashboard_kit"]
+
+
+def test_test_files_have_one_name() -> None:
+    assert __name__ == "tests.test_layers"
+    assert "conftest" not in sys.modules and "tests.conftest" in sys.modules

@@ -371,7 +371,7 @@ def test_failed_landing_into_a_new_warehouse_leaves_no_file(tmp_path: Path) -> N
 
 
 def test_flow_imports_a_published_folder(tmp_path: Path) -> None:
-    from flows.release import import_release_flow
+    from clonemem.flows.release import import_release_flow
 
     summary = import_release_flow([str(PUBLISHED / "100k")], "flowed", str(tmp_path / "wh.duckdb"))
     assert (summary.personas, summary.languages) == (2, {"en": 1, "zh": 1})

@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from clonemem import settings
+from clonemem import layout, settings
 
 ROOT = Path(__file__).parent.parent
 NAME = re.compile(r"CLONEMEM_[A-Z_]+")
-SOURCES = [p for d in ("clonemem", "flows", "tasks", "schemas", "expectations", "warehouse", "prompts")
-           for p in sorted((ROOT / d).rglob("*.py")) if p != ROOT / "clonemem" / "settings.py"]
+SOURCES = [p for d in layout.SOURCES for p in sorted((ROOT / d).rglob("*.py"))
+           if p != ROOT / "clonemem" / "settings.py"]
 
 
 @pytest.mark.parametrize("path", SOURCES, ids=lambda p: str(p.relative_to(ROOT)))

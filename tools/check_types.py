@@ -24,10 +24,10 @@ import sys
 from collections import Counter
 from pathlib import Path
 
+from clonemem.layout import MAPPED
+
 ROOT = Path(__file__).resolve().parents[1]
 BASELINE = ROOT / "tools" / "mypy-baseline.txt"
-# folders mapped into the namespace by pyproject.toml's package-dir
-MAPPED = ("flows", "tasks", "schemas", "expectations", "warehouse", "prompts")
 LINE = re.compile(r"^(?P<path>[^:]+):(?P<line>\d+): error: (?P<message>.*?)(?:  \[(?P<code>[\w-]+)\])?$")
 
 Key = tuple[str, str, str]  # (path in the repository, error code, message)
