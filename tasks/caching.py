@@ -151,6 +151,15 @@ def is_transient(exc: BaseException) -> bool:
     return not isinstance(exc, (PermanentError, LiveProviderDisabled, StageNotCovered, TypeError))
 
 
+def transient_only(task: object, task_run: object, state: object) -> bool:
+    """A task's ``retry_condition_fn``: retry transient failures only (see :func:`is_transient`)."""
+    try:
+        state.result()  # type: ignore[attr-defined]  # Prefect types the state as object here
+    except Exception as exc:
+        return is_transient(exc)
+    return False
+
+
 def cached_step(key: str, body: Callable[[], T], store: ResultStore, retries: int = 2,
                 retry_delay_s: float = 0.2) -> tuple[T, bool]:
     """``body()``'s result under ``key`` and whether it came from the store: read when committed

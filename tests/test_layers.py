@@ -163,3 +163,76 @@ def test_the_check_sees_a_second_name(tmp_path: Path) -> None:
 def test_test_files_have_one_name() -> None:
     assert __name__ == "tests.test_layers"
     assert "conftest" not in sys.modules and "tests.conftest" in sys.modules
+
+
+# -- no circles, no private imports ------------------------------------------------------------------
+
+
+def _type_checking_only(node: ast.AST) -> bool:
+    return isinstance(node, ast.If) and ast.unparse(node.test) in ("TYPE_CHECKING", "typing.TYPE_CHECKING")
+
+
+def runtime_imports(source: str) -> set[str]:
+    """The project modules ``source`` imports when it runs (at any depth; not `if TYPE_CHECKING:` blocks)."""
+    tree = ast.parse(source)
+    for node in ast.walk(tree):
+        if _type_checking_only(node):
+            node.body = [ast.Pass()]  # type: ignore[attr-defined]  # an ast.If, checked above
+    return {target for _, target in project_imports(ast.unparse(tree))}
+
+
+def circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Every group of modules that import each other, directly or through others (strongly connected
+    components of more than one module, or a module importing itself), each sorted."""
+    order: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        order[v] = low[v] = len(order)
+        stack.append(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in graph:
+                continue
+            if w not in order:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], order[w])
+        if low[v] == order[v]:
+            group = stack[stack.index(v):]
+            del stack[stack.index(v):]
+            if len(group) > 1 or v in graph[v]:
+                found.append(sorted(group))
+
+    for v in sorted(graph):
+        if v not in order:
+            visit(v)
+    return sorted(found)
+
+
+def private_imports(source: str) -> list[str]:
+    """`from clonemem.x import _name`: a module reaching into another's private names."""
+    return [f"line {n.lineno}: {n.module}.{a.name}" for n in ast.walk(ast.parse(source))
+            if isinstance(n, ast.ImportFrom) and n.module and n.module.split(".")[0] == "clonemem"
+            for a in n.names if a.name.startswith("_") and not a.name.startswith("__")]
+
+
+def test_the_import_graph_has_no_circle() -> None:
+    graph = {module_of(p): runtime_imports(p.read_text("utf-8")) for p in FILES}
+    assert circles(graph) == []
+
+
+def test_no_module_imports_another_modules_private_names() -> None:
+    wrong = {str(p.relative_to(ROOT)): w for p in FILES if (w := private_imports(p.read_text("utf-8")))}
+    assert not wrong, f"private names imported across modules (make them public where they belong): {wrong}"
+
+
+def test_the_checks_see_a_circle_and_a_private_import() -> None:
+    assert circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}, "e": {"e"}}) == [["a", "b", "c"], ["e"]]
+    lazy = "def f():\n    from clonemem.qa.privacy import run\n"
+    typing_only = "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from clonemem.qa.privacy import run\n"
+    assert runtime_imports(lazy) == {"clonemem.qa.privacy"} and runtime_imports(typing_only) == set()
+    assert private_imports("from clonemem.tasks.generation import _transient_only, cached_stage\n") == [
+        "line 1: clonemem.tasks.generation._transient_only"]
