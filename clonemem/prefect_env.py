@@ -9,6 +9,7 @@ from __future__ import annotations
 import atexit
 import importlib.util
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -18,6 +19,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from clonemem.errors import causes
 from clonemem.thirdparty import written_for
 
 DEFAULTS = {
@@ -259,3 +261,37 @@ def stop_servers(grace_s: float = 1.5) -> None:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+
+
+# -- which API a failure could not reach ---------------------------------------------------------------
+
+
+def unreachable_prefect_api(exc: BaseException) -> str | None:
+    """The Prefect API's URL when ``exc`` says it cannot be reached (Prefect's own "Failed to reach API
+    at URL", or a refused connection to it), else None."""
+    for e in causes(exc):
+        found = re.search(r"Failed to reach API at (\S+?)\.?$", str(e).strip())
+        if isinstance(e, RuntimeError) and found:
+            return found.group(1)
+    url = prefect_api_url()
+    for e in causes(exc):
+        if type(e).__name__ in {"ConnectError", "ConnectTimeout"} and type(e).__module__.startswith("httpx"):
+            try:
+                target = str(e.request.url)  # type: ignore[attr-defined]  # httpx errors carry the request; checked by the except
+            except (AttributeError, RuntimeError):  # no request attached: not attributable
+                continue
+            if url and target.startswith(url.rstrip("/")):
+                return url
+    return None
+
+
+def prefect_api_url() -> str | None:
+    """The API this process talks to: ``PREFECT_API_URL``, else the temporary server it started."""
+    if os.environ.get("PREFECT_API_URL"):
+        return os.environ["PREFECT_API_URL"]
+    if temporary_server_url():
+        return temporary_server_url()
+    server = sys.modules.get("prefect.server.api.server")
+    for instance in getattr(getattr(server, "SubprocessASGIServer", None), "_instances", {}).values():
+        return str(instance.api_url)
+    return None

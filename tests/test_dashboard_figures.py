@@ -13,8 +13,8 @@ import polars as pl
 import pytest
 
 from benchmarks.dashboard_pages import synthetic_persona
-from clonemem import release
 from clonemem.dashboard import links
+from clonemem.importers import import_files
 from clonemem.warehouse import Warehouse
 from tests.dashboard_kit import (
     app,
@@ -59,7 +59,7 @@ def wide(tmp_path_factory) -> Path:
     file = folder / "wide_benchmark_en.json"
     file.write_text(json.dumps(synthetic_persona(0, WIDE_TRACES, 12)), "utf-8")
     with Warehouse.open_writer(path) as wh:
-        release.import_release_files(wh, [file], "wide")
+        import_files(wh, "release", [file], "wide")
     return path
 
 
