@@ -27,7 +27,7 @@ from clonemem.plugin import (
 )
 
 ROOT = Path(__file__).parent.parent
-DOC = ROOT / "docs" / "architecture.md"
+DOC = ROOT / "docs/architecture.md"
 BLOCK = re.compile(r"^( *)```python\n(.*?)^\1```", re.S | re.M)
 # recipe heading -> the module its code block becomes
 RECIPES = {"Add a memory system": "newest", "Add a provider": "echo", "Add an importer": "diary"}
