@@ -47,6 +47,10 @@ Medium = Literal[
     "diary", "social_media", "chat_private", "chat_group", "email", "memo", "search_history", "calendar_event",
 ]
 MEDIA: tuple[str, ...] = Medium.__args__  # type: ignore[attr-defined]  # a Literal's members
+# A trace that is one turn of a recorded dialogue (LoCoMo's import): not the writer's own voice, and
+# consecutive turns make a session. The one name of the medium for importers, systems and offline world.
+CONVERSATION_TURN = "conversation_turn"
+DIALOGUE_MEDIA: frozenset[str] = frozenset({CONVERSATION_TURN})
 
 NonNegInt = Annotated[int, Field(ge=0)]
 PosInt = Annotated[int, Field(ge=1)]

@@ -11,6 +11,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from clonemem.schemas.versions import EVALUATION
+
 # -- metric names -------------------------------------------------------------------------
 
 RECALLS = ("recall_flat", "recall_all_all", "recall_all_any", "recall_any_all", "recall_any_any")
@@ -333,6 +335,7 @@ def _agg(a: AggregationSettings) -> str:
 
 
 class EvaluationResult(_R):
+    format_version: str = EVALUATION.version  # of the `evaluate --json` document (schemas/versions.py)
     benchmark: str
     benchmark_id: str
     eval_run_id: str

@@ -36,8 +36,10 @@ from clonemem.codehash import code_hash
 from clonemem.ids import stable_hash
 from clonemem.llm.types import LiveProviderDisabled, PermanentError, StageNotCovered
 from clonemem.memory.base import declared_stages
+from clonemem.prefect_env import PREFECT_VERSION
 from clonemem.schemas.config import RunConfig
 from clonemem.stages import STAGES, Stage
+from clonemem.thirdparty import written_for
 
 T = TypeVar("T")
 
@@ -135,7 +137,11 @@ def step_key(body: Callable[..., Any], inputs: dict[str, Any], policy: CachePoli
 
 def step_store() -> ResultStore:
     """Where step results persist: the current run's result store, with the storage a task would get
-    (the run's, else Prefect's default: ``$PREFECT_HOME/storage`` unless a default block is set)."""
+    (the run's, else Prefect's default: ``$PREFECT_HOME/storage`` unless a default block is set).
+
+    The step cache uses Prefect's result store and transactions below the task API (a store copied with
+    other storage, a record read from a transaction): written for Prefect 3.8.8, refused with another."""
+    written_for("prefect", PREFECT_VERSION, "the step cache (clonemem.tasks.caching)")
     store = get_result_store()
     update: dict[str, Any] = {"cache_result_in_memory": False}  # read once per run: no copy kept
     if store.result_storage is None:
@@ -149,6 +155,15 @@ def is_transient(exc: BaseException) -> bool:
     """Whether a failed step may succeed when tried again: not a permanent provider error (a rejected
     key), not a disabled live provider, not a programming error."""
     return not isinstance(exc, (PermanentError, LiveProviderDisabled, StageNotCovered, TypeError))
+
+
+def transient_only(task: object, task_run: object, state: object) -> bool:
+    """A task's ``retry_condition_fn``: retry transient failures only (see :func:`is_transient`)."""
+    try:
+        state.result()  # type: ignore[attr-defined]  # Prefect types the state as object here
+    except Exception as exc:
+        return is_transient(exc)
+    return False
 
 
 def cached_step(key: str, body: Callable[[], T], store: ResultStore, retries: int = 2,

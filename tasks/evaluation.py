@@ -41,9 +41,8 @@ from clonemem.memory import SYSTEMS, remote
 from clonemem.schemas.config import FULL_CONTEXT_TOKENS, ConfigError, RunConfig
 from clonemem.schemas.results import EvaluationResult
 from clonemem.stages import STAGES
-from clonemem.tasks.caching import MemorySystemPolicy, StagePolicy, covered_stages
+from clonemem.tasks.caching import MemorySystemPolicy, StagePolicy, covered_stages, transient_only
 from clonemem.tasks.context import flow_run_ids, new_run_id
-from clonemem.tasks.generation import _transient_only
 from clonemem.warehouse import Warehouse
 from clonemem.warehouse.catalog import require_gate_passed
 
@@ -60,7 +59,7 @@ def load_task(warehouse_path: str, benchmark: str, force: bool) -> tuple[str, st
 
 @task(cache_policy=INPUTS + TASK_SOURCE + MemorySystemPolicy(modules=("clonemem.evaluation.run",))
       + StagePolicy(stage_names=(E.SUPPORT.name,), modules=("clonemem.evaluation.diagnosis",)),
-      persist_result=True, retries=1, retry_condition_fn=_transient_only, task_run_name="retrieve {system} {persona.person_key}")
+      persist_result=True, retries=1, retry_condition_fn=transient_only, task_run_name="retrieve {system} {persona.person_key}")
 def retrieve_task(system: str, persona: PersonaData, k_max: int, full_context_tokens: int = FULL_CONTEXT_TOKENS,
                   replay: bool = False) -> Paid[Retrieval]:
     """Build ``system`` from the persona's traces and retrieve for every question (time-aware), or, with
@@ -80,7 +79,7 @@ def retrieve_task(system: str, persona: PersonaData, k_max: int, full_context_to
 
 
 @task(cache_policy=INPUTS + TASK_SOURCE + StagePolicy(stage_names=EVAL_STAGES, modules=("clonemem.evaluation.run",)),
-      persist_result=True, retries=1, retry_condition_fn=_transient_only,
+      persist_result=True, retries=1, retry_condition_fn=transient_only,
       task_run_name="answer {system} k={k} {persona.person_key}")
 def answer_task(system: str, k: int, persona: PersonaData, retrieval: Retrieval) -> Paid[list[Outcome]]:
     """The clone answers every question from the top-k memories; the judge scores the answers (the calls

@@ -26,9 +26,8 @@ from clonemem.llm.types import Paid
 from clonemem.memory import SYSTEMS
 from clonemem.schemas.config import RunConfig
 from clonemem.schemas.results_file import ResultsFileError
-from clonemem.tasks.caching import StagePolicy, covered_stages
+from clonemem.tasks.caching import StagePolicy, covered_stages, transient_only
 from clonemem.tasks.evaluation import EVAL_STAGES, evaluation_run
-from clonemem.tasks.generation import _transient_only
 from clonemem.warehouse import Warehouse
 
 MODULES = ("clonemem.evaluation.run", "clonemem.evaluation.diagnosis", "clonemem.evaluation.results_file")
@@ -56,7 +55,7 @@ def read_results_task(warehouse_path: str, benchmark_id: str, path: str, allow_m
 
 
 @task(cache_policy=INPUTS + TASK_SOURCE + StagePolicy(stage_names=(E.SUPPORT.name,), modules=MODULES),
-      persist_result=True, retries=1, retry_condition_fn=_transient_only,
+      persist_result=True, retries=1, retry_condition_fn=transient_only,
       task_run_name="read {system} {persona.person_key}")
 def file_retrieve_task(system: str, persona: PersonaData, lines: Mapping[str, FileRetrieval]) -> Paid[Retrieval]:
     """The file's items as the persona's retrieval, with each question's read diagnosis."""
@@ -65,7 +64,7 @@ def file_retrieve_task(system: str, persona: PersonaData, lines: Mapping[str, Fi
 
 
 @task(cache_policy=INPUTS + TASK_SOURCE + StagePolicy(stage_names=EVAL_STAGES, modules=MODULES),
-      persist_result=True, retries=1, retry_condition_fn=_transient_only,
+      persist_result=True, retries=1, retry_condition_fn=transient_only,
       task_run_name="answer {system} k={k} {persona.person_key}")
 def file_answer_task(system: str, k: int, persona: PersonaData, retrieval: Retrieval,
                      lines: Mapping[str, FileRetrieval]) -> Paid[list[Outcome]]:

@@ -20,9 +20,9 @@ from clonemem.errors import (
     exit_code_for,
     one_line,
     significant,
-    unreachable_prefect_api,
     user_errors,
 )
+from clonemem.prefect_env import unreachable_prefect_api
 
 P = ParamSpec("P")
 R = TypeVar("R")

@@ -24,11 +24,11 @@ import numpy as np
 
 from clonemem.memory import memsys_stages as memory_stages
 from clonemem.memory.base import BuildContext, MemorySystem, MemoryTrace, QuestionView, Retrieved
+from clonemem.schemas.config import DIALOGUE_MEDIA
 from clonemem.text import retrieval_tokens
 
 logging.getLogger("bm25s").setLevel(logging.WARNING)
 
-DIALOGUE_MEDIA = frozenset({"conversation_turn"})  # traces that are one turn of a dialogue
 SESSION_GAP = dt.timedelta(hours=1)  # turns further apart than this belong to different sessions
 
 
