@@ -24,8 +24,9 @@ from clonemem.llm.types import CallRecord, Paid
 from clonemem.schemas.config import RunConfig
 from clonemem.schemas.results import PersonaBundleResult
 from clonemem.tasks.caching import StagePolicy, cached_step, is_transient, policy_stages, step_key, step_store
+from clonemem.tasks.runs import finish_run
 from clonemem.warehouse import Warehouse
-from clonemem.warehouse.runs import FailureRecord, RunRecord, record_run
+from clonemem.warehouse.runs import FailureRecord, RunRecord
 
 
 def _transient_only(task: Task, task_run: object, state: object) -> bool:
@@ -117,6 +118,8 @@ def land_persona_task(warehouse_path: str, assembly: Assembly, benchmark_id: str
 
 
 @task(cache_policy=NO_CACHE, task_run_name="record {run.kind} run")
-def record_run_task(warehouse_path: str, run: RunRecord, failures: Sequence[FailureRecord] = ()) -> None:
+def record_run_task(warehouse_path: str, run: RunRecord, failures: Sequence[FailureRecord] = (),
+                    calls: Sequence[CallRecord] = ()) -> None:
+    """The run's final row, with its ``calls`` that no landing took (:func:`clonemem.tasks.runs.finish_run`)."""
     with Warehouse.open_writer(warehouse_path) as wh:
-        record_run(wh, run, failures)
+        finish_run(wh, run, failures, calls)
