@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections import deque
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -28,6 +29,7 @@ class Seen:
     path: str
     headers: dict[str, str]
     body: Any
+    at: float = field(default_factory=time.monotonic)  # when it came (this process's monotonic clock)
 
 
 class Flavor:
