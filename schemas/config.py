@@ -16,6 +16,7 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from clonemem.errors import UserError
+from clonemem.schemas.names import name_problem
 from clonemem.schemas.question_types import names as _declared_question_types
 from clonemem.schemas.question_types import rotating as _rotating_question_types
 
@@ -325,8 +326,8 @@ class RunConfig(_Section):
     @field_validator("name")
     @classmethod
     def _name(cls, v: str) -> str:
-        if not v.strip():
-            raise ValueError("must not be empty")
+        if (problem := name_problem(v)) is not None:  # the benchmark is found by it
+            raise ValueError(f"the name {problem}")
         return v
 
     def role_settings(self, role: Role) -> LiveProviderSettings | OfflineSettings:
