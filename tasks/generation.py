@@ -81,7 +81,8 @@ def generate_and_land(warehouse_path: str, config: RunConfig, tally: GenerationT
         progress.advance("generation: personas", tally.landed + tally.unchanged + (landed is None), tally.personas)
 
     progress.advance("generation: personas", 0, config.generation.personas)
-    run_pooled(new_dags(config), cached_steps(), on_persona_done, config.generation.workers)
+    with progress.staged("generation"):
+        run_pooled(new_dags(config), cached_steps(), on_persona_done, config.generation.workers)
 
 
 def persona_dag(config: RunConfig, persona_index: int) -> PersonaDag:
