@@ -138,8 +138,8 @@ def ticking(display: Display, quiet_s: float) -> Iterator[None]:
     count under way and activity (stage, what, how far: the board's lines), or that the command is still
     starting. The board is this block's unless one is on already (the activities of the flows it runs
     report to it)."""
-    board = _board.get()
-    token = None if board is not None else _board.set(board := _Board())
+    board = _board.get() or _Board()
+    token = None if _board.get() is board else _board.set(board)
     stop = threading.Event()
     started = time.monotonic()
 
@@ -288,8 +288,8 @@ def heartbeat(log: Callable[[str], None], every_s: float, name: str) -> Iterator
     none, how far the block's tasks got): ``name: still working: ...``. The logging thread runs in a
     copy of this context (a flow run's logger reaches it). The board is the one on already, if any (the
     CLI's: it shows the same activities), else its own."""
-    board = _board.get()
-    token = None if board is not None else _board.set(board := _Board())
+    board = _board.get() or _Board()
+    token = None if _board.get() is board else _board.set(board)
     stage = _stage.set(name)
     stop = threading.Event()
 
