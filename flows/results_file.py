@@ -15,6 +15,7 @@ from clonemem.schemas.results_file import ResultsFileScored
 from clonemem.tasks.evaluation import land_task, load_task
 from clonemem.tasks.reporting import log, publish_leaderboard
 from clonemem.tasks.results_file import (
+    check_name_reuse,
     check_system_name,
     file_answer_task,
     file_retrieve_task,
@@ -26,13 +27,15 @@ from clonemem.tasks.results_file import (
 @flow(name="evaluate-results-file", task_runner=ThreadPoolTaskRunner(max_workers=8))
 def evaluate_results_file_flow(warehouse_path: str, benchmark: str, path: str, name: str, ks: list[int] | None = None,
                                force: bool = False, config: RunConfig | str | None = None,
-                               allow_missing: bool = False) -> ResultsFileScored:
-    """Score the retrievals (and choices, answers) in the JSONL file ``path`` as the system ``name``."""
+                               allow_missing: bool = False, replace: bool = False) -> ResultsFileScored:
+    """Score the retrievals (and choices, answers) in the JSONL file ``path`` as the system ``name``; a name
+    that already holds another file's results on the benchmark needs ``replace``."""
     cfg = resolve_config(config)
     check_system_name(name)
     started = time.perf_counter()
     bid, bname, personas = load_task(warehouse_path, benchmark, force)
     resolved = read_results_task(warehouse_path, bid, path, allow_missing)
+    check_name_reuse(warehouse_path, bid, bname, resolved, name, replace)
     run = file_run(bid, bname, name, resolved, ks, force, cfg)
     ks = list(run.ks)
     with runtime.use(runtime.Runtime(cfg, run_id=run.eval_run_id, warehouse=warehouse_path)):

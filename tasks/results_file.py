@@ -13,6 +13,7 @@ from clonemem import runtime
 from clonemem.evaluation import stages as E
 from clonemem.evaluation.diagnosis import judge_supports
 from clonemem.evaluation.land import EvaluationRun
+from clonemem.evaluation.names import refuse_reuse
 from clonemem.evaluation.results_file import (
     FileRetrieval,
     ResolvedFile,
@@ -25,6 +26,7 @@ from clonemem.evaluation.run import Outcome, PersonaData, Retrieval, answer_and_
 from clonemem.llm.types import Paid
 from clonemem.memory import SYSTEMS
 from clonemem.schemas.config import RunConfig
+from clonemem.schemas.names import checked_name
 from clonemem.schemas.results_file import ResultsFileError
 from clonemem.tasks.caching import StagePolicy, covered_stages, transient_only
 from clonemem.tasks.evaluation import EVAL_STAGES, evaluation_run
@@ -34,9 +36,19 @@ MODULES = ("clonemem.evaluation.run", "clonemem.evaluation.diagnosis", "clonemem
 
 
 def check_system_name(name: str) -> None:
-    """A file's system is named apart from the registered ones (its results must not pass for theirs)."""
+    """A file's system has a name that can be typed again (:func:`checked_name`), apart from the registered
+    ones (its results must not pass for theirs)."""
+    checked_name(name, "--name")
     if name in SYSTEMS.names():
         raise ResultsFileError(f"--name {name!r} is a registered memory system: name the file's system otherwise")
+
+
+def check_name_reuse(warehouse_path: str, benchmark_id: str, benchmark: str, resolved: ResolvedFile, name: str,
+                     replace: bool) -> None:
+    """Refuse to store the file's results under a name that already holds another file's (or a remote
+    system's) on the benchmark, unless ``replace`` (:func:`clonemem.evaluation.names.refuse_reuse`)."""
+    with Warehouse.open_reader(warehouse_path) as wh:
+        refuse_reuse(wh, benchmark_id, benchmark, name, resolved.provenance, "--name", replace)
 
 
 def file_run(benchmark_id: str, benchmark: str, name: str, resolved: ResolvedFile, ks: Sequence[int] | None,

@@ -11,7 +11,8 @@ import typer
 from clonemem.cli import render
 from clonemem.cli.app import State, app, writing
 from clonemem.cli.exit import fail, handles_errors, usage
-from clonemem.cli.options import csv, ks, with_aggregation, write_json
+from clonemem.cli.options import ks, system_names, with_aggregation, write_json
+from clonemem.cli.options import name as checked_name
 from clonemem.errors import ExitCode
 
 if TYPE_CHECKING:
@@ -81,16 +82,24 @@ def evaluate(
             help="with --retrievals: score questions without a line as retrieving nothing",
         ),
     ] = False,
+    replace: Annotated[
+        bool,
+        typer.Option(
+            "--replace",
+            help="with --retrievals: store the file's results under a --name that already holds "
+            "another file's on the benchmark (as its latest evaluation)",
+        ),
+    ] = False,
 ) -> None:
     """Score memory systems (or a results file) on a benchmark; metrics to the warehouse (and --json)."""
     from clonemem.schemas.config import load_config
 
     cfg = with_aggregation(load_config(config), aggregate, exclude_no_evidence)
-    if retrievals is not None or name is not None or allow_missing:
+    if retrievals is not None or name is not None or allow_missing or replace:
         return evaluate_results_file(
-            benchmark, retrievals, name, systems, k, json_out, cfg, force, allow_missing
+            benchmark, retrievals, name, systems, k, json_out, cfg, force, allow_missing, replace
         )
-    names = csv(systems, "--systems") if systems else list(cfg.evaluation.systems)
+    names = system_names(systems) if systems else list(cfg.evaluation.systems)
     depths = ks(k) if k else sorted(set(cfg.evaluation.k))
     precheck(benchmark, names, force, cfg)
     from clonemem.prefect_env import on_early_server, start_server_early
@@ -119,9 +128,12 @@ def evaluate_results_file(
     cfg: RunConfig,
     force: bool,
     allow_missing: bool,
+    replace: bool = False,
 ) -> None:
     """`evaluate --retrievals FILE --name NAME`: the file is checked whole before anything runs; a
-    bad file is bad input (exit 1, nothing stored), not a failed system: no system of ours ran."""
+    bad file is bad input (exit 1, nothing stored), not a failed system: no system of ours ran. A
+    name that holds another file's results on the benchmark needs ``--replace`` (exit 2 without)."""
+    from clonemem.evaluation.names import NameTaken, refuse_reuse
     from clonemem.evaluation.results_file import ResultsFileError, file_ks, read_and_resolve
     from clonemem.flows.results_file import evaluate_results_file_flow
     from clonemem.memory import SYSTEMS
@@ -129,8 +141,11 @@ def evaluate_results_file(
     from clonemem.warehouse import Warehouse
     from clonemem.warehouse.catalog import require_gate_passed
 
-    if path is None or not name:
-        usage("--retrievals FILE and --name NAME go together (--allow-missing needs them too)")
+    if name is not None:
+        name = checked_name(name, "--name")
+    if path is None or name is None:
+        usage("--retrievals FILE and --name NAME go together (--allow-missing and --replace need "
+              "them too)")
     if systems:
         usage("--systems and --retrievals exclude each other: score a results file in a run of its own")
     if name in SYSTEMS.names():
@@ -139,14 +154,18 @@ def evaluate_results_file(
     warehouse = str(State.warehouse.expanduser().resolve())
     try:
         with Warehouse.open_reader(State.warehouse) as wh:
-            bid, _ = require_gate_passed(wh, benchmark, force)
-            file_ks(read_and_resolve(wh, bid, path, allow_missing), depths)
+            bid, bname = require_gate_passed(wh, benchmark, force)
+            resolved = read_and_resolve(wh, bid, path, allow_missing)
+            file_ks(resolved, depths)
+            refuse_reuse(wh, bid, bname, name, resolved.provenance, "--name", replace)
         with writing(State.warehouse), shown():
             scored = evaluate_results_file_flow(
-                warehouse, benchmark, str(path), name, depths, force, cfg, allow_missing
+                warehouse, benchmark, str(path), name, depths, force, cfg, allow_missing, replace
             )
     except ResultsFileError as exc:
         fail(f"{exc}; nothing was stored")
+    except NameTaken as exc:
+        usage(f"{exc}; nothing was stored")
     missing = (
         f"; {scored.missing} questions without a line scored as retrieving nothing"
         if scored.missing

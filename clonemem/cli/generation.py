@@ -10,7 +10,7 @@ import typer
 from clonemem.cli import render
 from clonemem.cli.app import State, app, warehouse_for, writing
 from clonemem.cli.exit import fail, handles_errors, usage
-from clonemem.cli.options import config_for_run, csv, ks, write_json
+from clonemem.cli.options import config_for_run, ks, system_names, write_json
 from clonemem.errors import ExitCode
 
 if TYPE_CHECKING:
@@ -101,7 +101,7 @@ def run(
     cfg = config_for_run(config, max_cost, check_keys=not estimate)
     if estimate:
         return print_estimate(cfg)
-    names = csv(systems, "--systems") if systems else None
+    names = system_names(systems) if systems else None
     depths = ks(k) if k else None
     result = run_pipeline(
         cfg, evaluate=True, systems=names, ks=depths, force=force, export_dir=out

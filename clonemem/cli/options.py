@@ -24,6 +24,27 @@ def csv(value: str, what: str) -> list[str]:
     return items
 
 
+def name(value: str | None, flag: str) -> str:
+    """A name given with ``flag`` (``--name``), checked as every name is (``clonemem.schemas.names``):
+    a blank one is a usage error naming the flag."""
+    from clonemem.schemas.names import NameRefused, checked_name
+
+    try:
+        return checked_name(value, flag)
+    except NameRefused as exc:
+        usage(str(exc))
+
+
+def system_names(value: str, flag: str = "--systems") -> list[str]:
+    """`--systems a,b,LABEL=URL`: each item a name, each remote label too; an empty item is refused."""
+    from clonemem.schemas.names import NameRefused, split_names
+
+    try:
+        return split_names(value, flag)
+    except NameRefused as exc:
+        usage(str(exc))
+
+
 def ks(value: str) -> list[int]:
     """`--k 5,10`: sorted distinct depths, each at least 1."""
     try:
