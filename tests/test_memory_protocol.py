@@ -156,7 +156,8 @@ def test_an_unreachable_url_is_one_line_naming_it_and_the_call() -> None:
     with pytest.raises(MemorySystemFailed) as err:
         remote_system(None, url, FAST)
     text = str(err.value)
-    assert "\n" not in text and url in text and "GET /v1/info: unreachable after 3 attempts" in text
+    assert "\n" not in text and url in text and "GET /v1/info: failed after 3 attempts in " in text
+    assert text.endswith("s: unreachable (ConnectionRefusedError: [Errno 111] Connection refused)"), text
 
 
 @pytest.mark.parametrize(("fault", "expected"), [
@@ -167,7 +168,7 @@ def test_an_unreachable_url_is_one_line_naming_it_and_the_call() -> None:
     (Faulty(drop_field="text"), "POST /v1/query: reply field items[0].text is missing"),
     (Faulty(extra_trace=True), "POST /v1/query: reply field items[0].trace_ids[1] names trace 'never-sent', "
                                "which was never given to it"),
-    (Faulty(status_on=("/v1/query", 500)), "POST /v1/query: HTTP 500 after 3 attempts"),
+    (Faulty(status_on=("/v1/query", 500)), "POST /v1/query: failed after 3 attempts in "),
 ], ids=["ingest-400", "query-422", "query-not-json", "no-trace_ids", "no-text", "unknown-trace", "query-500"])
 def test_a_bad_server_fails_with_one_line_naming_url_call_and_field(persona: PersonaData, fault: Faulty,
                                                                      expected: str) -> None:
@@ -190,8 +191,8 @@ def test_transient_failures_are_retried_and_ids_are_the_release_ids(persona: Per
     assert list(fault.traces) == [persona.public_id] and persona.public_id == "lin_chen"
     warehouse_ids = {t.trace_id for t in persona.traces}
     assert got and all(set(i.trace_ids) <= warehouse_ids for items in got for i in items)  # mapped back
-    assert memory.provenance_extra == {"remote_url": url, "remote_name": "faulty", "remote_version": "0",
-                                       "protocol": "v1"}
+    assert memory.provenance_extra == {"url": url, "name": "faulty", "version": "0", "protocol": "1.1",
+                                       "features": ""}
 
 
 def test_a_server_without_stored_has_unknown_write_coverage(persona: PersonaData) -> None:
@@ -251,6 +252,6 @@ def test_serve_memory_keeps_what_it_is_sent_once_in_order_and_refuses_clearly() 
 def test_the_openapi_file_is_the_protocols_models() -> None:
     doc = json.loads((ROOT / "docs" / "memory-protocol.openapi.json").read_text("utf-8"))
     assert doc == openapi(), "regenerate: python -m clonemem.schemas.memory_protocol > docs/memory-protocol.openapi.json"
-    assert set(doc["paths"]) == {"/v1/info", "/v1/reset", "/v1/ingest", "/v1/query", "/v1/stored"}
+    assert set(doc["paths"]) == {"/v1/info", "/v1/reset", "/v1/ingest", "/v1/query", "/v1/stored", "/v1/ready"}
     query = doc["components"]["schemas"]["QueryRequest"]
     assert set(query["required"]) == {"persona_id", "question_id", "question", "question_time", "k"}

@@ -9,11 +9,11 @@ import datetime as dt
 import json
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from dataclasses import dataclass, field
-from typing import NamedTuple
+from dataclasses import dataclass, field, replace
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -178,13 +178,16 @@ def _asked(system: str, questions: Iterator[EvalQuestion]) -> Iterator[EvalQuest
 
 def build_and_retrieve(system: str, persona: PersonaData, k_max: int, llm: Callable, seed: int,
                        usage: Callable[[], tuple[int, int]], full_context_tokens: int = FULL_CONTEXT_TOKENS,
-                       supports: Supports | None = None, replay: bool = False) -> Retrieval:
+                       supports: Supports | None = None, replay: bool = False, ks: Sequence[int] = (),
+                       memo: Callable[[str, Callable[[], Any]], Any] | None = None) -> Retrieval:
     """Build, retrieve for every question, and (given ``supports``, the judge's support check) diagnose
     each question's evidence: written in the stored memory, and at which rank it was read. A failure of
     the system's code raises :class:`MemorySystemFailed`.
 
     With ``replay`` (always, for a ``replay_only`` system) the traces are fed in time order between the
-    questions (``clonemem.evaluation.replay``) instead of built at once."""
+    questions (``clonemem.evaluation.replay``) instead of built at once. ``ks``: the depths the answers will be
+    scored at (a remote system is told them); ``memo``: replies a remote system gave an interrupted run of
+    this evaluation (:attr:`BuildContext.memo`)."""
     factory = SYSTEMS.get(system)  # an unknown or unimportable name is the user's error, not the system's
     with system_work(system, "creating it"):
         memory = factory()
@@ -194,6 +197,7 @@ def build_and_retrieve(system: str, persona: PersonaData, k_max: int, llm: Calla
         step = activity.counting(declared_only(system, memory.llm_stages, llm))
         ctx = BuildContext(llm=step, language=persona.language, seed=seed, full_context_tokens=full_context_tokens,
                            persona_id=persona.public_id, release_ids=persona.release_ids,
+                           persona_name=persona.name, memo=memo,
                            progress=lambda phase, done, total: activity.update(done, total, f"building ({phase})",
                                                                                "traces"))
         if replay:
@@ -214,7 +218,7 @@ def build_and_retrieve(system: str, persona: PersonaData, k_max: int, llm: Calla
             with about(question_id=q.question_id, system=system), \
                     system_work(system, f"retrieve for question {q.question_id}"):
                 t0 = time.perf_counter()
-                items = memory.retrieve(q.view(), k_max)
+                items = memory.retrieve(replace(q.view(), ks=tuple(sorted(set(ks)))), k_max)
                 latency = (time.perf_counter() - t0) * 1000
                 results[q.question_id] = QuestionRetrieval(tuple(i.text for i in items),
                                                            tuple(i.trace_ids for i in items), latency)
