@@ -137,3 +137,85 @@ def faulty(server: Faulty) -> Iterator[str]:
     finally:
         http.shutdown()
         http.server_close()
+
+
+# -- servers that misbehave below HTTP: for the bounds of a remote call ------------------------------
+
+
+class Raw:
+    """A server on 127.0.0.1 answering each request with ``reply(method, path, sock)``, which writes what
+    it likes on the socket (or nothing, and waits). Counts the requests it got by ``METHOD path``."""
+
+    def __init__(self, reply) -> None:  # noqa: ANN001  # (method, path, socket) -> None
+        self.reply = reply
+        self.requests: list[str] = []
+        self.connections = 0
+        self.stop = threading.Event()
+
+    def _serve(self, conn: socket.socket) -> None:
+        buf = b""
+        with conn:
+            while not self.stop.is_set():
+                while b"\r\n\r\n" not in buf:
+                    try:
+                        data = conn.recv(65536)
+                    except OSError:
+                        return
+                    if not data:
+                        return
+                    buf += data
+                head, _, buf = buf.partition(b"\r\n\r\n")
+                lines = head.decode("latin-1").split("\r\n")
+                method, path = lines[0].split(" ")[:2]
+                length = next((int(v) for k, _, v in (ln.partition(":") for ln in lines[1:])
+                               if k.strip().lower() == "content-length"), 0)
+                while len(buf) < length:
+                    buf += conn.recv(65536)
+                buf = buf[length:]
+                self.requests.append(f"{method} {path.split('?')[0]}")
+                try:
+                    self.reply(method, path.split("?")[0], conn)
+                except OSError:
+                    return
+
+    def wait(self, seconds: float) -> None:
+        """Sleep, but end early when the server stops (a test is over)."""
+        self.stop.wait(seconds)
+
+
+def json_reply(conn: socket.socket, body: dict | bytes, status: int = 200) -> None:
+    data = body if isinstance(body, bytes) else json.dumps(body).encode()
+    conn.sendall(f"HTTP/1.1 {status} OK\r\nContent-Type: application/json\r\nContent-Length: {len(data)}\r\n\r\n"
+                 .encode() + data)
+
+
+INFO = {"name": "raw", "version": "0"}
+
+
+@contextmanager
+def raw(server: Raw) -> Iterator[str]:
+    listener = socket.socket()
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(16)
+    listener.settimeout(0.2)
+
+    def accept() -> None:
+        while not server.stop.is_set():
+            try:
+                conn, _ = listener.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            server.connections += 1
+            threading.Thread(target=server._serve, args=(conn,), daemon=True).start()
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{listener.getsockname()[1]}"
+    finally:
+        server.stop.set()
+        thread.join(5)
+        listener.close()
