@@ -61,14 +61,17 @@ class Faulty:
     - ``garbage_on``: path — that call answers 200 with a body that is not JSON;
     - ``drop_field``: field — query items lack it;
     - ``fail_first``: n — the first n calls answer 503 (then it behaves);
-    - ``extra_trace``: query items name a trace never sent.
+    - ``extra_trace``: query items name a trace never sent;
+    - ``ready_after``: n — it indexes asynchronously (``/v1/info`` features ``async_indexing``) and says
+      ``GET /v1/ready`` only at the n-th poll after an ingest (a huge n: never).
     """
 
     def __init__(self, status_on: tuple[str, int] | None = None, garbage_on: str | None = None,
                  drop_field: str | None = None, fail_first: int = 0, extra_trace: bool = False,
-                 stored: bool = True) -> None:
+                 stored: bool = True, ready_after: int | None = None) -> None:
         self.status_on, self.garbage_on, self.drop_field = status_on, garbage_on, drop_field
         self.fail_first, self.extra_trace, self.stored = fail_first, extra_trace, stored
+        self.ready_after, self.polls = ready_after, 0
         self.calls: list[str] = []
         self.traces: dict[str, list[dict]] = {}
 
@@ -81,13 +84,19 @@ class Faulty:
         if self.garbage_on == path:
             return 200, b"<html>not json</html>"
         if path == "/v1/info":
+            if self.ready_after is not None:
+                return 200, b'{"name": "faulty", "version": "0", "protocol": "1.2", "features": ["async_indexing"]}'
             return 200, b'{"name": "faulty", "version": "0"}'
         if path == "/v1/reset":
             self.traces[body["persona_id"]] = []
             return 204, b""
         if path == "/v1/ingest":
             self.traces[body["persona_id"]] += body["traces"]
+            self.polls = 0
             return 204, b""
+        if path == "/v1/ready":
+            self.polls += 1
+            return 200, json.dumps({"ready": self.ready_after is not None and self.polls >= self.ready_after}).encode()
         if path in ("/v1/query", "/v1/stored"):
             if path == "/v1/stored" and not self.stored:
                 return 404, b'{"error": "no such call"}'

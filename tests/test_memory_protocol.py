@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import re
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -193,6 +195,24 @@ def test_transient_failures_are_retried_and_ids_are_the_release_ids(persona: Per
     assert got and all(set(i.trace_ids) <= warehouse_ids for items in got for i in items)  # mapped back
     assert memory.provenance_extra == {"url": url, "name": "faulty", "version": "0", "protocol": "1.1",
                                        "features": ""}
+
+
+def test_a_server_indexing_asynchronously_is_waited_for_and_bounded(persona: PersonaData) -> None:
+    fault = Faulty(ready_after=3)
+    with faulty(fault) as url:
+        memory = _remote(url)
+        got = _drive(memory, persona)
+    assert got and fault.calls[:4] == ["GET /v1/info", "POST /v1/reset", "POST /v1/ingest", "GET /v1/ready"]
+    ingest = fault.calls.index("POST /v1/ingest")
+    assert fault.calls[ingest + 1:ingest + 5] == ["GET /v1/ready"] * 3 + ["POST /v1/query"]  # asked once ready
+    with faulty(Faulty(ready_after=10**9)) as url:
+        memory = remote_system(None, url, FAST.model_copy(update={"ready_s": 0.5}))()
+        started = time.monotonic()
+        with pytest.raises(MemorySystemFailed) as err:
+            _drive(memory, persona)
+    assert time.monotonic() - started < 2
+    assert re.search(r"GET /v1/ready: still not ready 0\.\d s after the ingest \(evaluation.remote_ready_s = 0.5 s\)$",
+                     str(err.value)), str(err.value)
 
 
 def test_a_server_without_stored_has_unknown_write_coverage(persona: PersonaData) -> None:
