@@ -87,8 +87,8 @@ class Trace(_Body):
     medium: str = Field(description="diary, chat_private, email, conversation_turn, ...")
     event_date: ProtocolTime
     content: str = Field(description=(
-        "the trace's text; since 1.2 without an inlined speaker (\"Caroline: ...\") or attachment "
-        "(\"[shares a photo: ...]\") when the source has those as fields: they are in speaker and attachments"))
+        "the trace's text as every system reads it, what the source inlines included (a LoCoMo turn: "
+        "\"Caroline: ... [shares a photo: ...]\"); since 1.2 speaker and attachments repeat those parts as data"))
     speaker: str | None = Field(None, description=(
         "since 1.2: who said or wrote it (a conversation turn's speaker); null when the source does not say"))
     session_id: str | None = Field(None, description=(
