@@ -63,15 +63,17 @@ class Faulty:
     - ``fail_first``: n — the first n calls answer 503 (then it behaves);
     - ``extra_trace``: query items name a trace never sent;
     - ``ready_after``: n — it indexes asynchronously (``/v1/info`` features ``async_indexing``) and says
-      ``GET /v1/ready`` only at the n-th poll after an ingest (a huge n: never).
+      ``GET /v1/ready`` only at the n-th poll after an ingest (a huge n: never);
+    - ``refuse_query``: n — the n-th ``POST /v1/query`` is answered 400 (once), as if the run stopped there.
     """
 
     def __init__(self, status_on: tuple[str, int] | None = None, garbage_on: str | None = None,
                  drop_field: str | None = None, fail_first: int = 0, extra_trace: bool = False,
-                 stored: bool = True, ready_after: int | None = None) -> None:
+                 stored: bool = True, ready_after: int | None = None, refuse_query: int | None = None) -> None:
         self.status_on, self.garbage_on, self.drop_field = status_on, garbage_on, drop_field
         self.fail_first, self.extra_trace, self.stored = fail_first, extra_trace, stored
         self.ready_after, self.polls = ready_after, 0
+        self.refuse_query, self.answered = refuse_query, 0  # queries answered 200
         self.calls: list[str] = []
         self.traces: dict[str, list[dict]] = {}
 
@@ -97,6 +99,8 @@ class Faulty:
         if path == "/v1/ready":
             self.polls += 1
             return 200, json.dumps({"ready": self.ready_after is not None and self.polls >= self.ready_after}).encode()
+        if path == "/v1/query" and self.calls.count("POST /v1/query") == self.refuse_query:
+            return 400, b'{"error": "stopped here by the test"}'
         if path in ("/v1/query", "/v1/stored"):
             if path == "/v1/stored" and not self.stored:
                 return 404, b'{"error": "no such call"}'
@@ -107,6 +111,7 @@ class Faulty:
             if self.drop_field:
                 for item in items:
                     item.pop(self.drop_field, None)
+            self.answered += path == "/v1/query"
             return 200, json.dumps({"items": items}).encode()
         return 404, b'{"error": "no such call"}'
 
