@@ -25,7 +25,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from json import dumps, loads
-from typing import Any, ClassVar, Protocol, TypeVar
+from typing import Any, ClassVar, TypeVar
 from urllib.parse import urlencode, urlsplit
 
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -251,11 +251,9 @@ def _snippet(data: bytes, n: int = 120) -> str:
 # -- the system ---------------------------------------------------------------------------------
 
 
-class Memo(Protocol):
-    """Replies already got (an interrupted run's): ``memo(key, ask)`` returns what ``ask()`` returned under
-    ``key`` before, else calls it and keeps its result. Results are JSON values."""
-
-    def __call__(self, key: str, ask: Callable[[], Any]) -> Any: ...
+# Replies already got (an interrupted run's): ``memo(key, ask)`` returns what ``ask()`` returned under ``key``
+# before, else calls it and keeps its result (a JSON value).
+Memo = Callable[[str, Callable[[], Any]], Any]
 
 
 class RemoteSystem(MemorySystem):
@@ -397,9 +395,13 @@ class RemoteSystem(MemorySystem):
 
 
 def trace_body(release_id: str, t: MemoryTrace) -> dict[str, Any]:
-    """A trace as ``POST /v1/ingest`` carries it (protocol 1.2 fields only when the source has them)."""
+    """A trace as ``POST /v1/ingest`` carries it. ``content`` is the text every system reads (what the
+    source inlines included: ``"Caroline: ... [shares a photo: ...]"``); the 1.2 fields repeat the
+    source's structure as data (null or empty where it has none, e.g. a generated trace)."""
     return {"trace_id": release_id, "medium": t.medium, "event_date": protocol_time(t.event_date),
-            "content": t.content, "reached": list(t.reached)}
+            "content": t.content, "reached": list(t.reached), "speaker": t.speaker, "session_id": t.session_key,
+            "session_date": protocol_time(t.session_date) if t.session_date else None,
+            "attachments": [{"caption": a.caption, "url": a.url} for a in t.attachments]}
 
 
 # -- naming remote systems ----------------------------------------------------------------------
@@ -477,11 +479,12 @@ class LabelTaken(RegistryError):
     """A remote system's label is a registered system's name: the user's usage error (exit 2)."""
 
 
-def resolve_systems(specs: Sequence[str], remote: dict[str, str], options: RemoteOptions) -> list[tuple[str, type | None]]:
+def resolve_systems(specs: Sequence[str], remote: dict[str, str],
+                    options: RemoteOptions) -> list[tuple[str, type[RemoteSystem] | None]]:
     """(label, class) per spec: registered names as they are (class None); each remote spec asked for
     its ``/v1/info`` (again on every run: its version may have changed) and labelled."""
     refuse_registered_labels(specs, remote)
-    out: list[tuple[str, type | None]] = []
+    out: list[tuple[str, type[RemoteSystem] | None]] = []
     urls: dict[str, str] = {}
     for spec in specs:
         parsed = parse_spec(spec, remote)

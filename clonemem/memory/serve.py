@@ -27,6 +27,7 @@ from pydantic import BaseModel, ValidationError
 from clonemem.codehash import code_hash
 from clonemem.memory.base import (
     SYSTEMS,
+    Attachment,
     BuildContext,
     MemorySystem,
     MemoryTrace,
@@ -79,7 +80,8 @@ class MemoryService:
             release = version("clonemem")
         except PackageNotFoundError:  # a source tree that is not installed
             release = "0"
-        features = {*self.factory.protocol_features, *(["stored"] if self.factory.stored is not MemorySystem.stored else [])}
+        lists = getattr(self.factory, "stored", MemorySystem.stored) is not MemorySystem.stored
+        features = {*getattr(self.factory, "protocol_features", ()), *(["stored"] if lists else [])}
         self.info = Info(format_version=VERSION, name=f"clonemem-{system}",
                          version=f"{release}+{code_hash(self.factory.__module__)[:12]}", protocol=VERSION,
                          features=sorted(features))
@@ -109,7 +111,10 @@ class MemoryService:
 
     def ingest(self, req: IngestRequest) -> None:
         persona = self._persona(req.persona_id)
-        traces = [MemoryTrace(t.trace_id, t.medium, dt.datetime.fromisoformat(t.event_date), t.content, tuple(t.reached))
+        traces = [MemoryTrace(t.trace_id, t.medium, dt.datetime.fromisoformat(t.event_date), t.content, tuple(t.reached),
+                              t.session_id, t.speaker,
+                              dt.datetime.fromisoformat(t.session_date) if t.session_date else None,
+                              tuple(Attachment(a.caption, a.url) for a in t.attachments))
                   for t in req.traces]
         with persona.lock:
             new = [(n, t) for n, t in enumerate(traces) if t.trace_id not in persona.ids]  # a retried batch: once

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 HEADER_LIMIT = 64 * 1024  # bytes of status line and headers
 READ_CHUNK = 64 * 1024
-QUICKACK = getattr(socket, "TCP_QUICKACK", None)  # Linux only
+QUICKACK: int | None = getattr(socket, "TCP_QUICKACK", None)  # Linux only
 # a body that arrives this long after headers that came alone: the delayed-ACK wait (40 ms on Linux,
 # up to 200 ms elsewhere)
 SPLIT_WAIT_S = (0.030, 0.250)
@@ -68,7 +68,7 @@ class Connection:
 
     def __init__(self, host: str, port: int, https: bool, quickack: bool = True) -> None:
         self.host, self.port, self.https = host, port, https
-        self.quickack = quickack and QUICKACK is not None
+        self.quickack = QUICKACK if quickack else None
         self.sock: socket.socket | None = None
 
     def close(self) -> None:
@@ -133,7 +133,7 @@ class _Closed(Exception):
 
 
 class _Reader:
-    def __init__(self, sock: socket.socket, deadline: _Deadline, quickack: bool) -> None:
+    def __init__(self, sock: socket.socket, deadline: _Deadline, quickack: int | None) -> None:
         self.sock, self.deadline, self.quickack = sock, deadline, quickack
         self.buf = b""
         self.got = False  # any byte of the reply arrived
@@ -141,8 +141,8 @@ class _Reader:
 
     def _recv(self, n: int = READ_CHUNK) -> bytes:
         self.sock.settimeout(self.deadline.left())  # the whole attempt's time left, not a fresh timeout
-        if self.quickack:
-            self.sock.setsockopt(socket.IPPROTO_TCP, QUICKACK, 1)
+        if self.quickack is not None:  # not sticky: asked again before every read
+            self.sock.setsockopt(socket.IPPROTO_TCP, self.quickack, 1)
         data = self.sock.recv(n)
         self.last_read = time.monotonic()
         self.got = self.got or bool(data)
