@@ -102,18 +102,21 @@ class Faulty:
         if path == "/v1/query" and self.calls.count("POST /v1/query") == self.refuse_query:
             return 400, b'{"error": "stopped here by the test"}'
         if path in ("/v1/query", "/v1/stored"):
-            if path == "/v1/stored" and not self.stored:
-                return 404, b'{"error": "no such call"}'
-            held = self.traces.get(body.get("persona_id", ""), [])
-            items = [{"text": t["content"], "trace_ids": [t["trace_id"]], "score": 1.0} for t in held][-body.get("k", 10**6):]
-            if self.extra_trace and items:
-                items[0]["trace_ids"].append("never-sent")
-            if self.drop_field:
-                for item in items:
-                    item.pop(self.drop_field, None)
-            self.answered += path == "/v1/query"
-            return 200, json.dumps({"items": items}).encode()
+            return self._items(path, body)
         return 404, b'{"error": "no such call"}'
+
+    def _items(self, path: str, body: dict) -> tuple[int, bytes]:
+        if path == "/v1/stored" and not self.stored:
+            return 404, b'{"error": "no such call"}'
+        held = self.traces.get(body.get("persona_id", ""), [])
+        items = [{"text": t["content"], "trace_ids": [t["trace_id"]], "score": 1.0} for t in held][-body.get("k", 10**6):]
+        if self.extra_trace and items:
+            items[0]["trace_ids"].append("never-sent")
+        if self.drop_field:
+            for item in items:
+                item.pop(self.drop_field, None)
+        self.answered += path == "/v1/query"
+        return 200, json.dumps({"items": items}).encode()
 
 
 @contextmanager
@@ -160,7 +163,7 @@ class Raw:
     """A server on 127.0.0.1 answering each request with ``reply(method, path, sock)``, which writes what
     it likes on the socket (or nothing, and waits). Counts the requests it got by ``METHOD path``."""
 
-    def __init__(self, reply) -> None:  # noqa: ANN001  # (method, path, socket) -> None
+    def __init__(self, reply) -> None:  # (method, path, socket) -> None
         self.reply = reply
         self.requests: list[str] = []
         self.connections = 0

@@ -7,9 +7,9 @@ from __future__ import annotations
 import datetime as dt
 import json
 import re
-from dataclasses import replace
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import pytest

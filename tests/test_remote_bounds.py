@@ -51,7 +51,7 @@ def _failure(url: str, options: RemoteOptions = QUICK) -> tuple[str, float]:
     return str(err.value), time.monotonic() - started
 
 
-def _answer_but(stuck_path: str, misbehave) -> Raw:  # noqa: ANN001  # (conn) -> None
+def _answer_but(stuck_path: str, misbehave) -> Raw:  # (conn) -> None
     """A server that answers every call properly but ``stuck_path``, where it does ``misbehave(conn)``."""
     server: Raw
 

@@ -152,15 +152,19 @@ class QuestionRetrieval(NamedTuple):
 class Retrieval:
     system: str
     persona_id: str
-    build_seconds: float
-    llm_calls: int
-    llm_tokens: int
+    # None: not known (a results file: its system was built and run elsewhere)
+    build_seconds: float | None
+    llm_calls: int | None
+    llm_tokens: int | None
     items: int
     results: dict[str, QuestionRetrieval] = field(default_factory=dict)
     # question_id -> (texts, trace ids per item, latency ms; None when not measured: a results file)
     kinds: dict[str, tuple[str, ...]] = field(default_factory=dict)  # question_id -> each item's kind
     diagnosis: dict[str, tuple[EvidenceDiagnosis, ...] | None] = field(default_factory=dict)  # write, read rank
     write_coverage: float | None = None  # share of the persona's traces its stored memory represents
+    # questions whose write step is not known (a results file's line without `written`); a class-level
+    # default, so retrievals cached before it still read
+    write_unknown: frozenset[str] = frozenset()
 
 
 @contextmanager
@@ -376,7 +380,8 @@ def question_metrics(system: str, k: int, q: EvalQuestion, retrieval: Retrieval,
         right = bool(row["choice_accuracy"])
     else:
         right = None if j.get("qa_consistency") is None else j["qa_consistency"] >= 2
-    row.update(verdict(retrieval.diagnosis.get(q.question_id), len(context_for(system, texts, k)), right))
+    row.update(verdict(retrieval.diagnosis.get(q.question_id), len(context_for(system, texts, k)), right,
+                       write_known=q.question_id not in retrieval.write_unknown))
     return row
 
 
