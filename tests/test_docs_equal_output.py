@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 
-from clonemem import release
 from clonemem.evaluation.diagnosis import verdict
 from clonemem.evaluation.land import system_stats
 from clonemem.evaluation.results_file import FileRetrieval, file_retrieval
@@ -24,6 +23,7 @@ from clonemem.evaluation.run import (
     load_benchmark,
     question_metrics,
 )
+from clonemem.importers import import_files
 from clonemem.memory.base import MemoryTrace
 from clonemem.memory.remote import LabelTaken, RemoteOptions, refuse_registered_labels, resolve_systems
 from clonemem.schemas.release import ReleaseTrace
@@ -78,7 +78,7 @@ def test_stored_is_asked_once_per_question_time_as_the_doc_says(tmp_path: Path) 
     from clonemem.memory.remote import remote_system
 
     with Warehouse.open_writer(tmp_path / "wh.duckdb") as wh:
-        release.import_release_files(wh, fixture_files(), "fixture")
+        import_files(wh, "release", fixture_files(), "fixture")
         (bid,) = wh.rows("SELECT benchmark_id FROM benchmarks")[0]
         persona = load_benchmark(wh, bid)[0]
     shared = persona.questions[0].question_time

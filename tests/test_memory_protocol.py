@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from clonemem import release
 from clonemem.evaluation import metrics as M
 from clonemem.evaluation.replay import schedule
 from clonemem.evaluation.run import PersonaData, Retrieval, build_and_retrieve, load_benchmark
+from clonemem.importers import import_files
 from clonemem.memory import SYSTEMS
 from clonemem.memory.base import BuildContext, MemoryTrace, QuestionView, Retrieved
 from clonemem.memory.errors import MemorySystemFailed
@@ -38,7 +38,7 @@ def persona(tmp_path_factory) -> PersonaData:
 
     path = tmp_path_factory.mktemp("replay") / "wh.duckdb"
     with Warehouse.open_writer(path) as wh:
-        release.import_release_files(wh, fixture_files(), "fixture")
+        import_files(wh, "release", fixture_files(), "fixture")
         (bid,) = wh.rows("SELECT benchmark_id FROM benchmarks")[0]
         return load_benchmark(wh, bid)[0]
 
@@ -219,10 +219,8 @@ def test_a_server_indexing_asynchronously_is_waited_for_and_bounded(persona: Per
 def test_protocol_1_2_carries_the_sources_speaker_session_and_attachments(tmp_path: Path) -> None:
     """A LoCoMo turn reaches a server with its speaker, session, session date and photo as fields (its
     content still the text every system reads), the reset with the person's name, the query with its ks."""
-    from clonemem import locomo
-
     with Warehouse.open_writer(tmp_path / "wh.duckdb") as wh:
-        locomo.import_locomo_files(wh, [ROOT / "tests" / "fixtures" / "locomo" / "conv-mini.json"], "mini")
+        import_files(wh, "locomo", [ROOT / "tests" / "fixtures" / "locomo" / "conv-mini.json"], "mini")
         (bid,) = wh.rows("SELECT benchmark_id FROM benchmarks")[0]
         mini = load_benchmark(wh, bid)[0]
     fault = Faulty()
