@@ -307,31 +307,30 @@ class RemoteSystem(MemorySystem):
                 "question": question.question, "question_time": protocol_time(question.question_time), "k": k,
                 "ks": sorted(set(question.ks)) or [k], "recipient": question.recipient}
 
-        def ask() -> dict:
+        def ask() -> Items | None:
             self._flush()
-            reply = self._client.call("POST", "/v1/query", Items, json=body)
-            assert reply is not None
-            return reply.model_dump(mode="json")
+            return self._client.call("POST", "/v1/query", Items, json=body)
 
-        reply = Items.model_validate(self._remembered(call, body, ask))
+        reply = self._remembered(call, body, ask)
+        assert reply is not None
         if len(reply.items) > k:
             raise self._client.fail(call, f"reply field items has {len(reply.items)} items, more than k = {k}")
         return self._items(reply.items, call)
 
     def stored(self, as_of: dt.datetime | None = None) -> list[Retrieved]:
-        """What the server holds now. Replay asks once per question time, right after its questions, when
-        the server holds exactly what was dated at or before it (``as_of``), and at the end."""
+        """What the server holds now. Replay asks once per question time, right after the first question
+        that follows an ingest, when the server holds exactly what was dated at or before it (``as_of``);
+        the answer stands until the next ingest; and at the end."""
         if self._stored is None:
-            def ask() -> dict | None:
+            def ask() -> Items | None:
                 self._flush()
-                reply = self._client.call("GET", "/v1/stored", Items, params={"persona_id": self._persona},
-                                          optional=True)
-                return None if reply is None else reply.model_dump(mode="json")
+                return self._client.call("GET", "/v1/stored", Items, params={"persona_id": self._persona},
+                                         optional=True)
 
             got = self._remembered("GET /v1/stored", {"persona_id": self._persona}, ask)
             if got is None:
                 raise NotImplementedError(f"{self.url} does not offer GET /v1/stored")
-            self._stored = self._items(Items.model_validate(got).items, "GET /v1/stored")
+            self._stored = self._items(got.items, "GET /v1/stored")
         return self._stored
 
     # -- sending, waiting, remembering ------------------------------------------------------------
@@ -365,7 +364,7 @@ class RemoteSystem(MemorySystem):
             time.sleep(pause)
             pause = min(pause * 2, READY_POLL_S[1])
 
-    def _remembered(self, call: str, body: dict, ask: Callable[[], Any]) -> Any:
+    def _remembered(self, call: str, body: dict, ask: Callable[[], Items | None]) -> Items | None:
         """``ask()``, or its reply from the memo: keyed by the server (URL, /v1/info name and version),
         the call and its body, and the replay position (the traces given so far)."""
         if self._memo is None:
@@ -374,7 +373,13 @@ class RemoteSystem(MemorySystem):
         key = stable_hash("|".join([self.url, self.info.name, self.info.version, call,
                                     dumps(body, sort_keys=True, ensure_ascii=False), str(len(self._given)), last]),
                           32)
-        return self._memo(key, ask)
+
+        def asked() -> dict | None:
+            got = ask()
+            return None if got is None else got.model_dump(mode="json")
+
+        kept = self._memo(key, asked)
+        return None if kept is None else Items.model_validate(kept)
 
     def _items(self, items: Sequence[Item], call: str) -> list[Retrieved]:
         """Items with warehouse trace ids; every id must be one the server was given."""
