@@ -276,7 +276,7 @@ def test_an_evaluation_against_a_stuck_server_ends_within_the_readme_bound_with_
     wh = tmp_path / "wh.duckdb"
     exe = str(Path(sys.executable).with_name("clonemem"))
     env = {**os.environ, "PREFECT_HOME": str(tmp_path / "prefect")}
-    imported = subprocess.run([exe, "--warehouse", str(wh), "import", *map(str, fixture_files()), "--name", "fx"],
+    imported = subprocess.run([exe, "--warehouse", str(wh), "import", "release", *map(str, fixture_files()), "--name", "fx"],
                               capture_output=True, text=True, env=env, timeout=300)
     assert imported.returncode == 0, imported.stderr
     server = _answer_but("/v1/reset", lambda conn: server.wait(600))

@@ -146,9 +146,10 @@ class _Pool:
             if self.broken is not None:
                 return
             self.broken = reason
-            conns = [*self._busy, *self._idle]
-            self._idle = []
-        for conn in conns:
+            busy, idle, self._idle = list(self._busy), self._idle, []
+        for conn in idle:
+            conn.close()
+        for conn in busy:
             sock = conn.sock
             if sock is not None:
                 try:
