@@ -18,10 +18,12 @@ from clonemem.schemas.config import RunConfig, resolve_config
 from clonemem.schemas.results import EvaluationResult
 from clonemem.tasks.evaluation import (
     answer_task,
+    cacheable,
     evaluated_systems,
     evaluation_run,
     land_task,
     load_task,
+    remote_resume,
     retrieval_task,
 )
 from clonemem.tasks.reporting import heartbeat, log, publish_leaderboard
@@ -53,7 +55,10 @@ def _evaluate(warehouse_path: str, benchmark: str, systems: list[str], ks: list[
             tasks_in_flight(cfg.evaluation.workers):
         budget = cfg.evaluation.full_context_tokens
         replay = cfg.evaluation.replay
-        retrieving = {(s, p.persona_id): retrieval_task(s).submit(s, opaque(p), max(ks), budget, replay)
+        # a remote system's replies are kept until this evaluation finishes: a resumed run does not ask again
+        resume = remote_resume(bid) if any(not cacheable(s) for s in systems) else None
+        retrieving = {(s, p.persona_id): retrieval_task(s).submit(s, opaque(p), max(ks), budget, replay, tuple(ks),
+                                                                  None if cacheable(s) else resume)
                       for s in systems for p in personas}
         retrievals = _collect(retrieving, "evaluation: build and retrieve (system × persona)")
         answering = {(s, k, p.persona_id): answer_task.submit(s, k, opaque(p),
@@ -64,6 +69,8 @@ def _evaluate(warehouse_path: str, benchmark: str, systems: list[str], ks: list[
     calls = [c for paid in (*retrievals.values(), *answers.values()) for c in paid.calls]
     result = land_task(warehouse_path, run, opaque(personas), opaque({k: v.value for k, v in retrievals.items()}),
                        opaque({k: v.value for k, v in answers.items()}), opaque(calls))
+    if resume is not None:
+        remote_resume(bid, renew=True)  # finished: the next evaluation asks the servers again
     return result.model_copy(update={"seconds": round(time.perf_counter() - started, 2)})
 
 

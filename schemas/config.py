@@ -271,9 +271,15 @@ class EvaluationConfig(_Section):
     # remote memory systems (docs/memory-protocol.md) by name: name -> base URL; evaluate one by naming
     # it in ``systems`` / ``--systems`` (which also take a URL, or NAME=URL, directly)
     remote: dict[str, str] = Field(default_factory=dict)
-    remote_timeout_s: Annotated[float, Field(gt=0)] = 60.0  # per HTTP connect and read
+    # one attempt of a call, from connecting to the reply's last byte (not per read: a trickled reply ends too)
+    remote_timeout_s: Annotated[float, Field(gt=0)] = 60.0
     remote_retries: NonNegInt = 3  # transport errors and 5xx, with exponential backoff
     remote_concurrency: PosInt = 4  # calls in flight per remote system
+    # a reply's body larger than this stops the evaluation (exit 5); no more than this is read
+    remote_max_reply_bytes: PosInt = 8 * 1024 * 1024
+    # how long a server that indexes asynchronously (/v1/info features: async_indexing) may take to say
+    # GET /v1/ready after an ingest
+    remote_ready_s: Annotated[float, Field(gt=0)] = 120.0
 
     @field_validator("remote")
     @classmethod

@@ -281,11 +281,11 @@ class AggregationSettings(_R):
 
 class SystemProvenance(_R):
     """One memory system as evaluated: the hash of its code, the model bound to each LLM stage it
-    declares, and what it adds itself (``MemorySystem.provenance_extra``: a remote URL and version, a
-    results file's hash)."""
+    declares, and what it adds itself (``MemorySystem.provenance_extra``: a results file's hash; a remote
+    system's ``url``, ``/v1/info`` ``name``, ``version``, ``features`` and the ``protocol`` version spoken)."""
 
     system: str
-    code_hash: str
+    code_hash: str | None = None  # None: code that is not here (a remote system: known by its extra fields)
     llm_stages: dict[str, str] = Field(default_factory=dict)  # stage name -> "provider/model" of its role
     extra: dict[str, str] = Field(default_factory=dict)
 

@@ -181,3 +181,39 @@ def cached_step(key: str, body: Callable[[], T], store: ResultStore) -> tuple[T,
         value = body()
         txn.stage(value)
     return value, False
+
+
+# -- replies of remote memory systems, kept for a resumed run ------------------------------------------
+#
+# A remote system's retrievals are never cached across evaluations (the service behind a URL may change
+# without a word), but an interrupted evaluation's successor should not ask it again what it already
+# answered. Its replies are kept as steps under a resume token: the same token until an evaluation of
+# the benchmark finishes, a new one after.
+
+
+def resume_token(scope: str, renew: bool = False) -> str:
+    """The token of ``scope``'s unfinished evaluation (made when there is none); ``renew``: a fresh one,
+    so the next evaluation asks every remote system again."""
+    import uuid
+
+    store = step_store()
+    key = f"remote-resume-{stable_hash(scope, 32)}"
+    if not renew and store.exists(key):
+        record = store.read(key)
+        if isinstance(record.result, str):
+            return record.result
+    token = uuid.uuid4().hex
+    store.write(token, key=key)
+    return token
+
+
+def reply_memo(token: str) -> Callable[[str, Callable[[], Any]], Any]:
+    """Remote replies kept under ``token``: a reply got before is read, any other asked and kept at once
+    (a run killed later keeps it). Never tried again here: the remote client owns its retries."""
+    store = step_store()
+
+    def memo(key: str, ask: Callable[[], Any]) -> Any:
+        value, _ = cached_step(stable_hash(f"remote-reply|{token}|{key}", 32), ask, store, retries=0)
+        return value
+
+    return memo

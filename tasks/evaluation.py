@@ -41,7 +41,14 @@ from clonemem.memory import SYSTEMS, remote
 from clonemem.schemas.config import FULL_CONTEXT_TOKENS, ConfigError, RunConfig
 from clonemem.schemas.results import EvaluationResult
 from clonemem.stages import STAGES
-from clonemem.tasks.caching import MemorySystemPolicy, StagePolicy, covered_stages, transient_only
+from clonemem.tasks.caching import (
+    MemorySystemPolicy,
+    StagePolicy,
+    covered_stages,
+    reply_memo,
+    resume_token,
+    transient_only,
+)
 from clonemem.tasks.context import flow_run_ids, new_run_id
 from clonemem.warehouse import Warehouse
 from clonemem.warehouse.catalog import require_gate_passed
@@ -61,10 +68,12 @@ def load_task(warehouse_path: str, benchmark: str, force: bool) -> tuple[str, st
       + StagePolicy(stage_names=(E.SUPPORT.name,), modules=("clonemem.evaluation.diagnosis",)),
       persist_result=True, retries=1, retry_condition_fn=transient_only, task_run_name="retrieve {system} {persona.person_key}")
 def retrieve_task(system: str, persona: PersonaData, k_max: int, full_context_tokens: int = FULL_CONTEXT_TOKENS,
-                  replay: bool = False) -> Paid[Retrieval]:
+                  replay: bool = False, ks: tuple[int, ...] = (), resume: str | None = None) -> Paid[Retrieval]:
     """Build ``system`` from the persona's traces and retrieve for every question (time-aware), or, with
     ``replay`` (always for a remote system), feed it the traces in time order between the questions.
-    ``full_context_tokens`` is the run's budget for the full-context baseline (an input: part of the key)."""
+    ``full_context_tokens`` is the run's budget for the full-context baseline (an input: part of the key);
+    ``ks`` the depths to be scored; ``resume``: a remote system's replies are kept under this token
+    (:func:`resume_token`), so a resumed run does not ask again what an interrupted one was answered."""
     def body(rec: runtime.Recorder) -> Retrieval:
         model = rec.model("extractor")  # its own usage counter: the system's spend
 
@@ -73,7 +82,8 @@ def retrieve_task(system: str, persona: PersonaData, k_max: int, full_context_to
 
         return build_and_retrieve(system, persona, k_max, lambda name, inp: STAGES.get(name).run(model, inp),
                                   runtime.current().config.seed, usage, full_context_tokens,
-                                  supports=judge_supports(rec.run, persona.language), replay=replay)
+                                  supports=judge_supports(rec.run, persona.language), replay=replay, ks=ks,
+                                  memo=reply_memo(resume) if resume else None)
 
     return runtime.paid(body, covers=covered_stages())
 
@@ -130,10 +140,21 @@ def evaluated_systems(systems: Sequence[str], cfg: RunConfig) -> Iterator[list[s
         yield labels
 
 
+def remote_resume(benchmark_id: str, renew: bool = False) -> str:
+    """The token remote systems' replies are kept under in evaluations of ``benchmark_id`` until one finishes
+    (``renew``: it finished; the next evaluation asks every server again)."""
+    return resume_token(f"evaluate|{benchmark_id}", renew)
+
+
+def cacheable(system: str) -> bool:
+    """Whether ``system``'s retrievals may be served from the task cache (not a remote service's)."""
+    return bool(SYSTEMS.get(system).cacheable)
+
+
 def retrieval_task(system: str) -> Task:
     """The retrieval task for ``system``: a system whose results may change without its code changing (a
     remote service) is never served from the cache, and is not retried as a whole (its calls are)."""
-    if SYSTEMS.get(system).cacheable:
+    if cacheable(system):
         return retrieve_task
     return retrieve_task.with_options(cache_policy=NO_CACHE, persist_result=False, retries=0)
 

@@ -181,21 +181,27 @@ def evaluate_results_file(
 
 
 def precheck(benchmark: str, names: list[str], force: bool, cfg: RunConfig) -> None:
-    """Fail before the flow starts (the flow checks again, for deployments): unknown systems, remote
+    """Fail before the flow starts (the flow checks again, for deployments): a remote system labelled
+    with a registered system's name (usage, exit 2, before any network contact), unknown systems, remote
     ones that do not answer ``/v1/info`` (exit 5), an ungated benchmark."""
     from clonemem.memory import SYSTEMS
     from clonemem.memory.errors import MemorySystemFailed
-    from clonemem.memory.remote import options_of, resolve_systems
+    from clonemem.memory.remote import LabelTaken, options_of, refuse_registered_labels, resolve_systems
     from clonemem.warehouse import Warehouse
     from clonemem.warehouse.catalog import require_gate_passed
 
     try:
+        refuse_registered_labels(names, cfg.evaluation.remote)
         resolved = resolve_systems(names, cfg.evaluation.remote, options_of(cfg.evaluation))
+    except LabelTaken as exc:
+        fail(str(exc), ExitCode.USAGE)
     except MemorySystemFailed as exc:
         fail(f"{exc}; nothing was stored", ExitCode.SYSTEMS_FAILED)
     for system, remote in resolved:
         if remote is None:
             SYSTEMS.get(system)
+        else:
+            remote.pool.close()  # asked /v1/info only: the flow resolves it again
     with Warehouse.open_reader(State.warehouse) as wh:
         require_gate_passed(wh, benchmark, force)
 

@@ -9,6 +9,7 @@ import hashlib
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 import polars as pl
 
@@ -30,6 +31,7 @@ from clonemem.warehouse import Warehouse
 from clonemem.warehouse.landing import new_calls
 from clonemem.warehouse.runs import adopt_runs
 
+N = TypeVar("N", int, float)
 CALLS_PER_BATCH = 1000  # LLM call rows landed per insert (the call ids are unique: batches never overlap)
 
 Retrievals = Mapping[tuple[str, str], Retrieval]  # (system, persona id) -> retrieval
@@ -115,13 +117,19 @@ def system_stats(systems: Sequence[str], personas: Sequence[PersonaData], retrie
         latencies = [lat for r in rs for (_t, _i, lat) in r.results.values() if lat is not None]
         coverage = [r.write_coverage for r in rs if r.write_coverage is not None]
         traces = [len(p.traces) for p, r in zip(personas, rs) if r.write_coverage is not None]
-        out[s] = {"build_seconds": sum(r.build_seconds for r in rs), "retrieval_p50_ms": percentile(latencies, 50),
-                  "retrieval_p95_ms": percentile(latencies, 95), "llm_calls": sum(r.llm_calls for r in rs),
-                  "llm_tokens": sum(r.llm_tokens for r in rs),
+        out[s] = {"build_seconds": _total([r.build_seconds for r in rs]), "retrieval_p50_ms": percentile(latencies, 50),
+                  "retrieval_p95_ms": percentile(latencies, 95), "llm_calls": _total([r.llm_calls for r in rs]),
+                  "llm_tokens": _total([r.llm_tokens for r in rs]),
                   # over all personas' traces (each persona weighted by its traces); None if unknown
                   "write_coverage": (sum(c * n for c, n in zip(coverage, traces)) / sum(traces)
                                      if coverage and sum(traces) else None)}
     return out
+
+
+def _total(values: Sequence[N | None]) -> N | None:
+    """The sum, or None when a part is unknown (a results file's build time and spend)."""
+    known = [v for v in values if v is not None]
+    return sum(known[1:], known[0]) if known and len(known) == len(values) else None
 
 
 def _config_json(run: EvaluationRun) -> str:
