@@ -6,6 +6,7 @@ of :class:`EvaluationResult` is the file's content.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -383,6 +384,25 @@ class ProtocolRow(_R):
     def value(self, metric: str) -> float | None:
         got = getattr(self, metric, None)
         return got if isinstance(got, float) else None
+
+    @classmethod
+    def merged(cls, records: Iterable[Mapping[str, Any]]) -> list[ProtocolRow]:
+        """Rows from per-metric records (the columns of ``eval_protocol_metrics``: protocol,
+        protocol_version, system, k, granularity — ``qa`` for answer scores —, group_name, category, metric,
+        n, value, ci_low, ci_high, and optionally eval_run_id), one per group, in the records' order."""
+        rows: dict[tuple, dict[str, Any]] = {}
+        for r in records:
+            eid, gran = r.get("eval_run_id"), r["granularity"]
+            row = rows.setdefault((eid, r["protocol"], r["system"], r["k"], gran, r["group_name"]), {
+                "eval_run_id": eid, "protocol": r["protocol"], "protocol_version": r["protocol_version"],
+                "system": r["system"], "k": r["k"], "group": r["group_name"], "n": 0, "category": r["category"],
+                "granularity": None if gran == "qa" else gran})
+            row["n"] = max(row["n"], r["n"])
+            if r["metric"] in PROTOCOL_METRICS:
+                row[r["metric"]] = r["value"]
+                low, high = r["ci_low"], r["ci_high"]
+                row[f"{r['metric']}_ci"] = None if low is None or high is None else [low, high]
+        return [cls.model_validate(row) for row in rows.values()]
 
 
 class EvaluationResult(_R):

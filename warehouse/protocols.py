@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from clonemem.schemas.results import PROTOCOL_METRICS, ProtocolRow
+from clonemem.schemas.results import ProtocolRow
 from clonemem.warehouse.db import Warehouse
 
 QA = "qa"  # the granularity stored for answer scores (retrieval rows: "turn" or "session")
@@ -43,16 +43,9 @@ def protocol_rows(wh: Warehouse, eval_run_ids: str | Sequence[str], protocol: st
         "SELECT eval_run_id, protocol, protocol_version, system, k, granularity, group_name, category, metric, n, value, "
         "ci_low, ci_high FROM eval_protocol_metrics WHERE " + " AND ".join(where) + " "
         "ORDER BY eval_run_id, protocol, system, k, granularity, category NULLS LAST, group_name, metric", params)
-    rows: dict[tuple, dict[str, Any]] = {}
-    for eid, proto, version, sys_, k, gran, group, category, metric, n, value, low, high in found:
-        row = rows.setdefault((eid, proto, sys_, k, gran, group), {"eval_run_id": eid,
-            "protocol": proto, "protocol_version": version, "system": sys_, "k": k, "group": group, "n": 0,
-            "category": category, "granularity": None if gran == QA else gran})
-        row["n"] = max(row["n"], n)
-        if metric in PROTOCOL_METRICS:
-            row[metric] = value
-            row[f"{metric}_ci"] = None if low is None or high is None else [low, high]
-    return [ProtocolRow.model_validate(r) for r in rows.values()]
+    cols = ("eval_run_id", "protocol", "protocol_version", "system", "k", "granularity", "group_name", "category",
+            "metric", "n", "value", "ci_low", "ci_high")
+    return ProtocolRow.merged(dict(zip(cols, r)) for r in found)
 
 
 def question_protocol_scores(wh: Warehouse, eval_run_id: str, question_id: str) -> list[dict[str, Any]]:
