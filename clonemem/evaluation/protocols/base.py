@@ -8,6 +8,7 @@ function of these records: no warehouse, no model. Its answerer and judge are st
 
 from __future__ import annotations
 
+import datetime as dt
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -27,7 +28,7 @@ class ProtocolQuestion:
     answer: str
     source_type: str  # the source's own type label (LongMemEval's / PersonaMem's question_type)
     category: int | None = None  # LoCoMo's category number
-    question_date: str = ""  # when it is asked, as the answerer is told
+    question_time: dt.datetime | None = None  # when it is asked
     evidence_turns: frozenset[str] = frozenset()  # trace ids that hold the answer (LongMemEval: has_answer)
     correct_choice_id: str | None = None
 
@@ -82,6 +83,7 @@ class Protocol(ABC):
     answer_style: ClassVar[str | None] = None  # the protocol answerer it scores ("locomo", "longmemeval")
     judge: ClassVar[str | None] = None  # the judge stage it needs (by protocol name), if any
     task_average: ClassVar[bool] = False  # also report the mean of the per-type means (``task_average``)
+    ranks: ClassVar[bool] = False  # scores the ranking of turns (retrieved as deep as ranking_depth)
 
     def applies(self, q: ProtocolQuestion) -> bool:
         """Whether the question is scored at all (else it is left out of every group)."""

@@ -105,6 +105,7 @@ class LongMemEvalProtocol(Protocol):
     answer_style: ClassVar[str | None] = "longmemeval"
     judge: ClassVar[str | None] = "longmemeval"
     task_average: ClassVar[bool] = True
+    ranks: ClassVar[bool] = True
 
     def score(self, q: ProtocolQuestion, p: Prediction, scope: Scope) -> list[QuestionScore]:
         label = p.judged.get(self.name)

@@ -9,8 +9,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from clonemem.evaluation.metrics import bootstrap_ci
+from clonemem.evaluation.metrics import bootstrap_ci, top_k_unique
+from clonemem.evaluation.protocols.answer import ProtocolOutcome
 from clonemem.evaluation.protocols.base import Granularity, Group, Prediction, Protocol, ProtocolQuestion, Scope
+from clonemem.evaluation.protocols.load import ProtocolData
+from clonemem.evaluation.run import Outcome, PersonaData, Retrieval
 from clonemem.schemas.results import ProtocolRow
 
 TASK_AVERAGE = "task_average"
@@ -32,9 +35,9 @@ class ScoreRow:
     groups: tuple[Group, ...]
     type_group: str | None  # the question-type group the task average is taken over
 
-    def record(self, eval_run_id: str) -> dict[str, object]:
-        """The ``eval_protocol_scores`` row."""
-        return {"eval_run_id": eval_run_id, "protocol": self.protocol, "protocol_version": self.version,
+    def record(self, eval_run_id: str | None) -> dict[str, object]:
+        """The ``eval_protocol_scores`` row (its evaluation's id added when it lands, if None here)."""
+        return {**({} if eval_run_id is None else {"eval_run_id": eval_run_id}), "protocol": self.protocol, "protocol_version": self.version,
                 "system": self.system, "k": self.k, "granularity": self.granularity,
                 "question_id": self.question_id, "metric": self.metric, "value": self.value, "reason": self.reason}
 
@@ -122,3 +125,79 @@ def result_rows(records: Sequence[Mapping[str, object]]) -> list[ProtocolRow]:
                 r["group_name"], r["metric"])
 
     return ProtocolRow.merged(sorted(records, key=key))
+
+
+def evaluation_scores(protocols: Sequence[Protocol], system: str, k: int, questions: Sequence[ProtocolQuestion],
+                      outcomes: Mapping[str, ProtocolOutcome], choices: Mapping[str, str | None],
+                      rankings: Mapping[str, tuple[str, ...]], scopes: Mapping[str, Scope],
+                      retrieval: bool) -> list[ScoreRow]:
+    """The protocols' scores of one (system, k) over some questions: each protocol's prediction from the
+    question's protocol outcome (its answer style's answer, or a file's), the CloneMem answerer's
+    multiple-choice pick and the retrieval's ranking of turns."""
+    rows = []
+    for proto in protocols:
+        predictions = {q.question_id: outcomes.get(q.question_id, ProtocolOutcome(q.question_id)).prediction(
+            proto, choices.get(q.question_id), rankings.get(q.question_id, ())) for q in questions}
+        rows += score_questions([proto], system, k, questions, predictions, scopes, retrieval)
+    return rows
+
+
+@dataclass(frozen=True)
+class ProtocolLanding:
+    """An evaluation's protocol rows as they land (without the evaluation's id, added when landing)."""
+
+    scores: list[dict[str, object]]
+    answers: list[dict[str, object]]
+    groups: list[dict[str, object]]
+
+    def with_run(self, eval_run_id: str) -> ProtocolLanding:
+        return ProtocolLanding(*([{"eval_run_id": eval_run_id, **r} for r in rows]
+                                 for rows in (self.scores, self.answers, self.groups)))
+
+    def result(self) -> list[ProtocolRow]:
+        return result_rows(self.groups)
+
+
+def protocol_landing(data: ProtocolData, systems: Sequence[str], ks: Sequence[int], personas: Sequence[PersonaData],
+                     retrievals: Mapping[tuple[str, str], Retrieval],
+                     answers: Mapping[tuple[str, int, str], Sequence[Outcome]],
+                     protocol_answers: Mapping[tuple[str, int, str], Sequence[ProtocolOutcome]],
+                     samples: int, seed: int, depth: int, rank: bool = True) -> ProtocolLanding:
+    """Every protocol's per-question scores, what it scored, and its groups with bootstrap intervals, over
+    the evaluation's systems and k values (retrieval scores once per system: they do not depend on k;
+    none when ``rank`` is False: a predictions file without rankings)."""
+    protocols = data.protocols
+    rows: list[ScoreRow] = []
+    scored: list[dict[str, object]] = []
+    for system in systems:
+        for i, k in enumerate(ks):
+            for p in personas:
+                questions = [data.questions[q.question_id] for q in p.questions if q.question_id in data.questions]
+                retrieval = retrievals[(system, p.persona_id)]
+                choices = {o.question_id: o.predicted_choice_id for o in answers[(system, k, p.persona_id)]}
+                outcomes = {o.question_id: o for o in protocol_answers.get((system, k, p.persona_id), ())}
+                rankings = {q.question_id: tuple(top_k_unique(
+                    [t for item in retrieval.results[q.question_id].trace_ids for t in item], depth))
+                    for q in questions}
+                rows += evaluation_scores(protocols, system, k, questions, outcomes, choices, rankings, data.scopes,
+                                          retrieval=rank and i == 0)
+                scored += _answer_rows(protocols, system, k, questions, outcomes, choices)
+    return ProtocolLanding([r.record(None) for r in rows], scored, aggregate(rows, samples, seed))
+
+
+def _answer_rows(protocols: Sequence[Protocol], system: str, k: int, questions: Sequence[ProtocolQuestion],
+                 outcomes: Mapping[str, ProtocolOutcome], choices: Mapping[str, str | None]) -> list[dict[str, object]]:
+    out: list[dict[str, object]] = []
+    for proto in protocols:
+        for q in questions:
+            if not proto.applies(q):
+                continue
+            o = outcomes.get(q.question_id, ProtocolOutcome(q.question_id))
+            pick = o.prediction(proto, choices.get(q.question_id), ())
+            text = pick.answer if pick.answer is not None else pick.choice_id
+            label = o.labels.get(proto.name) if proto.judge else None
+            out.append({"protocol": proto.name, "system": system, "k": k, "question_id": q.question_id,
+                        "answer_text": text, "judge_label": None if label is None else ("correct" if label else "wrong"),
+                        "judge_reason": o.notes.get(proto.name) if proto.judge else None,
+                        "given": o.given is not None})
+    return out
