@@ -189,7 +189,7 @@ def traces(db: Db, persona_id: str, media: list[str], first: object, last: objec
     return db.frame("""
         WITH t AS (
             SELECT trace_id, external_id, event_date, medium, is_noise, content
-            FROM traces WHERE persona_id = $p AND list_contains($media, medium)
+            FROM v_traces WHERE persona_id = $p AND list_contains($media, medium)
               AND event_date::DATE BETWEEN $first AND $last),
         cites AS (
             SELECT et.trace_id, qe.question_id FROM question_evidence qe JOIN evidence_traces et USING (evidence_id)
@@ -207,7 +207,7 @@ def trace(db: Db, trace_id: str) -> pl.DataFrame:
     return db.frame("""
         SELECT t.trace_id, t.external_id, t.event_date, t.medium, t.is_noise, t.content, t.intent, t.audience,
                t.key_information::VARCHAR AS key_information, d.title AS detailed_event
-        FROM traces t LEFT JOIN detailed_events d USING (detailed_event_id) WHERE t.trace_id = ?""", [trace_id])
+        FROM v_traces t LEFT JOIN detailed_events d USING (detailed_event_id) WHERE t.trace_id = ?""", [trace_id])
 
 
 def trace_citations(db: Db, trace_id: str) -> pl.DataFrame:
@@ -406,7 +406,7 @@ def trace_labels(db: Db, trace_ids: list[str]) -> pl.DataFrame:
     """External id, medium, date and the first characters of the given traces."""
     return db.frame("""
         SELECT trace_id, external_id, medium, event_date, left(content, 160) AS excerpt
-        FROM traces WHERE list_contains(?, trace_id)""", [trace_ids])
+        FROM v_traces WHERE list_contains(?, trace_id)""", [trace_ids])
 
 
 def question_answers(db: Db, eval_run_id: str, question_id: str) -> pl.DataFrame:

@@ -24,7 +24,7 @@ from clonemem.evaluation.diagnosis import EvidenceDiagnosis, Supports, diagnose_
 from clonemem.evaluation.replay import Replay, schedule
 from clonemem.llm.types import LLMError, ProviderRejected, StageNotCovered, about, estimate_tokens
 from clonemem.memory import SYSTEMS
-from clonemem.memory.base import BuildContext, MemoryTrace, QuestionView, declared_only
+from clonemem.memory.base import Attachment, BuildContext, MemoryTrace, QuestionView, declared_only
 from clonemem.memory.coverage import write_coverage
 from clonemem.memory.errors import MemorySystemFailed
 from clonemem.schemas.config import FULL_CONTEXT_TOKENS
@@ -62,6 +62,9 @@ class EvalQuestion:
     evidence_sets: tuple[tuple[str, ...], ...]  # each evidence item's trace ids
     statements: tuple[str, ...]
     privacy: PrivacyTask | None = None
+    # what an imported source said beyond the project's fields (the standard protocols read them)
+    source_category: str | None = None  # LoCoMo '1'..'5'; LongMemEval / PersonaMem question_type
+    evidence_sessions: tuple[str, ...] = ()  # session keys holding the answer (LongMemEval answer_session_ids)
 
     def view(self) -> QuestionView:
         gold = tuple(dict.fromkeys(t for s in self.evidence_sets for t in s))
@@ -91,27 +94,36 @@ def load_benchmark(wh: Warehouse, benchmark_id: str) -> list[PersonaData]:
     for pid, key, name, language in wh.rows("SELECT persona_id, person_key, person_name, coalesce(language, 'en') "
                                             "FROM personas WHERE benchmark_id = ? ORDER BY seq", [benchmark_id]):
         names = relation_names(wh, pid)
-        traces = tuple(MemoryTrace(t, m, d, c, tuple(privacy.trace_reach(r, a, m, names))) for t, m, d, c, a, r in wh.rows(
-            "SELECT trace_id, medium, event_date, content, audience, reached FROM traces WHERE persona_id = ? "
-            "ORDER BY event_date, trace_id", [pid]))
+        traces = tuple(
+            MemoryTrace(t, m, d, c, tuple(privacy.trace_reach(r, a, m, names)), sk, sp, sd, _attachments(at))
+            for t, m, d, c, a, r, sk, sp, sd, at in wh.rows(
+                "SELECT trace_id, medium, event_date, content, audience, reached, session_key, speaker, session_date, "
+                "attachments::VARCHAR FROM v_traces WHERE persona_id = ? ORDER BY event_date, trace_id", [pid]))
         tasks = privacy_tasks(wh, pid)
         questions = []
-        for qid, q, qtype, dim, qtime, ans, correct, choices, ev in wh.rows(
+        for qid, q, qtype, dim, qtime, ans, correct, choices, ev, category, sessions in wh.rows(
             "SELECT q.question_id, q.question, q.question_type, q.dimension, q.question_time, q.answer, q.correct_choice_id, "
             " coalesce((SELECT list({'id': c.choice_id, 'text': c.text} ORDER BY c.seq) FROM question_choices c "
             "           WHERE c.question_id = q.question_id), []), "
             " coalesce((SELECT list({'statement': e.statement, 'ids': coalesce((SELECT list(et.trace_id ORDER BY et.seq) "
             "           FROM evidence_traces et WHERE et.evidence_id = e.evidence_id), [])} ORDER BY qe.seq) "
-            "           FROM question_evidence qe JOIN evidence e USING (evidence_id) WHERE qe.question_id = q.question_id), []) "
+            "           FROM question_evidence qe JOIN evidence e USING (evidence_id) WHERE qe.question_id = q.question_id), []), "
+            " q.source_category, q.evidence_sessions::VARCHAR "
             "FROM questions q WHERE q.persona_id = ? ORDER BY q.seq", [pid]):
             questions.append(EvalQuestion(
                 qid, pid, q, qtype, dim, qtime, ans, correct, tuple(Choice(id=c["id"], text=c["text"]) for c in choices),
-                tuple(tuple(e["ids"]) for e in ev), tuple(e["statement"] for e in ev), tasks.get(qid)))
+                tuple(tuple(e["ids"]) for e in ev), tuple(e["statement"] for e in ev), tasks.get(qid),
+                category, tuple(json.loads(sessions)) if sessions else ()))
         release_ids = dict(wh.rows("SELECT trace_id, external_id FROM traces WHERE persona_id = ? UNION ALL "
                                    "SELECT question_id, external_id FROM questions WHERE persona_id = ?", [pid, pid]))
         out.append(PersonaData(pid, key, name, language, traces, tuple(questions),
                                key if keys[key] == 1 else f"{key}@{language}", release_ids))
     return out
+
+
+def _attachments(stored: str | None) -> tuple[Attachment, ...]:
+    """The JSON list of {caption, url} stored with a trace (traces.attachments)."""
+    return tuple(Attachment(a.get("caption"), a.get("url")) for a in json.loads(stored)) if stored else ()
 
 
 def privacy_tasks(wh: Warehouse, persona_id: str) -> dict[str, PrivacyTask]:

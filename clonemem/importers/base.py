@@ -188,10 +188,11 @@ def detect_language(file_name: str | None, texts: Iterable[str]) -> str | None:
 class QuestionSource:
     """What the importer decided about one question beyond the release format: the project's question
     type (each format maps its own labels), and the source's own extras (warehouse columns
-    ``source_category`` and ``adversarial_answer``)."""
+    ``source_category`` and ``adversarial_answer``): the category as text (LoCoMo's '1'..'5', LongMemEval's
+    and PersonaMem's question_type labels)."""
 
     question_type: str
-    category: int | None = None
+    category: str | None = None
     adversarial_answer: str | None = None
     privacy: ReleasePrivacy | None = None  # a privacy task's boundary (the release importer reads it back)
 
@@ -227,6 +228,15 @@ class Importer(ABC):
     description: ClassVar[str]  # one line for help texts
     source_format: ClassVar[str]  # recorded in the benchmark's config_json `formats`
     suffixes: ClassVar[tuple[str, ...]] = (".json",)  # files picked up from a folder
+    # the standard protocols a benchmark of this format is scored by (clonemem.evaluation's protocols,
+    # looked up through the benchmark's config_json `formats` and this registry)
+    protocols: ClassVar[tuple[str, ...]] = ()
+
+    @classmethod
+    def project_type(cls, category: str | None, label: str) -> str:
+        """The project's question type for a question of this format with the source's category and label
+        (how the release importer maps a question exported from a benchmark of this format back)."""
+        return question_types.aliases().get(label, label)
 
     @abstractmethod
     def parse_text(self, text: str, file: str) -> list[ParsedPersona]:
@@ -291,6 +301,10 @@ def persona_rows(persona: ParsedPersona, benchmark_name: str, seq: int) -> Perso
             "event_date": dates[i], "content": t.content, "detailed_event_id": None, "intent": None,
             "audience": None, "key_information": None, "is_noise": False,
             "reached": None if t.reached is None else json.dumps(t.reached, ensure_ascii=False),
+            "session_key": t.session_key, "speaker": t.speaker,
+            "session_date": None if t.session_date is None else _naive_utc(t.session_date),
+            "attachments": None if t.attachments is None else json.dumps(
+                [a.model_dump() for a in t.attachments], ensure_ascii=False),
         })
     for qi, (q, source) in enumerate(zip(release.items, persona.sources, strict=True)):
         qid = content_id(pid, "question", q.id)
@@ -302,6 +316,8 @@ def persona_rows(persona: ParsedPersona, benchmark_name: str, seq: int) -> Perso
             "question_time": _naive_utc(q.question_time), "answer": q.answer, "correct_choice_id": q.correct_choice_id,
             "arc_id": None, "segment_id": None, "plan": None, "source_question_type": q.question_type,
             "source_category": source.category, "adversarial_answer": source.adversarial_answer,
+            "evidence_sessions": None if q.evidence_sessions is None else json.dumps(q.evidence_sessions,
+                                                                                     ensure_ascii=False),
         })
         for ti, tid in enumerate(q.digital_trace_ids):
             rows.add("question_traces", {"question_id": qid, "seq": ti, "trace_id": trace_key[tid]})

@@ -33,6 +33,14 @@ if TYPE_CHECKING:
 
 
 @dataclass(frozen=True)
+class Attachment:
+    """An image shared with a turn (LoCoMo's ``blip_caption`` and ``img_url``)."""
+
+    caption: str | None = None
+    url: str | None = None
+
+
+@dataclass(frozen=True)
 class MemoryTrace:
     trace_id: str  # warehouse id
     medium: str
@@ -40,6 +48,11 @@ class MemoryTrace:
     content: str
     # who the trace reached: relation names, or "*" for everyone (clonemem/privacy.py); empty: only the persona
     reached: tuple[str, ...] = ()
+    # what a conversational source says of the turn (None / empty where it says nothing, e.g. generated):
+    session_key: str | None = None  # the source's session id (LongMemEval haystack id, LoCoMo session_N)
+    speaker: str | None = None  # who wrote it (a LoCoMo speaker; `user` / `assistant`)
+    session_date: dt.datetime | None = None  # the session's own date
+    attachments: tuple[Attachment, ...] = ()  # images shared with it
 
 
 @dataclass(frozen=True)
