@@ -209,7 +209,7 @@ def _scopes(wh: Warehouse, benchmark_id: str) -> dict[str, _Scope]:
     sessions: dict[str, dict[str, list[str]]] = {}
     text: dict[str, dict[str, str]] = {}
     for tid, ext, pid, content in wh.rows(
-            "SELECT t.trace_id, t.external_id, t.persona_id, t.content FROM traces t JOIN personas p "
+            "SELECT t.trace_id, t.external_id, t.persona_id, t.content FROM v_traces t JOIN personas p "
             "USING (persona_id) WHERE p.benchmark_id = ? ORDER BY t.persona_id, t.seq", [benchmark_id]):
         traces.setdefault(pid, {})[ext] = tid
         text.setdefault(pid, {})[tid] = content

@@ -31,8 +31,7 @@ NOT_MENTIONED = "Not mentioned in the conversation"
 DONT_KNOW = "I don't know; our earlier chats do not contain that information."
 ABSTAINS = ("not mentioned", "no information", "don't know", "do not know", "not contain", "cannot tell",
             "not available", "never mentioned")
-TIME_WORDS = frozenset({"when", "date", "day", "days", "week", "weeks", "month", "months", "year", "years",
-                        "long", "ago", "first", "last", "latest", "before", "after"})
+TIME_WORDS = frozenset({"date", "day", "days", "week", "weeks", "month", "months", "year", "years"})
 SHORT_WORDS = 6  # the LoCoMo answerer's reply length, in content words
 GENEROUS = 0.5  # mem0 judge: share of the gold answer's words the answer must hold
 RUBRIC = 0.3  # LongMemEval preference rubric: share of its words a response must use
@@ -52,21 +51,26 @@ def _split(memory: str) -> tuple[str | None, str]:
 
 
 def _best(inp: ProtocolAnswerInput) -> tuple[str | None, str] | None:
-    """The retrieved excerpt sharing most content words with the question (first on ties), its date
-    and best sentence; None when none shares any."""
+    """The retrieved sentence sharing most content words with the question and saying something the
+    question does not (first on ties), with its memory's date; None when no sentence shares any."""
     asked = _words(inp.question)
-    best, best_score = None, 0
+    best, best_score = None, (0, False)
     for memory in inp.memories:
         date, body = _split(memory)
         for sentence in textutil.sentences(_SPEAKER.sub("", body, count=1)) or [body]:
-            score = len(asked & _words(sentence))
-            if score > best_score:
+            words = _words(sentence)
+            score = (len(asked & words), bool(words - asked))
+            if score[0] and score > best_score:
                 best, best_score = (date, sentence.strip()), score
     return best
 
 
 def _about_time(question: str) -> bool:
-    return bool(set(textutil.words(question)) & TIME_WORDS)
+    """A question asking for a date or a span ("when", "how long", "how many days", "what year")."""
+    words = textutil.words(question)
+    pairs = list(zip(words, words[1:], strict=False))
+    return bool(words) and (words[0] == "when" or ("how", "long") in pairs or any(
+        a in ("many", "what", "which") and b in TIME_WORDS for a, b in pairs))
 
 
 def locomo_answer(call: OfflineCall) -> FreeAnswer:
