@@ -321,7 +321,7 @@ class LocomoImporter(Importer):
     protocols: ClassVar[tuple[str, ...]] = ("locomo", "mem0")
 
     @classmethod
-    def project_type(cls, category: str | None, label: str) -> str:
+    def project_type(cls, category: str | None, label: str, question_id: str = "") -> str:
         return project_type(category, label)
 
     def parse_text(self, text: str, file: str) -> list[ParsedPersona]:

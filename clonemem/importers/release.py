@@ -51,18 +51,18 @@ class _ExportedQuestion(ReleaseQuestion):
             return QuestionSource(locomo.project_type(self.locomo_category, self.question_type),
                                   str(self.locomo_category), self.adversarial_answer)
         if self.source_category is not None and source_format is not None:
-            return QuestionSource(_format_type(source_format, self.source_category, self.question_type),
+            return QuestionSource(_format_type(source_format, self.source_category, self.question_type, self.id),
                                   self.source_category, self.adversarial_answer, self.privacy)
         return QuestionSource(project_type(self.question_type), self.source_category, self.adversarial_answer,
                               self.privacy)
 
 
-def _format_type(source_format: str, category: str, label: str) -> str:
+def _format_type(source_format: str, category: str, label: str, question_id: str) -> str:
     """The type the format's own importer gives a question (an unregistered format: the label as it is)."""
     from clonemem.importers import IMPORTERS
 
     found = IMPORTERS.get(source_format) if source_format in IMPORTERS else None
-    return found.project_type(category, label) if isinstance(found, type) else project_type(label)
+    return found.project_type(category, label, question_id) if isinstance(found, type) else project_type(label)
 
 
 class _ReleaseFileIn(ReleaseFile):
