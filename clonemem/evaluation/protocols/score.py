@@ -115,12 +115,13 @@ def task_average(types: Sequence[np.ndarray], samples: int, seed: int) -> tuple[
 
 
 def result_rows(records: Sequence[Mapping[str, object]]) -> list[ProtocolRow]:
-    """``evaluate --json``'s protocol rows from :func:`aggregate`'s records, in a stable order."""
+    """``evaluate --json``'s protocol rows from :func:`aggregate`'s records, in a stable order: by
+    protocol and system, answer scores before retrieval scores, then k, category, overall groups, name."""
     order = {"overall": 0, "overall_with_adversarial": 1, TASK_AVERAGE: 2}
 
     def key(r: Mapping[str, object]) -> tuple:
         category = r["category"]
-        return (r["protocol"], r["system"], r["k"], r["granularity"],
+        return (r["protocol"], r["system"], r["granularity"] != "qa", r["granularity"], r["k"],
                 category if isinstance(category, int) else 99, order.get(str(r["group_name"]), 3),
                 r["group_name"], r["metric"])
 
