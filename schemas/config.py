@@ -255,7 +255,7 @@ class EvaluationConfig(_Section):
     remote_timeout_s: Annotated[float, Field(gt=0)] = 60.0  # per HTTP connect and read
     remote_retries: NonNegInt = 3  # transport errors and 5xx, with exponential backoff
     remote_concurrency: PosInt = 4  # calls in flight per remote system
-    # The field's standard protocols (SPEC §12; README "Standard protocols"): None computes the ones the
+    # The field's standard protocols (README "Standard protocols"): None computes the ones the
     # benchmark's importer declares; a list of names computes exactly those ([] none); a list of changes
     # adds ("+name") or drops ("-name") from the declared ones.
     protocols: list[str] | None = None

@@ -101,7 +101,7 @@ class PrivacyVerdict(_M):
     reason: str
 
 
-# -- the standard protocols' answerers and judges (SPEC §12) ------------------------------------------
+# -- the standard protocols' answerers and judges ------------------------------------------
 
 
 class ProtocolAnswerInput(_M):

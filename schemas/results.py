@@ -25,7 +25,7 @@ DIAGNOSIS = ("write_failure", "read_failure", "utilization_failure", "correct")
 # items disclosed, and the share of necessary items conveyed (completeness); None for other questions.
 PRIVACY = ("privacy_violation", "privacy_leak_share", "privacy_completeness")
 AGGREGATED = (*METRICS, *DIAGNOSIS, *PRIVACY)  # what is aggregated per question, with bootstrap intervals
-# The field's standard protocols (SPEC §12): LoCoMo's F1, mem0's F1 / BLEU-1 / judge, LongMemEval's judged
+# The field's standard protocols: LoCoMo's F1, mem0's F1 / BLEU-1 / judge, LongMemEval's judged
 # accuracy and retrieval scores, PersonaMem's multiple-choice accuracy.
 PROTOCOL_METRICS = ("f1", "bleu1", "judge", "accuracy", "recall_any", "recall_all", "ndcg_any")
 
@@ -417,7 +417,7 @@ class EvaluationResult(_R):
     # identical (inputs, provenance and results) to the benchmark's latest stored evaluation, which made no new
     # call: not stored again; ``eval_run_id`` is that earlier evaluation's
     reused: bool = False
-    # the benchmark's standard protocols (SPEC §12), one row per (protocol, system, k, granularity, group)
+    # the benchmark's standard protocols, one row per (protocol, system, k, granularity, group)
     protocols: list[ProtocolRow] = Field(default_factory=list)
 
     def scores(self, system: str, k: int) -> Any:

@@ -1,4 +1,4 @@
-"""The standard protocols in an evaluation (SPEC §12): a LoCoMo benchmark is scored by LoCoMo's and mem0's
+"""The standard protocols in an evaluation: a LoCoMo benchmark is scored by LoCoMo's and mem0's
 protocols without being asked (its importer declares them), `[evaluation] protocols` turns them off or
 changes them, the rows land in the warehouse with their protocol's name and version, and another
 harness's predictions in LoCoMo's layout score exactly what LoCoMo's and mem0's rules give (computed

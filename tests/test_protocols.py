@@ -1,4 +1,4 @@
-"""The standard protocols' rules (SPEC §12), each against a value computed by hand in the comments
+"""The standard protocols' rules, each against a value computed by hand in the comments
 (from the rules as the benchmarks' own evaluation code applies them), never by calling the code."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
--- The field's standard protocols (issue 28, SPEC §12), computed beside the CloneMem metrics of one
+-- The field's standard protocols (issue 28), computed beside the CloneMem metrics of one
 -- evaluation: `locomo`, `mem0`, `longmemeval`, `personamem`. Every row names the protocol and the
 -- version of its rules (clonemem/evaluation/protocols/), so figures made under other rules are told apart.
 --

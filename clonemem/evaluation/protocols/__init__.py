@@ -1,4 +1,4 @@
-"""The field's standard protocols (SPEC §12), one module each, found by name.
+"""The field's standard protocols, one module each, found by name.
 
 ``PROTOCOLS`` maps a protocol's name to its :class:`Protocol` subclass; a benchmark's protocols are
 declared by its importer (``Importer.protocols``) and adjusted by ``[evaluation] protocols``
