@@ -57,8 +57,10 @@ def _evaluate(warehouse_path: str, benchmark: str, systems: list[str], ks: list[
             tasks_in_flight(cfg.evaluation.workers):
         budget = cfg.evaluation.full_context_tokens
         replay = cfg.evaluation.replay
-        depth = retrieval_depth(ks, protocols, cfg)  # a ranking-scoring protocol reads deeper than k
-        retrieving = {(s, p.persona_id): retrieval_task(s).submit(s, opaque(p), depth, budget, replay)
+        # a ranking-scoring protocol reads deeper than k
+        depth = retrieval_depth(ks, protocols, cfg)
+        retrieving = {(s, p.persona_id): retrieval_task(s).submit(s, opaque(p), depth, budget,
+                                                                   replay)
                       for s in systems for p in personas}
         retrievals = _collect(retrieving, "evaluation: build and retrieve (system × persona)")
         answering = {(s, k, p.persona_id): answer_task.submit(s, k, opaque(p),
@@ -67,14 +69,18 @@ def _evaluate(warehouse_path: str, benchmark: str, systems: list[str], ks: list[
         answers = _collect(answering, "evaluation: answer and judge (system × k × persona)")
         # the standard protocols' own answers and judges (none for a benchmark without protocols)
         protocol_answering = {(s, k, p.persona_id): protocol_answer_task.submit(
-            s, k, opaque(p), opaque(retrievals[(s, p.persona_id)].value), opaque(protocols.for_persona(p.persona_id)))
+            s, k, opaque(p), opaque(retrievals[(s, p.persona_id)].value),
+            opaque(protocols.for_persona(p.persona_id)))
             for s in systems for k in ks for p in personas} if protocols.answers else {}
-        protocol_answers = _collect(protocol_answering, "evaluation: protocol answers (system × k × persona)")
+        protocol_answers = _collect(protocol_answering,
+                                    "evaluation: protocol answers (system × k × persona)")
     # the calls land with the results they paid for
-    calls = [c for paid in (*retrievals.values(), *answers.values(), *protocol_answers.values()) for c in paid.calls]
-    result = land_task(warehouse_path, run, opaque(personas), opaque({k: v.value for k, v in retrievals.items()}),
-                       opaque({k: v.value for k, v in answers.items()}), opaque(calls), opaque(protocols),
-                       opaque({k: v.value for k, v in protocol_answers.items()}))
+    paid_for = (*retrievals.values(), *answers.values(), *protocol_answers.values())
+    calls = [c for paid in paid_for for c in paid.calls]
+    result = land_task(warehouse_path, run, opaque(personas),
+                       opaque({k: v.value for k, v in retrievals.items()}),
+                       opaque({k: v.value for k, v in answers.items()}), opaque(calls),
+                       opaque(protocols), opaque({k: v.value for k, v in protocol_answers.items()}))
     return result.model_copy(update={"seconds": round(time.perf_counter() - started, 2)})
 
 

@@ -256,10 +256,10 @@ class EvaluationConfig(_Section):
     remote_retries: NonNegInt = 3  # transport errors and 5xx, with exponential backoff
     remote_concurrency: PosInt = 4  # calls in flight per remote system
     # The field's standard protocols (README "Standard protocols"): None computes the ones the
-    # benchmark's importer declares; a list of names computes exactly those ([] none); a list of changes
-    # adds ("+name") or drops ("-name") from the declared ones.
+    # benchmark's importer declares; a list of names computes exactly those ([] none); a list of
+    # changes adds ("+name") or drops ("-name") from the declared ones.
     protocols: list[str] | None = None
-    # how deep a ranking of turns the retrieval-scoring protocols read (LongMemEval's recall and NDCG)
+    # how deep a ranking of turns the retrieval-scoring protocols read (LongMemEval's recall, NDCG)
     ranking_depth: PosInt = 100
 
     @field_validator("remote")

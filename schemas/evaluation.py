@@ -105,8 +105,8 @@ class PrivacyVerdict(_M):
 
 
 class ProtocolAnswerInput(_M):
-    """A protocol's answerer: the question, when it is asked, and the retrieved memories (each with its
-    date when the protocol reasons over dates)."""
+    """A protocol's answerer: the question, when it is asked, and the retrieved memories (each led
+    by its session's date)."""
 
     question: str
     question_date: str
@@ -131,8 +131,8 @@ class Mem0Verdict(_M):
 
 
 class LongMemEvalJudgeInput(_M):
-    """LongMemEval's judge: the response against the answer (for a preference question, a rubric; for an
-    abstention question, why it cannot be answered), with the question type's criteria."""
+    """LongMemEval's judge: the response against the answer (for a preference question, a rubric;
+    for an abstention question, why it cannot be answered), with the question type's criteria."""
 
     question_type: str
     question: str

@@ -338,12 +338,13 @@ def _agg(a: AggregationSettings) -> str:
 
 class ProtocolRow(_R):
     """One group of one standard protocol for one (system, k) (an entry of ``evaluate --json``'s
-    ``protocols``): the mean of each of the protocol's metrics over the group's scored questions with its
-    95% bootstrap interval (``<metric>_ci``). ``group`` is a LoCoMo category by name (its number in
-    ``category``), a question type, ``overall``, ``overall_with_adversarial``, ``task_average``,
-    ``abstention`` or ``non_abstention``; ``granularity`` is set on LongMemEval's retrieval rows, whose ``k``
-    is the retrieval cut-off (elsewhere ``k`` is the evaluation's). A metric the protocol does not report,
-    ``category`` and ``granularity`` when not set are left out of the JSON."""
+    ``protocols``): the mean of each of the protocol's metrics over the group's scored questions
+    with its 95% bootstrap interval (``<metric>_ci``). ``group`` is a LoCoMo category by name (its
+    number in ``category``), a question type, ``overall``, ``overall_with_adversarial``,
+    ``task_average``, ``abstention`` or ``non_abstention``; ``granularity`` is set on LongMemEval's
+    retrieval rows, whose ``k`` is the retrieval cut-off (elsewhere ``k`` is the evaluation's). A
+    metric the protocol does not report, and ``category`` / ``granularity`` when not set, are left
+    out of the JSON."""
 
     protocol: str
     protocol_version: str
@@ -388,14 +389,17 @@ class ProtocolRow(_R):
     @classmethod
     def merged(cls, records: Iterable[Mapping[str, Any]]) -> list[ProtocolRow]:
         """Rows from per-metric records (the columns of ``eval_protocol_metrics``: protocol,
-        protocol_version, system, k, granularity — ``qa`` for answer scores —, group_name, category, metric,
-        n, value, ci_low, ci_high, and optionally eval_run_id), one per group, in the records' order."""
+        protocol_version, system, k, granularity — ``qa`` for answer scores —, group_name,
+        category, metric, n, value, ci_low, ci_high, and optionally eval_run_id), one per group, in
+        the records' order."""
         rows: dict[tuple, dict[str, Any]] = {}
         for r in records:
             eid, gran = r.get("eval_run_id"), r["granularity"]
-            row = rows.setdefault((eid, r["protocol"], r["system"], r["k"], gran, r["group_name"]), {
-                "eval_run_id": eid, "protocol": r["protocol"], "protocol_version": r["protocol_version"],
-                "system": r["system"], "k": r["k"], "group": r["group_name"], "n": 0, "category": r["category"],
+            key = (eid, r["protocol"], r["system"], r["k"], gran, r["group_name"])
+            row = rows.setdefault(key, {
+                "eval_run_id": eid, "protocol": r["protocol"],
+                "protocol_version": r["protocol_version"], "system": r["system"], "k": r["k"],
+                "group": r["group_name"], "n": 0, "category": r["category"],
                 "granularity": None if gran == "qa" else gran})
             row["n"] = max(row["n"], r["n"])
             if r["metric"] in PROTOCOL_METRICS:

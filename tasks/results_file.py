@@ -32,7 +32,8 @@ from clonemem.tasks.evaluation import EVAL_STAGES, evaluation_run
 from clonemem.tasks.generation import _transient_only
 from clonemem.warehouse import Warehouse
 
-__all__ = ["given_texts", "ranked_any"]  # what the flow reads of a resolved file (the flow may not import domain)
+# what the flow reads of a resolved file (the orchestration layer may not import the domain)
+__all__ = ["given_texts", "ranked_any"]
 
 MODULES = ("clonemem.evaluation.run", "clonemem.evaluation.diagnosis", "clonemem.evaluation.results_file")
 
@@ -59,10 +60,10 @@ def read_results_task(warehouse_path: str, benchmark_id: str, path: str, allow_m
 
 
 @task(cache_policy=NO_CACHE, task_run_name="read predictions file {path}")
-def read_predictions_task(warehouse_path: str, benchmark_id: str, path: str, fmt: str, key: str | None,
-                          allow_missing: bool) -> ResolvedFile:
-    """Another harness's predictions in a benchmark's layout, mapped to the benchmark's ids, or the first
-    problem as an error."""
+def read_predictions_task(warehouse_path: str, benchmark_id: str, path: str, fmt: str,
+                          key: str | None, allow_missing: bool) -> ResolvedFile:
+    """Another harness's predictions in a benchmark's layout, mapped to the benchmark's ids, or the
+    first problem as an error."""
     with Warehouse.open_reader(warehouse_path) as wh:
         return read_predictions(wh, benchmark_id, path, fmt, key, allow_missing)
 

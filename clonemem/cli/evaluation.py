@@ -89,7 +89,8 @@ def evaluate(
     key: Annotated[
         str | None,
         typer.Option(
-            "--key", help="with --format locomo: the qa items' prediction field (e.g. gpt-4_prediction)"
+            "--key",
+            help="with --format locomo: the qa items' prediction field (e.g. gpt-4_prediction)",
         ),
     ] = None,
     name: Annotated[
@@ -206,8 +207,8 @@ def evaluate_predictions(
     force: bool,
     allow_missing: bool,
 ) -> None:
-    """`evaluate --predictions FILE --format F --name NAME`: read and mapped whole before anything runs;
-    a bad file is one line naming file, line and field (exit 1, nothing stored)."""
+    """`evaluate --predictions FILE --format F --name NAME`: read and mapped whole before anything
+    runs; a bad file is one line naming file, line and field (exit 1, nothing stored)."""
     from clonemem.evaluation.predictions import FORMATS, read_predictions
     from clonemem.evaluation.results_file import ResultsFileError, file_ks
     from clonemem.flows.results_file import evaluate_results_file_flow
@@ -223,7 +224,8 @@ def evaluate_predictions(
     if fmt == "locomo" and not key:
         usage("--format locomo needs --key, the qa items' prediction field (e.g. gpt-4_prediction)")
     if systems:
-        usage("--systems and --predictions exclude each other: score a predictions file in a run of its own")
+        usage("--systems and --predictions exclude each other: score a predictions file in a run "
+              "of its own")
     if name in SYSTEMS.names():
         usage(f"--name {name!r} is a registered memory system: name the file's system otherwise")
     depths = ks(k) if k else None
@@ -238,7 +240,8 @@ def evaluate_predictions(
             )
     except ResultsFileError as exc:
         fail(f"{exc}; nothing was stored")
-    missing = f"; {scored.missing} questions without a prediction left unscored" if scored.missing else ""
+    missing = (f"; {scored.missing} questions without a prediction left unscored"
+               if scored.missing else "")
     render.err(
         f"predictions file {scored.file} ({fmt}, sha256 {scored.sha256}) scored as {name!r}: "
         f"{scored.lines} predictions{missing}"

@@ -22,19 +22,33 @@ from clonemem.evaluation.protocols.base import (
 from clonemem.registry import Registry
 
 PROTOCOLS: Registry[type[Protocol]] = Registry(
-    "protocol", entry_point_group="clonemem.protocols",
-    accepts=lambda c: isinstance(c, type) and issubclass(c, Protocol), expected="a Protocol subclass")
+    "protocol",
+    entry_point_group="clonemem.protocols",
+    accepts=lambda c: isinstance(c, type) and issubclass(c, Protocol),
+    expected="a Protocol subclass",
+)
 PROTOCOLS.add_lazy("locomo", "clonemem.evaluation.protocols.locomo:LocomoProtocol")
 PROTOCOLS.add_lazy("mem0", "clonemem.evaluation.protocols.mem0:Mem0Protocol")
 PROTOCOLS.add_lazy("longmemeval", "clonemem.evaluation.protocols.longmemeval:LongMemEvalProtocol")
 PROTOCOLS.add_lazy("personamem", "clonemem.evaluation.protocols.personamem:PersonaMemProtocol")
 
-__all__ = ["PROTOCOLS", "Group", "Prediction", "Protocol", "ProtocolQuestion", "ProtocolSelectionError",
-           "QuestionScore", "Scope", "protocol", "selected"]
+__all__ = [
+    "PROTOCOLS",
+    "Group",
+    "Prediction",
+    "Protocol",
+    "ProtocolQuestion",
+    "ProtocolSelectionError",
+    "QuestionScore",
+    "Scope",
+    "protocol",
+    "selected",
+]
 
 
 class ProtocolSelectionError(ValueError, UserError):
-    """``[evaluation] protocols`` mixes whole names with +/- changes, or names no registered protocol."""
+    """``[evaluation] protocols`` mixes whole names with +/- changes, or names no registered
+    protocol."""
 
 
 def protocol(name: str) -> Protocol:
@@ -44,16 +58,18 @@ def protocol(name: str) -> Protocol:
 
 def selected(declared: Sequence[str], configured: Sequence[str] | None) -> tuple[str, ...]:
     """The protocols an evaluation computes: the importer's (``declared``) unless the config says
-    otherwise. ``configured`` is either a list of names (exactly those; ``[]`` turns them all off) or a
-    list of changes to the declared ones (``"+name"`` adds, ``"-name"`` drops); not both."""
+    otherwise. ``configured`` is either a list of names (exactly those; ``[]`` turns them all off)
+    or a list of changes to the declared ones (``"+name"`` adds, ``"-name"`` drops); not both."""
     if configured is None:
         chosen = list(declared)
     else:
         changes = [c for c in configured if c[:1] in "+-" and c[:1]]
         if changes and len(changes) != len(configured):
             raise ProtocolSelectionError(
-                f"[evaluation] protocols {list(configured)!r}: give either names (exactly those protocols) or "
-                "changes (+name, -name) to the benchmark's own, not both")
+                f"[evaluation] protocols {list(configured)!r}: give either names (exactly those "
+                "protocols) or "
+                "changes (+name, -name) to the benchmark's own, not both"
+            )
         if changes:
             chosen = list(declared)
             for change in changes:

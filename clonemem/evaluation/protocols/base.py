@@ -1,8 +1,8 @@
-"""What every standard protocol shares: the question as a protocol sees it, what was predicted for it,
-the per-question scores a protocol gives, and the groups it reports them in.
+"""What every standard protocol shares: the question as a protocol sees it, what was predicted for
+it, the per-question scores a protocol gives, and the groups it reports them in.
 
-A protocol (one module each, registered in :data:`clonemem.evaluation.protocols.PROTOCOLS`) is a pure
-function of these records: no warehouse, no model. Its answerer and judge are stages
+A protocol (one module each, registered in :data:`clonemem.evaluation.protocols.PROTOCOLS`) is a
+pure function of these records: no warehouse, no model. Its answerer and judge are stages
 (``clonemem/evaluation/protocols/stages.py``) that the evaluation runs before scoring.
 """
 
@@ -19,7 +19,8 @@ Granularity = Literal["qa", "turn", "session"]
 
 @dataclass(frozen=True)
 class ProtocolQuestion:
-    """One question with what the protocols read of it (the warehouse's ids; the source's own labels)."""
+    """One question with what the protocols read of it (the warehouse's ids; the source's own
+    labels)."""
 
     question_id: str
     persona_id: str
@@ -29,7 +30,9 @@ class ProtocolQuestion:
     source_type: str  # the source's own type label (LongMemEval's / PersonaMem's question_type)
     category: int | None = None  # LoCoMo's category number
     question_time: dt.datetime | None = None  # when it is asked
-    evidence_turns: frozenset[str] = frozenset()  # trace ids that hold the answer (LongMemEval: has_answer)
+    evidence_turns: frozenset[str] = (
+        frozenset()
+    )  # trace ids that hold the answer (LongMemEval: has_answer)
     correct_choice_id: str | None = None
 
     @property
@@ -40,9 +43,10 @@ class ProtocolQuestion:
 
 @dataclass(frozen=True)
 class Prediction:
-    """What was predicted for one question by one system at one k: the protocol answerer's reply (or a
-    predictions file's), the judge's labels by protocol (True correct, False wrong, None unscored), the
-    multiple-choice pick, and the retrieved trace ids in rank order (de-duplicated)."""
+    """What was predicted for one question by one system at one k: the protocol answerer's reply (or
+    a predictions file's), the judge's labels by protocol (True correct, False wrong, None
+    unscored), the multiple-choice pick, and the retrieved trace ids in rank order (de-duplicated).
+    """
 
     answer: str | None = None
     judged: Mapping[str, bool | None] = field(default_factory=dict)
@@ -80,10 +84,16 @@ class Protocol(ABC):
     name: ClassVar[str]
     version: ClassVar[str]
     metrics: ClassVar[tuple[str, ...]]
-    answer_style: ClassVar[str | None] = None  # the protocol answerer it scores ("locomo", "longmemeval")
+    answer_style: ClassVar[str | None] = (
+        None  # the protocol answerer it scores ("locomo", "longmemeval")
+    )
     judge: ClassVar[str | None] = None  # the judge stage it needs (by protocol name), if any
-    task_average: ClassVar[bool] = False  # also report the mean of the per-type means (``task_average``)
-    ranks: ClassVar[bool] = False  # scores the ranking of turns (retrieved as deep as ranking_depth)
+    task_average: ClassVar[bool] = (
+        False  # also report the mean of the per-type means (``task_average``)
+    )
+    ranks: ClassVar[bool] = (
+        False  # scores the ranking of turns (retrieved as deep as ranking_depth)
+    )
 
     def applies(self, q: ProtocolQuestion) -> bool:
         """Whether the question is scored at all (else it is left out of every group)."""

@@ -1,6 +1,6 @@
-"""What the protocols read of a benchmark: which protocols its importer declares, each question as the
-protocols see it (the source's ids, type labels and LoCoMo category, the evidence turns) and each
-trace's session and date (LongMemEval's session ids and ``haystack_dates``)."""
+"""What the protocols read of a benchmark: which protocols its importer declares, each question as
+the protocols see it (the source's ids, type labels and LoCoMo category, the evidence turns) and
+each trace's session and date (LongMemEval's session ids and ``haystack_dates``)."""
 
 from __future__ import annotations
 
@@ -25,11 +25,16 @@ class ProtocolData:
     dates: dict[str, dt.datetime] = field(default_factory=dict)  # trace id -> its session's date
 
     def for_persona(self, persona_id: str) -> ProtocolData:
-        """The part one persona's tasks read (their cache keys hash it: the whole benchmark would cost)."""
+        """The part one persona's tasks read (their cache keys hash it: the whole benchmark would
+        cost)."""
         questions = {qid: q for qid, q in self.questions.items() if q.persona_id == persona_id}
         scope = self.scopes.get(persona_id, Scope({}))
-        return ProtocolData(self.names, questions, {persona_id: scope},
-                            {t: self.dates[t] for t in scope.session_of if t in self.dates})
+        return ProtocolData(
+            self.names,
+            questions,
+            {persona_id: scope},
+            {t: self.dates[t] for t in scope.session_of if t in self.dates},
+        )
 
     @property
     def protocols(self) -> list[Protocol]:
@@ -37,7 +42,7 @@ class ProtocolData:
 
     @property
     def ranks(self) -> bool:
-        """Some protocol scores the retrieval's ranking (as deep as ``evaluation.ranking_depth``)."""
+        """Some protocol scores the retrieval's ranking (as deep as ``ranking_depth``)."""
         return any(p.ranks for p in self.protocols)
 
     @property
@@ -49,9 +54,13 @@ class ProtocolData:
 def declared_protocols(wh: Warehouse, benchmark_id: str) -> tuple[str, ...]:
     """The protocols the importers of the benchmark's source formats declare (none for a generated
     benchmark), in the importers' order."""
-    config = wh.scalar("SELECT config_json::VARCHAR FROM benchmarks WHERE benchmark_id = ?", [benchmark_id])
+    config = wh.scalar(
+        "SELECT config_json::VARCHAR FROM benchmarks WHERE benchmark_id = ?", [benchmark_id]
+    )
     doc = json.loads(config) if config else {}
-    formats = set(doc.get("formats", [])) | ({doc["source_format"]} if doc.get("source_format") else set())
+    formats = set(doc.get("formats", [])) | (
+        {doc["source_format"]} if doc.get("source_format") else set()
+    )
     out: list[str] = []
     for name in IMPORTERS.names():
         importer = IMPORTERS.get(name)
@@ -61,14 +70,16 @@ def declared_protocols(wh: Warehouse, benchmark_id: str) -> tuple[str, ...]:
 
 
 def _category(value: object) -> int | None:
-    """LoCoMo's category ('1'..'5' since migration 0023; an integer before); None for another label."""
+    """LoCoMo's category ('1'..'5' since migration 0023; an integer before); None for others."""
     text = str(value).strip() if value is not None else ""
     return int(text) if text.isdigit() else None
 
 
-def load_protocol_data(wh: Warehouse, benchmark_id: str, configured: Sequence[str] | None) -> ProtocolData:
-    """The selected protocols (the importer's, adjusted by ``[evaluation] protocols``) and, when any, the
-    benchmark's questions and traces as they read them."""
+def load_protocol_data(
+    wh: Warehouse, benchmark_id: str, configured: Sequence[str] | None
+) -> ProtocolData:
+    """The selected protocols (the importer's, adjusted by ``[evaluation] protocols``) and, when
+    any, the benchmark's questions and traces as they read them."""
     names = selected(declared_protocols(wh, benchmark_id), configured)
     if not names:
         return ProtocolData(names)
@@ -76,25 +87,41 @@ def load_protocol_data(wh: Warehouse, benchmark_id: str, configured: Sequence[st
         PROTOCOLS.get(name)
     questions = {}
     for qid, pid, ext, question, answer, stype, category, qtime, correct, evidence in wh.rows(
-            "SELECT q.question_id, q.persona_id, q.external_id, q.question, q.answer, "
-            " coalesce(q.source_question_type, q.question_type), q.source_category, q.question_time, "
-            " q.correct_choice_id, coalesce((SELECT list(DISTINCT et.trace_id) FROM question_evidence qe "
-            "  JOIN evidence_traces et USING (evidence_id) WHERE qe.question_id = q.question_id), []) "
-            "FROM questions q WHERE q.benchmark_id = ? ORDER BY q.persona_id, q.seq", [benchmark_id]):
+        "SELECT q.question_id, q.persona_id, q.external_id, q.question, q.answer, "
+        " coalesce(q.source_question_type, q.question_type), q.source_category, q.question_time, "
+        " q.correct_choice_id, "
+        " coalesce((SELECT list(DISTINCT et.trace_id) FROM question_evidence qe "
+        "  JOIN evidence_traces et USING (evidence_id) WHERE qe.question_id = q.question_id), []) "
+        "FROM questions q WHERE q.benchmark_id = ? ORDER BY q.persona_id, q.seq",
+        [benchmark_id],
+    ):
         questions[qid] = ProtocolQuestion(
-            qid, pid, ext or qid, question, answer or "", stype or "", _category(category),
-            qtime, frozenset(evidence), correct)
+            qid,
+            pid,
+            ext or qid,
+            question,
+            answer or "",
+            stype or "",
+            _category(category),
+            qtime,
+            frozenset(evidence),
+            correct,
+        )
     sessions: dict[str, dict[str, str]] = {}
     dates = {}
     for tid, pid, session, when in wh.rows(
-            "SELECT t.trace_id, t.persona_id, coalesce(t.session_key, t.trace_id), "
-            " coalesce(t.session_date, t.event_date) FROM traces t JOIN personas p USING (persona_id) "
-            "WHERE p.benchmark_id = ?", [benchmark_id]):
+        "SELECT t.trace_id, t.persona_id, coalesce(t.session_key, t.trace_id), "
+        " coalesce(t.session_date, t.event_date) FROM traces t JOIN personas p USING (persona_id) "
+        "WHERE p.benchmark_id = ?",
+        [benchmark_id],
+    ):
         sessions.setdefault(pid, {})[tid] = session
         if when is not None:
             dates[tid] = when
     pids = {q.persona_id for q in questions.values()}
-    return ProtocolData(names, questions, {pid: Scope(sessions.get(pid, {})) for pid in pids}, dates)
+    return ProtocolData(
+        names, questions, {pid: Scope(sessions.get(pid, {})) for pid in pids}, dates
+    )
 
 
 def longmemeval_date(value: dt.datetime) -> str:

@@ -1,17 +1,18 @@
-"""LoCoMo's own QA scoring (Maharana et al., ACL 2024; ``task_eval/evaluation.py`` of its repository),
-rule for rule:
+"""LoCoMo's own QA scoring (Maharana et al., ACL 2024; ``task_eval/evaluation.py`` of its
+repository), rule for rule:
 
 - categories 2 (temporal) and 4 (single-hop): F1 over normalised, Porter-stemmed tokens counted with
   multiplicity (:func:`~clonemem.evaluation.protocols.text.locomo_tokens`);
-- category 1 (multi-hop): answer and prediction are split on commas; the mean, over the answer's parts, of
-  the best F1 against any of the prediction's parts;
+- category 1 (multi-hop): answer and prediction are split on commas; the mean, over the answer's
+  parts, of the best F1 against any of the prediction's parts;
 - category 3 (open-domain): only the answer's part before the first ``;`` is scored, as category 2;
 - category 5 (adversarial): 1 exactly when the prediction contains "no information available" or
   "not mentioned" (any case), else 0;
-- a question without a LoCoMo category (another benchmark scored by this protocol) is scored as category 4.
+- a question without a LoCoMo category (another benchmark scored by this protocol) is scored as
+  category 4.
 
-Reported per category (by name, with its number), ``overall`` over categories 1–4 (as the papers report)
-and ``overall_with_adversarial`` over all five.
+Reported per category (by name, with its number), ``overall`` over categories 1–4 (as the papers
+report) and ``overall_with_adversarial`` over all five.
 """
 
 from __future__ import annotations
@@ -30,7 +31,13 @@ from clonemem.evaluation.protocols.base import (
 )
 from clonemem.evaluation.protocols.text import bag_f1, locomo_tokens
 
-CATEGORY_NAMES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
+CATEGORY_NAMES = {
+    1: "multi-hop",
+    2: "temporal",
+    3: "open-domain",
+    4: "single-hop",
+    5: "adversarial",
+}
 ADVERSARIAL = 5
 ABSTAINS = ("no information available", "not mentioned")
 NO_ANSWER = "no prediction for this question"
@@ -42,7 +49,7 @@ def f1_single(prediction: str, answer: str) -> float:
 
 
 def f1_multi(prediction: str, answer: str) -> float:
-    """Category 1: the answer's comma-separated parts, each matched with the best prediction part."""
+    """Category 1: the answer's comma-separated parts, each matched with the best prediction's."""
     predictions = [p.strip() for p in prediction.split(",")]
     answers = [a.strip() for a in answer.split(",")]
     return sum(max(f1_single(p, a) for p in predictions) for a in answers) / len(answers)

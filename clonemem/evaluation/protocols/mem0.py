@@ -1,9 +1,11 @@
 """LoCoMo as A-Mem, Mem0, MemoryOS and O-Mem report it ("F1", "B1" and the judge's "J"; mem0's
 ``evaluation/metrics/utils.py`` and ``llm_judge.py``):
 
-- F1 over the *sets* of lower-cased tokens after ``. , ! ?`` become spaces (no stemming, no stop words);
-- BLEU-1: NLTK's ``sentence_bleu`` with weights (1, 0, 0, 0) and smoothing method 1 over word tokens of
-  the lower-cased texts (see :mod:`clonemem.evaluation.protocols.text` on tokenizing without Punkt data);
+- F1 over the *sets* of lower-cased tokens after ``. , ! ?`` become spaces (no stemming, no stop
+  words);
+- BLEU-1: NLTK's ``sentence_bleu`` with weights (1, 0, 0, 0) and smoothing method 1 over word tokens
+  of the lower-cased texts (see :mod:`clonemem.evaluation.protocols.text` on tokenizing without
+  Punkt data);
 - an empty prediction or answer scores 0 on both;
 - J: a generous judge's CORRECT/WRONG label (the ``protocol.mem0_judge`` stage), CORRECT scoring 1;
 - category 5 (adversarial) is left out of all three, as those papers do.
@@ -57,10 +59,17 @@ class Mem0Protocol(Protocol):
         if p.answer is None:
             return [QuestionScore("qa", None, m, None, NO_ANSWER) for m in self.metrics]
         label = p.judged.get(self.name)
-        return [QuestionScore("qa", None, "f1", mem0_f1(p.answer, q.answer)),
-                QuestionScore("qa", None, "bleu1", mem0_bleu1(p.answer, q.answer)),
-                QuestionScore("qa", None, "judge", None if label is None else float(label),
-                              UNJUDGED if label is None else None)]
+        return [
+            QuestionScore("qa", None, "f1", mem0_f1(p.answer, q.answer)),
+            QuestionScore("qa", None, "bleu1", mem0_bleu1(p.answer, q.answer)),
+            QuestionScore(
+                "qa",
+                None,
+                "judge",
+                None if label is None else float(label),
+                UNJUDGED if label is None else None,
+            ),
+        ]
 
     def groups(self, q: ProtocolQuestion, granularity: Granularity) -> Sequence[Group]:
         return [*category_group(q.category), Group("overall")]

@@ -1,4 +1,5 @@
-"""PersonaMem's scoring (Jiang et al., 2025): multiple-choice accuracy, overall and per question type.
+"""PersonaMem's scoring (Jiang et al., 2025): multiple-choice accuracy, overall and per question
+type.
 
 The pick is the answerer's option id, or, for a prediction given as text, the option letter it names
 ("(c)", "c", "Option C"); ids compare without parentheses and case, so "(c)" equals "c".
@@ -20,11 +21,13 @@ from clonemem.evaluation.protocols.base import (
     Scope,
 )
 
-_LETTER = re.compile(r"^\s*(?:option\s*)?\(?\s*([a-z])\s*\)?(?:[\s.:)].*)?$", re.IGNORECASE | re.DOTALL)
+_LETTER = re.compile(
+    r"^\s*(?:option\s*)?\(?\s*([a-z])\s*\)?(?:[\s.:)].*)?$", re.IGNORECASE | re.DOTALL
+)
 
 
 def option_id(text: str | None) -> str | None:
-    """"(c)", "c", "C." or "Option C: ..." → "c"; None when the text names no single option."""
+    """ "(c)", "c", "C." or "Option C: ..." → "c"; None when the text names no single option."""
     if text is None:
         return None
     m = _LETTER.match(text)
@@ -50,7 +53,14 @@ class PersonaMemProtocol(Protocol):
         if p.choice_id is None and p.answer is None:
             return [QuestionScore("qa", None, "accuracy", None, "no prediction for this question")]
         picked = _key(p.choice_id) if p.choice_id is not None else option_id(p.answer)
-        return [QuestionScore("qa", None, "accuracy", float(picked is not None and picked == _key(q.correct_choice_id)))]
+        return [
+            QuestionScore(
+                "qa",
+                None,
+                "accuracy",
+                float(picked is not None and picked == _key(q.correct_choice_id)),
+            )
+        ]
 
     def groups(self, q: ProtocolQuestion, granularity: Granularity) -> Sequence[Group]:
         return [Group(q.source_type), Group("overall")]

@@ -1,17 +1,20 @@
 """Token rules of the standard protocols, as the benchmarks' own evaluation code applies them.
 
-- LoCoMo (``task_eval/evaluation.py``): commas dropped, lower-cased, ASCII punctuation removed, the words
-  a/an/the/and removed, whitespace split, each token Porter-stemmed (NLTK's ``PorterStemmer``).
-- mem0 / A-Mem (``evaluation/metrics/utils.py``): lower-cased, ``. , ! ?`` replaced by spaces, whitespace
-  split (F1 over the sets of these tokens); BLEU-1 over ``nltk.word_tokenize`` of the lower-cased text.
+- LoCoMo (``task_eval/evaluation.py``): commas dropped, lower-cased, ASCII punctuation removed, the
+  words a/an/the/and removed, whitespace split, each token Porter-stemmed (NLTK's
+  ``PorterStemmer``).
+- mem0 / A-Mem (``evaluation/metrics/utils.py``): lower-cased, ``. , ! ?`` replaced by spaces,
+  whitespace split (F1 over the sets of these tokens); BLEU-1 over ``nltk.word_tokenize`` of the
+  lower-cased text.
 
-``word_tokenize`` splits sentences with NLTK's pretrained English Punkt model (a data download, not to be
-had here) and then applies its Treebank-style word tokenizer to each sentence. We split sentences with
-an *untrained* Punkt tokenizer (the same algorithm without the English abbreviation list and statistics)
-and apply the same word tokenizer per sentence. The two differ only where a period inside the text
-follows an abbreviation the English model knows ("dr. smith", "p.m. on"): untrained Punkt ends a
-sentence there, so the period becomes a token of its own ("dr", ".") where ``word_tokenize`` keeps
-"dr."; everything else (contractions, quotes, final punctuation, "3.5") is tokenized identically.
+``word_tokenize`` splits sentences with NLTK's pretrained English Punkt model (a data download, not
+to be had here) and then applies its Treebank-style word tokenizer to each sentence. We split
+sentences with an *untrained* Punkt tokenizer (the same algorithm without the English abbreviation
+list and statistics) and apply the same word tokenizer per sentence. The two differ only where a
+period inside the text follows an abbreviation the English model knows ("dr. smith", "p.m. on"):
+untrained Punkt ends a sentence there, so the period becomes a token of its own ("dr", ".") where
+``word_tokenize`` keeps "dr."; everything else (contractions, quotes, final punctuation, "3.5") is
+tokenized identically.
 """
 
 from __future__ import annotations
@@ -54,7 +57,7 @@ def locomo_tokens(text: str) -> list[str]:
 
 
 def bag_f1(prediction: Sequence[str], reference: Sequence[str]) -> float:
-    """F1 over tokens counted with multiplicity; 0 when nothing is shared (or either side is empty)."""
+    """F1 over tokens counted with multiplicity; 0 when nothing is shared (or a side is empty)."""
     same = sum((Counter(prediction) & Counter(reference)).values())
     if same == 0:
         return 0.0
@@ -63,7 +66,8 @@ def bag_f1(prediction: Sequence[str], reference: Sequence[str]) -> float:
 
 
 def mem0_tokens(text: str) -> set[str]:
-    """A-Mem's / mem0's simple tokens: lower case, ``. , ! ?`` as spaces, whitespace split, as a set."""
+    """A-Mem's / mem0's simple tokens: lower case, ``. , ! ?`` as spaces, whitespace split, as a
+    set."""
     text = text.lower()
     for mark in ".,!?":
         text = text.replace(mark, " ")
@@ -82,16 +86,19 @@ def set_f1(prediction: set[str], reference: set[str]) -> float:
 
 
 def word_tokens(text: str) -> list[str]:
-    """``nltk.word_tokenize`` without the Punkt data: sentences by untrained Punkt, each word-tokenized
-    by NLTK's Treebank-style tokenizer (see the module's note on where this can differ)."""
+    """``nltk.word_tokenize`` without the Punkt data: sentences by untrained Punkt, each
+    word-tokenized by NLTK's Treebank-style tokenizer (see the module's note on where this can
+    differ)."""
     return [w for sentence in _SENTENCES.tokenize(text) for w in _WORDS.tokenize(sentence)]
 
 
 def bleu1(prediction: str, reference: str) -> float:
-    """NLTK's sentence BLEU with weights (1, 0, 0, 0) and smoothing method 1 over lower-cased word tokens
-    (a prediction sharing no word scores 0; a short one pays the brevity penalty)."""
+    """NLTK's sentence BLEU with weights (1, 0, 0, 0) and smoothing method 1 over lower-cased word
+    tokens (a prediction sharing no word scores 0; a short one pays the brevity penalty)."""
     hypothesis = word_tokens(prediction.lower())
     references = [word_tokens(reference.lower())]
     if not hypothesis:
         return 0.0  # NLTK's brevity penalty would divide by the empty hypothesis' length
-    return float(sentence_bleu(references, hypothesis, weights=(1, 0, 0, 0), smoothing_function=_SMOOTH))
+    return float(
+        sentence_bleu(references, hypothesis, weights=(1, 0, 0, 0), smoothing_function=_SMOOTH)
+    )

@@ -1,14 +1,16 @@
-"""Offline answerers and judges of the standard protocols: deterministic rules over content words that
-exercise each protocol's rules, so offline runs give non-trivial scores (not a reading of meaning).
+"""Offline answerers and judges of the standard protocols: deterministic rules over content words
+that exercise each protocol's rules, so offline runs give non-trivial scores (not a reading of
+meaning).
 
 - LoCoMo's answerer replies in a few words (a date for "when" questions), and "Not mentioned in the
   conversation" when no retrieved excerpt shares a content word with the question;
 - LongMemEval's answerer replies with the best excerpt's sentence and, for questions about time, its
-  session date and how many days before the question's date it was; "I don't know" when nothing fits;
+  session date and how many days before the question's date it was; "I don't know" when nothing
+  fits;
 - mem0's judge is generous: CORRECT when the generated answer holds half of the gold answer's words;
-- LongMemEval's judge applies its type's criterion: abstention recognised, numbers off by one tolerated
-  (temporal-reasoning), the rubric's words partly used (preference), all of the answer's words present
-  (the others; an answer given only in part is wrong).
+- LongMemEval's judge applies its type's criterion: abstention recognised, numbers off by one
+  tolerated (temporal-reasoning), the rubric's words partly used (preference), all of the answer's
+  words present (the others; an answer given only in part is wrong).
 """
 
 from __future__ import annotations
@@ -29,8 +31,16 @@ from clonemem.schemas.evaluation import (
 
 NOT_MENTIONED = "Not mentioned in the conversation"
 DONT_KNOW = "I don't know; our earlier chats do not contain that information."
-ABSTAINS = ("not mentioned", "no information", "don't know", "do not know", "not contain", "cannot tell",
-            "not available", "never mentioned")
+ABSTAINS = (
+    "not mentioned",
+    "no information",
+    "don't know",
+    "do not know",
+    "not contain",
+    "cannot tell",
+    "not available",
+    "never mentioned",
+)
 TIME_WORDS = frozenset({"date", "day", "days", "week", "weeks", "month", "months", "year", "years"})
 SHORT_WORDS = 6  # the LoCoMo answerer's reply length, in content words
 GENEROUS = 0.5  # mem0 judge: share of the gold answer's words the answer must hold
@@ -47,7 +57,7 @@ def _words(text: str) -> set[str]:
 def _split(memory: str) -> tuple[str | None, str]:
     """A memory's date prefix (``[date] ...``) and its text."""
     m = _DATE.match(memory)
-    return (m.group("date"), memory[m.end():]) if m else (None, memory)
+    return (m.group("date"), memory[m.end() :]) if m else (None, memory)
 
 
 def _best(inp: ProtocolAnswerInput) -> tuple[str | None, str] | None:
@@ -69,8 +79,11 @@ def _about_time(question: str) -> bool:
     """A question asking for a date or a span ("when", "how long", "how many days", "what year")."""
     words = textutil.words(question)
     pairs = list(zip(words, words[1:], strict=False))
-    return bool(words) and (words[0] == "when" or ("how", "long") in pairs or any(
-        a in ("many", "what", "which") and b in TIME_WORDS for a, b in pairs))
+    return bool(words) and (
+        words[0] == "when"
+        or ("how", "long") in pairs
+        or any(a in ("many", "what", "which") and b in TIME_WORDS for a, b in pairs)
+    )
 
 
 def locomo_answer(call: OfflineCall) -> FreeAnswer:
@@ -84,7 +97,9 @@ def locomo_answer(call: OfflineCall) -> FreeAnswer:
         return FreeAnswer(answer=date)
     asked = _words(inp.question)
     new = [w for w in textutil.content_words(sentence) if w not in asked]
-    return FreeAnswer(answer=" ".join(dict.fromkeys(new[:SHORT_WORDS])) or " ".join(sentence.split()[:8]))
+    return FreeAnswer(
+        answer=" ".join(dict.fromkeys(new[:SHORT_WORDS])) or " ".join(sentence.split()[:8])
+    )
 
 
 def _days_before(date: str, today: str) -> int | None:
@@ -123,8 +138,10 @@ def mem0_judge(call: OfflineCall) -> Mem0Verdict:
     gold, said = _words(inp.gold_answer), _words(inp.generated_answer)
     share = len(gold & said) / len(gold) if gold else 0.0
     label = "CORRECT" if share >= GENEROUS else "WRONG"
-    return Mem0Verdict(reason=f"offline overlap judge: the answer holds {share:.0%} of the gold answer's words",
-                       label=label)
+    return Mem0Verdict(
+        reason=f"offline overlap judge: the answer holds {share:.0%} of the gold answer's words",
+        label=label,
+    )
 
 
 def _numbers(text: str) -> set[int]:
