@@ -68,7 +68,9 @@ def _evaluate(warehouse_path: str, benchmark: str, systems: list[str], ks: list[
                      for s in systems for k in ks for p in personas}
         answers = _collect(answering, "evaluation: answer and judge (system × k × persona)")
         # the standard protocols' own answers and judges (none for a benchmark without protocols)
-        protocol_answering = {(s, k, p.persona_id): protocol_answer_task.submit(
+        submit = protocol_answer_task.submit
+        protocol_answering = {
+            (s, k, p.persona_id): submit(  # type: ignore[call-overload]  # opaque() arguments
             s, k, opaque(p), opaque(retrievals[(s, p.persona_id)].value),
             opaque(protocols.for_persona(p.persona_id)))
             for s in systems for k in ks for p in personas} if protocols.answers else {}
@@ -77,7 +79,8 @@ def _evaluate(warehouse_path: str, benchmark: str, systems: list[str], ks: list[
     # the calls land with the results they paid for
     paid_for = (*retrievals.values(), *answers.values(), *protocol_answers.values())
     calls = [c for paid in paid_for for c in paid.calls]
-    result = land_task(warehouse_path, run, opaque(personas),
+    result = land_task(  # type: ignore[call-overload]  # opaque() arguments
+                       warehouse_path, run, opaque(personas),
                        opaque({k: v.value for k, v in retrievals.items()}),
                        opaque({k: v.value for k, v in answers.items()}), opaque(calls),
                        opaque(protocols), opaque({k: v.value for k, v in protocol_answers.items()}))

@@ -57,7 +57,9 @@ def evaluate_results_file_flow(warehouse_path: str, benchmark: str, path: str, n
             for k in ks for p in personas}
         answers = {key: f.result() for key, f in answering.items()}
         # the file's answers stand for the protocols' answerers (a predictions file: only they)
-        protocol_answering = {(name, k, p.persona_id): protocol_answer_task.submit(
+        submit = protocol_answer_task.submit
+        protocol_answering = {
+            (name, k, p.persona_id): submit(  # type: ignore[call-overload]  # opaque() arguments
             name, k, opaque(p), opaque(retrievals[(name, p.persona_id)].value),
             opaque(protocols.for_persona(p.persona_id)), given_texts(lines[p.persona_id]),
             predictions_format is not None)
@@ -65,7 +67,8 @@ def evaluate_results_file_flow(warehouse_path: str, benchmark: str, path: str, n
         protocol_answers = {at: f.result() for at, f in protocol_answering.items()}
     paid_for = (*retrievals.values(), *answers.values(), *protocol_answers.values())
     calls = [c for paid in paid_for for c in paid.calls]
-    result = land_task(warehouse_path, run, opaque(personas),
+    result = land_task(  # type: ignore[call-overload]  # opaque() arguments
+                       warehouse_path, run, opaque(personas),
                        opaque({k: v.value for k, v in retrievals.items()}),
                        opaque({k: v.value for k, v in answers.items()}), opaque(calls),
                        opaque(protocols), opaque({k: v.value for k, v in protocol_answers.items()}),

@@ -173,7 +173,7 @@ def _protocols(session: Session, eval_run_id: str, question_id: str, k: int,
     """The question's scores under the benchmark's standard protocols (LoCoMo's F1, mem0's F1 /
     BLEU-1 / J, LongMemEval's judged accuracy and retrieval, PersonaMem's accuracy): answer scores
     at k with the answer each protocol scored, retrieval scores at every cut-off."""
-    if not session.columns("eval_protocol_scores"):
+    if session.db is None or not session.columns("eval_protocol_scores"):
         return  # a warehouse from before migration 0024
     scores = Q.question_protocol_scores(session.db, eval_run_id, question_id)
     scores = scores.filter((pl.col("granularity") != "qa") | (pl.col("k") == k))
