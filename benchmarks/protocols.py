@@ -63,7 +63,9 @@ def _file(folder: Path, name: str, instances: int, sessions: int, pool: int) -> 
     shape = {"instances": instances, "sessions_per_instance": sessions, "pool": pool}
     if not path.exists():
         t0 = time.perf_counter()
-        longmemeval_synthetic.write(path, instances, sessions, pool)
+        partial = path.with_suffix(".partial")
+        longmemeval_synthetic.write(partial, instances, sessions, pool)
+        partial.replace(path)
         shape["generated_s"] = round(time.perf_counter() - t0, 1)
     return path, shape | {"file_mb": round(path.stat().st_size / 2**20, 1)}
 

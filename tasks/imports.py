@@ -73,7 +73,7 @@ def streams(format_name: str) -> bool:
 @task(cache_policy=NO_CACHE, task_run_name="stream {name}")
 def stream_files(warehouse_path: str, format_name: str, paths: list[str], name: str, mode: ImportMode = "create",
                  wait_s: float | None = None) -> ImportSummary:
-    """Check every file through, then land it in batches in one transaction (a streaming importer)."""
+    """Read every file once, landing it in batches in one transaction (a streaming importer)."""
     found = importer(format_name)
     if not isinstance(found, StreamingImporter):
         raise TypeError(f"importer {format_name!r} does not stream")

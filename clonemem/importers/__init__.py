@@ -40,11 +40,9 @@ def import_files(wh: Warehouse, format_name: str, paths: Sequence[str | Path], n
                  mode: ImportMode = "create") -> ImportSummary:
     """Parse every file with the named importer (collecting all problems), then land them all or nothing
     into an open warehouse (library use; the CLI and deployments run the import flow)."""
-    from clonemem.importers.base import StreamingImporter, check_stream, expand_paths, load_personas, load_stream
+    from clonemem.importers.base import StreamingImporter, expand_paths, load_personas, load_stream
 
     found = importer(format_name)
-    if isinstance(found, StreamingImporter):  # never held whole: checked through, then landed in batches
-        files = expand_paths(paths, found.suffixes)
-        check_stream(found, files)
-        return load_stream(wh, found, files, name, mode)
+    if isinstance(found, StreamingImporter):  # never held whole: landed in batches as it is read
+        return load_stream(wh, found, expand_paths(paths, found.suffixes), name, mode)
     return load_personas(wh, found.parse_paths(paths), name, mode)

@@ -36,7 +36,7 @@ from clonemem.warehouse.landing import Landing, PersonaLanding, land
 MAX_REPORTED_PROBLEMS = 20
 
 __all__ = ["ImportFailed", "ImportMode", "ImportNote", "ImportSummary", "Importer", "ParsedPersona", "Problem",
-           "QuestionSource", "StreamingImporter", "check_benchmark_name", "check_stream", "decode_text",
+           "QuestionSource", "StreamingImporter", "check_benchmark_name", "decode_text",
            "detect_language", "expand_paths", "import_into_warehouse", "import_stream", "json_path", "load_personas",
            "load_stream", "parse_each", "persona_rows", "read_bytes",
            "read_text", "validation_message"]
@@ -270,8 +270,8 @@ class Importer(ABC):
 
 class StreamingImporter(Importer):
     """A format whose files are too big to hold (LongMemEval's list of instances, hundreds of MB): a file is
-    read item by item, checked whole once without keeping anything, then read again and landed in batches
-    inside the import's one transaction (:func:`import_stream`); every trace text is stored once."""
+    read item by item and landed in batches inside the import's one transaction, which a problem anywhere
+    rolls back (:func:`load_stream`); every trace text is stored once."""
 
     streams: ClassVar[bool] = True
 
@@ -571,56 +571,40 @@ def _summary(wh: Warehouse, bid: str, name: str, tally: _Tally, mode: str) -> Im
 STREAM_BATCH = 25  # personas landed per insert of a streamed import (LongMemEval: ~600 traces each)
 
 
-def _stream(importer: StreamingImporter, files: Sequence[Path]) -> Iterator[ParsedPersona]:
-    """Every persona of the files, in order; the problems of all of them raised at the end."""
-    problems: list[Problem] = []
-    for file in files:
-        yield from importer.iter_file(file, problems)
-    if problems:
-        raise ImportFailed(problems)
-
-
-def check_stream(importer: StreamingImporter, files: Sequence[Path]) -> None:
-    """Read every file through, keeping nothing: every problem, and the duplicate personas, before landing."""
-    seen: dict[tuple[str, str | None], str] = {}
-    problems: list[Problem] = []
-    try:
-        for p in _stream(importer, files):
-            if p.key in seen:
-                problems.append(Problem(p.file, "$.person_id", f"person {p.release.person_id!r} is also in "
-                                                               f"{seen[p.key]}; every scope needs its own id"))
-            seen.setdefault(p.key, p.file)
-    except ImportFailed as exc:
-        problems = exc.problems + problems
-    if problems:
-        raise ImportFailed(problems)
-
-
 def load_stream(wh: Warehouse, importer: StreamingImporter, files: Sequence[Path], name: str,
                 mode: ImportMode = "create") -> ImportSummary:
     """Land a streaming format's files as benchmark ``name`` in one transaction, a batch of personas at a
-    time (never all of them held), every trace text stored once (``trace_texts``); a problem found on the
-    way rolls everything back. Callers check the files first (:func:`check_stream`)."""
+    time (never all of them held), every trace text stored once (``trace_texts``). The files are read once:
+    after a first problem nothing more is landed, the rest is read for its problems, and the transaction
+    rolls back, so a bad file stores nothing."""
     target = _target(wh, name, mode)
-    tally, texts, seen = _Tally(), set[str](), set[tuple[str, str | None]]()
+    tally, texts, seen = _Tally(), set[str](), dict[tuple[str, str | None], str]()
+    problems: list[Problem] = []
     batch: list[PersonaLanding] = []
 
     def flush(drop: Sequence[str] = ()) -> None:
-        land(wh, Landing(target.bid, "persona", batch, fresh=True, drop_personas=drop))
+        if not problems:
+            land(wh, Landing(target.bid, "persona", batch, fresh=True, drop_personas=drop))
         batch.clear()
 
     with wh.transaction():
         flush(target.drop)  # a replaced benchmark's personas go first
-        for p in _stream(importer, files):
-            problem = target.clash(p) or (Problem(p.file, "$.person_id", f"person {p.release.person_id!r} "
-                                                  "is there twice; every scope needs its own id") if p.key in seen else None)
-            if problem is not None:
-                raise ImportFailed([problem])
-            seen.add(p.key)
-            batch.append(PersonaLanding(persona_rows(p, name, target.first_seq + tally.personas, texts)))
-            tally.add(p)
-            if len(batch) >= STREAM_BATCH:
-                flush()
+        for file in files:
+            for p in importer.iter_file(file, problems):
+                if p.key in seen:
+                    problems.append(Problem(p.file, "$.person_id", f"person {p.release.person_id!r} is also in "
+                                                                   f"{seen[p.key]}; every scope needs its own id"))
+                elif (clash := target.clash(p)) is not None:
+                    problems.append(clash)
+                seen.setdefault(p.key, p.file)
+                if problems:
+                    continue
+                batch.append(PersonaLanding(persona_rows(p, name, target.first_seq + tally.personas, texts)))
+                tally.add(p)
+                if len(batch) >= STREAM_BATCH:
+                    flush()
+        if problems:
+            raise ImportFailed(problems)
         flush()
         land(wh, Landing(target.bid, "persona", [], completes=True, benchmark=target.benchmark_row(tally)))
     return _summary(wh, target.bid, name, tally, target.mode)
@@ -628,11 +612,10 @@ def load_stream(wh: Warehouse, importer: StreamingImporter, files: Sequence[Path
 
 def import_stream(warehouse_path: str | Path, importer: StreamingImporter, paths: Sequence[str | Path], name: str,
                   mode: ImportMode = "create", *, wait_s: float | None = None) -> ImportSummary:
-    """A streaming format's import: every file checked through first (the warehouse is not touched by a
-    bad file), then landed in one transaction; a failed import into a new warehouse leaves no file."""
+    """A streaming format's import (:func:`load_stream`): the files are read once, as they are landed, in
+    one transaction; a bad file rolls it back, and a failed import into a new warehouse leaves no file."""
     check_benchmark_name(name)
-    files = expand_paths(paths, importer.suffixes)
-    check_stream(importer, files)
+    files = expand_paths(paths, importer.suffixes)  # a missing file fails before the warehouse is opened
     with _new_warehouse_removed_on_failure(warehouse_path) as path, Warehouse.open_writer(path, wait_s=wait_s) as wh:
         return load_stream(wh, importer, files, name, mode)
 
