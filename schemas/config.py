@@ -280,6 +280,12 @@ class EvaluationConfig(_Section):
     # how long a server that indexes asynchronously (/v1/info features: async_indexing) may take to say
     # GET /v1/ready after an ingest
     remote_ready_s: Annotated[float, Field(gt=0)] = 120.0
+    # The field's standard protocols (README "Standard protocols"): None computes the ones the
+    # benchmark's importer declares; a list of names computes exactly those ([] none); a list of
+    # changes adds ("+name") or drops ("-name") from the declared ones.
+    protocols: list[str] | None = None
+    # how deep a ranking of turns the retrieval-scoring protocols read (LongMemEval's recall, NDCG)
+    ranking_depth: PosInt = 100
 
     @field_validator("remote")
     @classmethod

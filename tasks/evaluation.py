@@ -27,6 +27,10 @@ from clonemem.evaluation.land import (
     land_evaluation,
     system_stats,
 )
+from clonemem.evaluation.protocols import stages as protocol_stages
+from clonemem.evaluation.protocols.answer import ProtocolOutcome, answer_protocols
+from clonemem.evaluation.protocols.load import ProtocolData, load_protocol_data
+from clonemem.evaluation.protocols.score import protocol_landing
 from clonemem.evaluation.replay import replay_refused
 from clonemem.evaluation.run import (
     Outcome,
@@ -101,24 +105,79 @@ def answer_task(system: str, k: int, persona: PersonaData, retrieval: Retrieval)
                         covers=covered_stages())
 
 
+PROTOCOL_STAGES = tuple(s.name for s in protocol_stages.ALL)
+ProtocolAnswers = Mapping[tuple[str, int, str], Sequence[ProtocolOutcome]]  # (system, k, persona id)
+PROTOCOL_MODULES = ("clonemem.evaluation.protocols.answer", "clonemem.evaluation.run")
+
+
+@task(cache_policy=NO_CACHE, task_run_name="protocols of {benchmark_id}")
+def protocol_data_task(warehouse_path: str, benchmark_id: str,
+                       configured: list[str] | None) -> ProtocolData:
+    """The standard protocols this evaluation computes (the importer's, adjusted by the config) and
+    what they read of the benchmark."""
+    with Warehouse.open_reader(warehouse_path) as wh:
+        return load_protocol_data(wh, benchmark_id, configured)
+
+
+@task(cache_policy=INPUTS + TASK_SOURCE + StagePolicy(stage_names=PROTOCOL_STAGES,
+                                                      modules=PROTOCOL_MODULES),
+      persist_result=True, retries=1, retry_condition_fn=transient_only,
+      task_run_name="protocol answers {system} k={k} {persona.person_key}")
+def protocol_answer_task(system: str, k: int, persona: PersonaData, retrieval: Retrieval,
+                         data: ProtocolData, given: dict[str, str] | None = None,
+                         given_only: bool = False) -> Paid[list[ProtocolOutcome]]:
+    """Each protocol's answer (its own answering prompt, over the same top-k memories) and judge
+    label for every question of the persona; a predictions file's answers (``given``) stand for the
+    answerers' (``given_only``: a question without one is left unscored)."""
+    rt = runtime.current()
+    waits = rt.model("answerer").api.waits or rt.model("judge").api.waits
+    workers = rt.config.evaluation.concurrency if waits else 1
+
+    def body(rec: runtime.Recorder) -> list[ProtocolOutcome]:
+        return answer_protocols(system, k, persona, retrieval, data.questions, data.protocols,
+                                data.dates, rec.run, workers=workers, given=given,
+                                given_only=given_only)
+
+    return runtime.paid(body, covers=covered_stages())
+
+
 @task(cache_policy=NO_CACHE, task_run_name="land evaluation {run.benchmark}")
-def land_task(warehouse_path: str, run: EvaluationRun, personas: list[PersonaData], retrievals: Retrievals,
-              answers: Answers, calls: Sequence[CallRecord]) -> EvaluationResult:
+def land_task(warehouse_path: str, run: EvaluationRun, personas: list[PersonaData],
+              retrievals: Retrievals, answers: Answers, calls: Sequence[CallRecord],
+              protocols: ProtocolData | None = None,
+              protocol_answers: ProtocolAnswers | None = None,
+              ranked: bool = True) -> EvaluationResult:
     """Per-question metrics, aggregates with bootstrap intervals (aggregated as the config says),
-    efficiency and provenance; landed in one transaction — unless identical to the benchmark's latest
-    stored evaluation (a re-run served from the cache): then that one stands for it (``reused``)."""
+    efficiency, provenance and the standard protocols' scores; landed in one transaction — unless
+    identical to the benchmark's latest stored evaluation (a re-run served from the cache): then
+    that one stands for it (``reused``). ``ranked`` False: the retrievals rank nothing (a
+    predictions file without rankings), so no protocol scores retrieval."""
     rows = evaluation_rows(run, personas, retrievals, answers)
     stats = system_stats(run.systems, personas, retrievals)
     ev = run.config.evaluation
     aggs = report.aggregates(rows.per_question, ev.bootstrap_samples, run.config.seed, by=ev.aggregate,
                              exclude_no_evidence=ev.exclude_no_evidence)
     prov = provenance.collect(run.systems, run.config, run.provenance)
-    digest = fingerprint(run, personas, rows, stats, aggs, prov)
+    landing = None
+    if protocols is not None and protocols.names:
+        landing = protocol_landing(protocols, run.systems, run.ks, personas, retrievals, answers,
+                                   protocol_answers or {}, ev.bootstrap_samples, run.config.seed,
+                                   ev.ranking_depth, rank=ranked)
+    digest = fingerprint(run, personas, rows, stats, aggs, prov, protocols=landing)
     with Warehouse.open_writer(warehouse_path, bulk=True) as wh:  # the rows reach the file as they land
-        earlier = land_evaluation(wh, run, rows, stats, aggs, calls, provenance=prov, digest=digest)
-    return report.evaluation_result(rows.per_question, aggs, stats, run.systems, run.ks, benchmark=run.benchmark,
-                                    benchmark_id=run.benchmark_id, eval_run_id=earlier or run.eval_run_id,
-                                    offline=run.offline, provenance=prov, reused=earlier is not None)
+        earlier = land_evaluation(wh, run, rows, stats, aggs, calls, provenance=prov, digest=digest,
+                                  protocols=landing)
+    result = report.evaluation_result(
+        rows.per_question, aggs, stats, run.systems, run.ks, benchmark=run.benchmark,
+        benchmark_id=run.benchmark_id, eval_run_id=earlier or run.eval_run_id, offline=run.offline,
+        provenance=prov, reused=earlier is not None)
+    return result if landing is None else result.model_copy(update={"protocols": landing.result()})
+
+
+def retrieval_depth(ks: Sequence[int], protocols: ProtocolData, cfg: RunConfig) -> int:
+    """How deep systems retrieve: the largest k, or the ranking depth a retrieval-scoring protocol
+    reads."""
+    return max(max(ks), cfg.evaluation.ranking_depth) if protocols.ranks else max(ks)
 
 
 

@@ -14,6 +14,7 @@ from clonemem.evaluation import stages as E
 from clonemem.evaluation.diagnosis import judge_supports
 from clonemem.evaluation.land import EvaluationRun
 from clonemem.evaluation.names import refuse_reuse
+from clonemem.evaluation.predictions import given_texts, ranked_any, read_predictions
 from clonemem.evaluation.results_file import (
     FileRetrieval,
     ResolvedFile,
@@ -31,6 +32,9 @@ from clonemem.schemas.results_file import ResultsFileError
 from clonemem.tasks.caching import StagePolicy, covered_stages, transient_only
 from clonemem.tasks.evaluation import EVAL_STAGES, evaluation_run
 from clonemem.warehouse import Warehouse
+
+# what the flow reads of a resolved file (the orchestration layer may not import the domain)
+__all__ = ["given_texts", "ranked_any"]
 
 MODULES = ("clonemem.evaluation.run", "clonemem.evaluation.diagnosis", "clonemem.evaluation.results_file")
 
@@ -64,6 +68,15 @@ def read_results_task(warehouse_path: str, benchmark_id: str, path: str, allow_m
     """Every line checked and mapped to the benchmark's ids, or the first problem as an error."""
     with Warehouse.open_reader(warehouse_path) as wh:
         return read_and_resolve(wh, benchmark_id, path, allow_missing)
+
+
+@task(cache_policy=NO_CACHE, task_run_name="read predictions file {path}")
+def read_predictions_task(warehouse_path: str, benchmark_id: str, path: str, fmt: str,
+                          key: str | None, allow_missing: bool) -> ResolvedFile:
+    """Another harness's predictions in a benchmark's layout, mapped to the benchmark's ids, or the
+    first problem as an error."""
+    with Warehouse.open_reader(warehouse_path) as wh:
+        return read_predictions(wh, benchmark_id, path, fmt, key, allow_missing)
 
 
 @task(cache_policy=INPUTS + TASK_SOURCE + StagePolicy(stage_names=(E.SUPPORT.name,), modules=MODULES),

@@ -71,15 +71,42 @@ def evaluate(
             "see the README)",
         ),
     ] = None,
+    predictions: Annotated[
+        Path | None,
+        typer.Option(
+            "--predictions",
+            help="score another harness's predictions, in a benchmark's own layout (--format), by "
+            "the benchmark's standard protocols (see the README)",
+        ),
+    ] = None,
+    fmt: Annotated[
+        str | None,
+        typer.Option(
+            "--format",
+            help="with --predictions: longmemeval (JSONL of question_id, hypothesis), locomo "
+            "(the LoCoMo layout, prediction under --key) or jsonl (the results-file format)",
+        ),
+    ] = None,
+    key: Annotated[
+        str | None,
+        typer.Option(
+            "--key",
+            help="with --format locomo: the qa items' prediction field (e.g. gpt-4_prediction)",
+        ),
+    ] = None,
     name: Annotated[
         str | None,
-        typer.Option("--name", help="with --retrievals: the name its results are stored under"),
+        typer.Option(
+            "--name",
+            help="with --retrievals or --predictions: the name its results are stored under",
+        ),
     ] = None,
     allow_missing: Annotated[
         bool,
         typer.Option(
             "--allow-missing",
-            help="with --retrievals: score questions without a line as retrieving nothing",
+            help="with --retrievals: score questions without a line as retrieving nothing; with "
+            "--predictions: leave questions without a prediction unscored",
         ),
     ] = False,
     replace: Annotated[
@@ -95,6 +122,13 @@ def evaluate(
     from clonemem.schemas.config import load_config
 
     cfg = with_aggregation(load_config(config), aggregate, exclude_no_evidence)
+    if predictions is not None or fmt is not None or key is not None:
+        if retrievals is not None:
+            usage("--retrievals and --predictions exclude each other: score one file per run")
+        return evaluate_predictions(
+            benchmark, predictions, fmt, key, name, systems, k, json_out, cfg, force, allow_missing,
+            replace,
+        )
     if retrievals is not None or name is not None or allow_missing or replace:
         return evaluate_results_file(
             benchmark, retrievals, name, systems, k, json_out, cfg, force, allow_missing, replace
@@ -174,6 +208,70 @@ def evaluate_results_file(
     render.err(
         f"results file {scored.file} (sha256 {scored.sha256}) scored as {name!r} at k="
         f"{','.join(map(str, scored.ks))}: {scored.lines} lines{missing}"
+    )
+    render.evaluation(scored.evaluation)
+    if json_out is not None:
+        write_json(json_out, scored.evaluation)
+
+
+def evaluate_predictions(
+    benchmark: str,
+    path: Path | None,
+    fmt: str | None,
+    key: str | None,
+    name: str | None,
+    systems: str,
+    k: str,
+    json_out: Path | None,
+    cfg: RunConfig,
+    force: bool,
+    allow_missing: bool,
+    replace: bool = False,
+) -> None:
+    """`evaluate --predictions FILE --format F --name NAME`: read and mapped whole before anything
+    runs; a bad file is one line naming file, line and field (exit 1, nothing stored)."""
+    from clonemem.evaluation.names import refuse_reuse
+    from clonemem.evaluation.predictions import FORMATS, read_predictions
+    from clonemem.evaluation.results_file import ResultsFileError, file_ks
+    from clonemem.flows.results_file import evaluate_results_file_flow
+    from clonemem.memory import SYSTEMS
+    from clonemem.progress import shown
+    from clonemem.warehouse import Warehouse
+    from clonemem.warehouse.catalog import require_gate_passed
+
+    if name is not None:
+        name = checked_name(name, "--name")
+    if path is None or not fmt or name is None:
+        usage("--predictions FILE, --format FORMAT and --name NAME go together")
+    if fmt not in FORMATS:
+        usage(f"--format must be one of {', '.join(FORMATS)}, got {fmt!r}")
+    if fmt == "locomo" and not key:
+        usage("--format locomo needs --key, the qa items' prediction field (e.g. gpt-4_prediction)")
+    if systems:
+        usage("--systems and --predictions exclude each other: score a predictions file in a run "
+              "of its own")
+    if name in SYSTEMS.names():
+        usage(f"--name {name!r} is a registered memory system: name the file's system otherwise")
+    depths = ks(k) if k else None
+    warehouse = str(State.warehouse.expanduser().resolve())
+    try:
+        with Warehouse.open_reader(State.warehouse) as wh:
+            bid, bname = require_gate_passed(wh, benchmark, force)
+            resolved = read_predictions(wh, bid, path, fmt, key, allow_missing)
+            file_ks(resolved, depths)
+            refuse_reuse(wh, bid, bname, name, resolved.provenance, "--name", replace)
+        with writing(State.warehouse), shown():
+            scored = evaluate_results_file_flow(
+                warehouse, benchmark, str(path), name, depths, force, cfg, allow_missing,
+                replace=replace, predictions_format=fmt, key=key,
+            )
+    except ResultsFileError as exc:
+        fail(f"{exc}; nothing was stored")
+    missing = (f"; {scored.missing} questions without a prediction left unscored"
+               if scored.missing else "")
+    render.err(
+        f"predictions file {scored.file} ({fmt}, sha256 {scored.sha256}) scored as {name!r}: "
+        f"{scored.lines} predictions{missing}"
     )
     render.evaluation(scored.evaluation)
     if json_out is not None:

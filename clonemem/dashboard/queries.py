@@ -433,6 +433,22 @@ def question_scores(db: Db, eval_run_id: str, question_id: str) -> pl.DataFrame:
                     [eval_run_id, question_id])
 
 
+def question_protocol_scores(db: Db, eval_run_id: str, question_id: str) -> pl.DataFrame:
+    """One question's scores under the standard protocols (migration 0024): per protocol, system,
+    k and granularity (``qa``: the answer at k; ``turn``/``session``: retrieval at that cut-off),
+    each metric's value (null: unscored, with the reason), and what the protocol scored (its answer
+    and judge label)."""
+    return db.frame("""
+        SELECT s.protocol, s.protocol_version, s.system, s.k, s.granularity, s.metric, s.value,
+               s.reason, a.answer_text, a.judge_label, a.judge_reason, a.given
+        FROM eval_protocol_scores s
+        LEFT JOIN eval_protocol_answers a ON a.eval_run_id = s.eval_run_id
+             AND a.protocol = s.protocol AND a.system = s.system AND a.k = s.k
+             AND a.question_id = s.question_id AND s.granularity = 'qa'
+        WHERE s.eval_run_id = ? AND s.question_id = ?
+        ORDER BY s.protocol, s.system, s.granularity, s.k, s.metric""", [eval_run_id, question_id])
+
+
 def eval_systems(db: Db, eval_run_id: str) -> pl.DataFrame:
     """The systems of one evaluation."""
     return db.frame("SELECT DISTINCT system FROM eval_system_stats WHERE eval_run_id = ? ORDER BY system", [eval_run_id])

@@ -13,6 +13,7 @@ from typing import TypeVar
 
 import polars as pl
 
+from clonemem.evaluation.protocols.score import ProtocolLanding
 from clonemem.evaluation.run import (
     EvalQuestion,
     Outcome,
@@ -29,6 +30,7 @@ from clonemem.schemas.config import RunConfig
 from clonemem.schemas.results import AGGREGATED, Provenance
 from clonemem.warehouse import Warehouse
 from clonemem.warehouse.landing import new_calls
+from clonemem.warehouse.protocols import land_protocols
 from clonemem.warehouse.runs import adopt_runs
 
 N = TypeVar("N", int, float)
@@ -140,7 +142,7 @@ def _config_json(run: EvaluationRun) -> str:
 
 def fingerprint(run: EvaluationRun, personas: Sequence[PersonaData], rows: EvaluationRows,
                 stats: Mapping[str, Mapping], aggregates: Mapping[str, pl.DataFrame],
-                provenance: Provenance | None) -> str:
+                provenance: Provenance | None, protocols: ProtocolLanding | None = None) -> str:
     """The digest of an evaluation's inputs (the benchmark's content as evaluated, systems, k, config,
     seed, provenance) and of its results (per-question rows, retrievals, answers, verdicts, efficiency,
     aggregates) — not of its ids or times. Two evaluations with one fingerprint are the same evaluation."""
@@ -161,6 +163,8 @@ def fingerprint(run: EvaluationRun, personas: Sequence[PersonaData], rows: Evalu
     feed({s: dict(st) for s, st in stats.items()})
     for group in sorted(aggregates):
         feed([group, aggregates[group].write_json()])
+    if protocols is not None:  # the standard protocols' scores, answers and groups
+        feed([protocols.scores, protocols.answers, protocols.groups])
     return digest.hexdigest()[:32]
 
 
@@ -173,7 +177,8 @@ def identical_latest(wh: Warehouse, benchmark_id: str, digest: str) -> str | Non
 
 def land_evaluation(wh: Warehouse, run: EvaluationRun, rows: EvaluationRows, stats: Mapping[str, Mapping],
                     aggregates: Mapping[str, pl.DataFrame], calls: Sequence[CallRecord] = (),
-                    provenance: Provenance | None = None, digest: str | None = None) -> str | None:
+                    provenance: Provenance | None = None, digest: str | None = None,
+                    protocols: ProtocolLanding | None = None) -> str | None:
     """Everything of one evaluation, with the LLM calls it made and where its numbers came from, in one
     transaction. Given its ``digest`` (:func:`fingerprint`): an evaluation identical to the benchmark's
     latest stored one that made no new call (every step served from the cache) is not landed again, and
@@ -206,6 +211,9 @@ def land_evaluation(wh: Warehouse, run: EvaluationRun, rows: EvaluationRows, sta
                 value = pl.concat_str([pl.col(c).cast(pl.Utf8) for c in group_cols]) if group_cols else pl.lit("all")
                 wh.upsert("eval_metrics", agg.with_columns(pl.lit(eid).alias("eval_run_id"), pl.lit(group).alias("group_by"),
                                                            value.alias("group_value")).drop(group_cols))
+        if protocols is not None:
+            landed = protocols.with_run(eid)
+            land_protocols(wh, landed.scores, landed.answers, landed.groups)
         land_calls(wh, calls)
         # calls of an evaluation killed before it landed, served from the cache: their run gets a row
         adopt_runs(wh, [c for c in calls if c.run_id != eid], "evaluate", run.benchmark_id, "interrupted")
