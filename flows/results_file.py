@@ -33,7 +33,7 @@ def evaluate_results_file_flow(warehouse_path: str, benchmark: str, path: str, n
     started = time.perf_counter()
     bid, bname, personas = load_task(warehouse_path, benchmark, force)
     resolved = read_results_task(warehouse_path, bid, path, allow_missing)
-    run = file_run(bid, bname, name, resolved, ks, force, cfg)
+    run = file_run(bid, bname, name, resolved, ks, force, cfg, personas)
     ks = list(run.ks)
     with runtime.use(runtime.Runtime(cfg, run_id=run.eval_run_id, warehouse=warehouse_path)):
         lines = {p.persona_id: resolved.by_persona.get(p.persona_id, {}) for p in personas}
@@ -50,6 +50,6 @@ def evaluate_results_file_flow(warehouse_path: str, benchmark: str, path: str, n
     result = result.model_copy(update={"seconds": round(time.perf_counter() - started, 2)})
     log(f"results file {resolved.file} (sha256 {resolved.sha256}) scored as {name!r}: {resolved.lines} lines, "
         f"{len(resolved.missing)} questions missing")
-    publish_leaderboard(result)
+    publish_leaderboard(result, warehouse_path)
     return ResultsFileScored(evaluation=result, system=name, file=resolved.file, sha256=resolved.sha256,
                              lines=resolved.lines, missing=len(resolved.missing), ks=tuple(ks))
