@@ -18,9 +18,9 @@ import polars as pl
 import pyarrow.ipc
 from streamlit.testing.v1 import AppTest
 
-from clonemem import locomo, release
 from clonemem.dashboard import APP, PAGES
 from clonemem.demo import fixture_files
+from clonemem.importers import import_files
 from clonemem.warehouse import Warehouse
 
 LOCOMO = Path(__file__).parent / "fixtures" / "locomo" / "conv-mini.json"
@@ -33,8 +33,8 @@ SCRIPTS = {title: script for title, script, _url in PAGES}
 def imported_warehouse(path: Path) -> Path:
     """The release fixture as 'release' and the LoCoMo fixture as 'locomo' (no Prefect: seconds)."""
     with Warehouse.open_writer(path) as wh:
-        release.import_release_files(wh, fixture_files(), "release")
-        locomo.import_locomo_files(wh, [LOCOMO], "locomo")
+        import_files(wh, "release", fixture_files(), "release")
+        import_files(wh, "locomo", [LOCOMO], "locomo")
     return path
 
 

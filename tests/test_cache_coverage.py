@@ -125,13 +125,13 @@ def test_inside_a_cached_task_an_uncovered_stage_call_fails(tmp_path: Path, demo
     from prefect import flow
     from prefect.cache_policies import INPUTS, TASK_SOURCE
 
-    from clonemem import release
     from clonemem.evaluation.run import load_benchmark
+    from clonemem.importers import import_files
     from clonemem.tasks.evaluation import retrieve_task
     from clonemem.warehouse import Warehouse
 
     with Warehouse.open_writer(tmp_path / "wh.duckdb") as wh:
-        release.import_release_files(wh, [demo_file], "x")
+        import_files(wh, "release", [demo_file], "x")
         persona = load_benchmark(wh, wh.scalar("SELECT benchmark_id FROM benchmarks"))[0]
     (tmp_path / "toyjudging.py").write_text(textwrap.dedent(TOY_SYSTEM))
     sys.path.insert(0, str(tmp_path))

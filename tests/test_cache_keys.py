@@ -112,8 +112,9 @@ class Newest(MemorySystem):
 def test_editing_a_memory_system_invalidates_its_cached_retrievals(tmp_path: Path, demo_file: Path) -> None:
     from prefect import flow
 
-    from clonemem import release, runtime
+    from clonemem import runtime
     from clonemem.evaluation.run import load_benchmark
+    from clonemem.importers import import_files
     from clonemem.schemas.config import RunConfig
     from clonemem.tasks.evaluation import retrieve_task
     from clonemem.warehouse import Warehouse
@@ -127,7 +128,7 @@ def test_editing_a_memory_system_invalidates_its_cached_retrievals(tmp_path: Pat
     name = "toymemory.newest:Newest"  # a system named by import path: nothing registered anywhere else
     try:
         with Warehouse.open_writer(tmp_path / "wh.duckdb") as wh:
-            release.import_release_files(wh, [demo_file], "x")
+            import_files(wh, "release", [demo_file], "x")
             persona = load_benchmark(wh, wh.scalar("SELECT benchmark_id FROM benchmarks"))[0]
 
         @flow

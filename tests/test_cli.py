@@ -22,14 +22,14 @@ def cli(*args: str, env: dict | None = None):
 
 def test_import_export_round_trip(tmp_path: Path, demo_file: Path) -> None:
     wh = str(tmp_path / "wh.duckdb")
-    got = cli("--warehouse", wh, "import-release", str(demo_file), "--name", "X")
+    got = cli("--warehouse", wh, "import", "release", str(demo_file), "--name", "X")
     assert got.exit_code == 0, got.output
     assert "questions 6 (2 free-text only)" in got.output
     assert "self_reflection ×1" in got.output
     got = cli("--warehouse", wh, "export-release", "X", "--out", str(tmp_path / "out"))
     assert got.exit_code == 0
     exported = Path(got.output.strip())
-    got = cli("--warehouse", str(tmp_path / "wh2.duckdb"), "import-release", str(exported), "--name", "X")
+    got = cli("--warehouse", str(tmp_path / "wh2.duckdb"), "import", "release", str(exported), "--name", "X")
     assert got.exit_code == 0
     got = cli("--warehouse", str(tmp_path / "wh2.duckdb"), "export-release", "X", "--out", str(tmp_path / "out2"))
     assert Path(got.output.strip()).read_bytes() == exported.read_bytes()
@@ -37,7 +37,7 @@ def test_import_export_round_trip(tmp_path: Path, demo_file: Path) -> None:
 
 def test_sql_counts_and_refuses_writes(tmp_path: Path, demo_file: Path) -> None:
     wh = str(tmp_path / "wh.duckdb")
-    cli("--warehouse", wh, "import-release", str(demo_file), "--name", "X")
+    cli("--warehouse", wh, "import", "release", str(demo_file), "--name", "X")
     got = cli("--warehouse", wh, "sql", "SELECT count(*) AS n FROM traces", "--format", "csv")
     assert got.exit_code == 0 and got.output.strip() == "n\n16"
     for statement in ("DELETE FROM traces", "DROP TABLE traces", "INSERT INTO traces SELECT * FROM traces",
@@ -52,7 +52,7 @@ def test_sql_counts_and_refuses_writes(tmp_path: Path, demo_file: Path) -> None:
 
 def test_env_var_selects_the_warehouse(tmp_path: Path, demo_file: Path) -> None:
     env = {"CLONEMEM_WAREHOUSE": str(tmp_path / "env.duckdb")}
-    assert cli("import-release", str(demo_file), "--name", "Y", env=env).exit_code == 0
+    assert cli("import", "release", str(demo_file), "--name", "Y", env=env).exit_code == 0
     got = cli("benchmarks", "--json", env=env)
     items = json.loads(got.output)
     assert items == [{"id": items[0]["id"], "name": "Y", "source": "imported", "gate_status": "pending",
@@ -77,7 +77,7 @@ def test_broken_files_give_clear_errors_and_load_nothing(tmp_path: Path, demo_do
     for name, text in cases.items():
         path = tmp_path / name
         path.write_text(text, "utf-8")
-        got = cli("--warehouse", wh, "import-release", str(path), "--name", "Z")
+        got = cli("--warehouse", wh, "import", "release", str(path), "--name", "Z")
         assert got.exit_code == 1
         assert f"error: {path}: {expected[name]}" in got.output
     assert not Path(wh).exists()  # a failed import into no warehouse creates none (issue 12)
@@ -92,7 +92,7 @@ def test_console_script_is_installed(tmp_path: Path) -> None:
     exe = Path(sys.executable).with_name("clonemem")
     out = subprocess.run([str(exe), "--help"], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0
-    for command in ("import-release", "export-release", "sql", "demo", "benchmarks"):
+    for command in ("import", "export-release", "sql", "demo", "benchmarks"):
         assert command in out.stdout
 
 
@@ -126,7 +126,7 @@ def test_unexpected_errors_are_one_line_and_debug_keeps_the_traceback(tmp_path: 
 
     monkeypatch.setattr(release, "export_release", boom)
     wh = str(tmp_path / "wh.duckdb")
-    cli("--warehouse", wh, "import-release", str(Path(__file__).parents[1] / "clonemem/data/demo_release/lin_chen.json"),
+    cli("--warehouse", wh, "import", "release", str(Path(__file__).parents[1] / "clonemem/data/demo_release/lin_chen.json"),
         "--name", "X")
     got = cli("--warehouse", wh, "export-release", "X", "--out", str(tmp_path / "o"))
     assert got.exit_code == 1
@@ -138,7 +138,7 @@ def test_unexpected_errors_are_one_line_and_debug_keeps_the_traceback(tmp_path: 
 def test_drop_removes_a_benchmark_in_one_go(tmp_path: Path, demo_file: Path) -> None:
     wh = str(tmp_path / "wh.duckdb")
     for name in ("A", "B"):
-        assert cli("--warehouse", wh, "import-release", str(demo_file), "--name", name).exit_code == 0
+        assert cli("--warehouse", wh, "import", "release", str(demo_file), "--name", name).exit_code == 0
     got = cli("--warehouse", wh, "drop", "A")
     assert got.exit_code == 0 and got.output.startswith("dropped benchmark 'A'")
     names = [b["name"] for b in json.loads(cli("--warehouse", wh, "benchmarks", "--json", "--all").output)]
@@ -165,7 +165,7 @@ def test_a_system_that_fails_to_evaluate_gives_its_own_exit_code(tmp_path: Path,
         env.pop(var, None)
     run = lambda *a: subprocess.run([str(exe), "--warehouse", wh, *a], capture_output=True, text=True,  # noqa: E731
                                     timeout=240, env=env)
-    assert run("import-release", str(demo_file), "--name", "X").returncode == 0
+    assert run("import", "release", str(demo_file), "--name", "X").returncode == 0
     got = run("evaluate", "X", "--systems", "random,broken_system:Broken", "--k", "5", "--force")
     output = got.stdout + got.stderr
     assert got.returncode == 5, output

@@ -37,7 +37,7 @@ def test_a_second_writer_gets_one_clean_line(tmp_path: Path, demo_file: Path) ->
     wh = tmp_path / "wh.duckdb"
     holder = _holder(wh)
     try:
-        got = clonemem(wh, tmp_path / "home", "--wait", "0", "import-release", str(demo_file), "--name", "X")
+        got = clonemem(wh, tmp_path / "home", "--wait", "0", "import", "release", str(demo_file), "--name", "X")
         assert got.returncode == 75
         lines = [line for line in got.stderr.splitlines() if line.strip()]
         assert len(lines) == 1, got.stderr
@@ -54,7 +54,7 @@ def test_a_second_writer_gets_one_clean_line(tmp_path: Path, demo_file: Path) ->
 def test_a_waiting_writer_says_so_and_proceeds_when_free(tmp_path: Path, demo_file: Path) -> None:
     wh = tmp_path / "wh.duckdb"
     holder = _holder(wh)
-    proc = start(wh, tmp_path / "home", "--wait", "120", "import-release", str(demo_file), "--name", "X")
+    proc = start(wh, tmp_path / "home", "--wait", "120", "import", "release", str(demo_file), "--name", "X")
     waiting = proc.stderr.readline()  # blocks until the writer reports that it waits
     assert waiting.startswith(f"warehouse is being written by PID {holder.pid} (`clonemem generate`, started at ")
     assert "waiting up to 120 s" in waiting and proc.poll() is None
@@ -99,7 +99,7 @@ def test_lock_is_reentrant_in_one_process_and_exclusive_across(tmp_path: Path) -
 def test_a_writer_waits_for_a_long_reader(tmp_path: Path, demo_file: Path) -> None:
     """A write started during a long read (DuckDB's own file lock) waits instead of failing with a traceback."""
     wh = tmp_path / "wh.duckdb"
-    assert clonemem(wh, tmp_path / "home", "import-release", str(demo_file), "--name", "X").returncode == 0
+    assert clonemem(wh, tmp_path / "home", "import", "release", str(demo_file), "--name", "X").returncode == 0
     reader = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
         import sys, duckdb
         con = duckdb.connect({str(wh)!r}, read_only=True)
@@ -107,7 +107,7 @@ def test_a_writer_waits_for_a_long_reader(tmp_path: Path, demo_file: Path) -> No
         sys.stdin.readline()
     """)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     assert reader.stdout.readline().strip() == "reading"
-    writer = start(wh, tmp_path / "home", "--wait", "120", "import-release", str(demo_file), "--name", "Y")
+    writer = start(wh, tmp_path / "home", "--wait", "120", "import", "release", str(demo_file), "--name", "Y")
     waiting = writer.stderr.readline()  # blocks until the writer reports that it waits
     assert "is being read by another process; waiting" in waiting and writer.poll() is None
     reader.stdin.write("\n")

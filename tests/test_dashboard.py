@@ -203,14 +203,18 @@ def test_reading_beside_a_running_writer_uses_a_snapshot(reading, imported: Path
 
 _WRITER = """
 import sys
-from clonemem import release
+from clonemem.importers import import_files
+from clonemem.importers.base import ImportFailed
+from clonemem.exporters.release import export_release
+from clonemem.importers.locomo import project_type
+from clonemem import ids
 from clonemem.demo import fixture_files
 from clonemem.warehouse import Warehouse
 with Warehouse.open_writer(sys.argv[1]) as wh:
-    release.import_release_files(wh, fixture_files(), "late")
+    import_files(wh, "release", fixture_files(), "late")
     print("ready", flush=True)
     sys.stdin.readline()
-    release.import_release_files(wh, fixture_files(), "later")
+    import_files(wh, "release", fixture_files(), "later")
     print("wrote again", flush=True)
 """
 

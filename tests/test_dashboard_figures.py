@@ -24,8 +24,8 @@ from dashboard_kit import (
     sql,
 )
 
-from clonemem import release
 from clonemem.dashboard import links
+from clonemem.importers import import_files
 from clonemem.warehouse import Warehouse
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
@@ -63,7 +63,7 @@ def wide(tmp_path_factory) -> Path:
     file = folder / "wide_benchmark_en.json"
     file.write_text(json.dumps(synthetic_persona(0, WIDE_TRACES, 12)), "utf-8")
     with Warehouse.open_writer(path) as wh:
-        release.import_release_files(wh, [file], "wide")
+        import_files(wh, "release", [file], "wide")
     return path
 
 

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from clonemem import release
 from clonemem.cli import app
+from clonemem.importers import import_files
 from clonemem.memory import SYSTEMS
 from clonemem.schemas.config import RunConfig
 from clonemem.warehouse import Warehouse
@@ -30,7 +30,7 @@ def imported(tmp_path_factory) -> Path:
 
     path = tmp_path_factory.mktemp("eval") / "wh.duckdb"
     with Warehouse.open_writer(path) as wh:
-        release.import_release_files(wh, fixture_files(), "imported")
+        import_files(wh, "release", fixture_files(), "imported")
     assert run_gate(path, "imported", docs_dir=path.parent / "docs").status == "passed"
     return path
 
@@ -81,7 +81,7 @@ def test_retrieval_is_time_aware(imported: Path, result: dict) -> None:
 def test_cli_refuses_an_ungated_benchmark_and_writes_json(tmp_path: Path, demo_file: Path) -> None:
     runner = CliRunner()
     wh = str(tmp_path / "wh.duckdb")
-    assert runner.invoke(app, ["--warehouse", wh, "import-release", str(demo_file), "--name", "x"]).exit_code == 0
+    assert runner.invoke(app, ["--warehouse", wh, "import", "release", str(demo_file), "--name", "x"]).exit_code == 0
     got = runner.invoke(app, ["--warehouse", wh, "evaluate", "x", "--systems", "bm25"])
     assert got.exit_code == 1 and "gate status 'pending'" in got.output
     got = runner.invoke(app, ["--warehouse", wh, "evaluate", "x", "--systems", "nope"])

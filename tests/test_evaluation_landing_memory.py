@@ -91,14 +91,14 @@ def test_another_writer_of_this_process_waits_for_a_bulk_writer(tmp_path: Path) 
 
 @pytest.mark.prefect
 def test_the_evaluation_lands_through_a_bulk_writer(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from clonemem import release
     from clonemem.demo import fixture_files
     from clonemem.flows.evaluation import evaluate_flow
+    from clonemem.importers import import_files
     from clonemem.schemas.config import RunConfig
 
     path = tmp_path / "wh.duckdb"
     with Warehouse.open_writer(path) as wh:
-        release.import_release_files(wh, fixture_files(), "demo")
+        import_files(wh, "release", fixture_files(), "demo")
     opened: list[bool] = []
     real = Warehouse.open_writer.__func__  # type: ignore[attr-defined]
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from clonemem import release
 from clonemem.demo import fixture_files
+from clonemem.importers import import_files
 from clonemem.warehouse import Warehouse
 from tests.pipeline_kit import clonemem
 
@@ -47,7 +47,7 @@ class BadRetrieve(MemorySystem):
 def imported(tmp_path: Path) -> Path:
     path = tmp_path / "wh.duckdb"
     with Warehouse.open_writer(path) as wh:
-        release.import_release_files(wh, fixture_files(), "release")
+        import_files(wh, "release", fixture_files(), "release")
     return path
 
 

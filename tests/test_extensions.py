@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from clonemem import release
+from clonemem.importers import import_files
 from clonemem.memory import SYSTEMS
 from clonemem.schemas.config import RunConfig
 from clonemem.warehouse import Warehouse
@@ -54,7 +54,7 @@ class Sneaky(Newest):
 def imported(tmp_path: Path, demo_file: Path) -> Path:
     path = tmp_path / "wh.duckdb"
     with Warehouse.open_writer(path) as wh:
-        release.import_release_files(wh, [demo_file], "imported")
+        import_files(wh, "release", [demo_file], "imported")
     return path
 
 

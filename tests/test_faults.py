@@ -121,7 +121,7 @@ def test_full_disk_gives_a_clear_error_and_corrupts_nothing(clean: dict, tmp_pat
     try:
         wh = disk / "wh.duckdb"
         home = tmp_path / "home"  # Prefect's own state is elsewhere: only the warehouse's disk is full
-        got = clonemem(wh, home, "import-release", str(demo_file), "--name", "before")
+        got = clonemem(wh, home, "import", "release", str(demo_file), "--name", "before")
         assert got.returncode == 0, got.stderr
         before = content(wh)
         # fill the disk, leaving too little for generation to land

@@ -5,16 +5,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from clonemem import release
 from clonemem.demo import fixture_files
 from clonemem.expectations import checks, gate
+from clonemem.importers import import_files
 from clonemem.warehouse import Warehouse
 
 
 def test_a_gate_after_the_checks_changed_reads_no_stale_checkpoint(tmp_path: Path, monkeypatch) -> None:
     wh = tmp_path / "wh.duckdb"
     with Warehouse.open_writer(wh) as writer:
-        release.import_release_files(writer, fixture_files()[:1], "demo")
+        import_files(writer, "release", fixture_files()[:1], "demo")
     fewer = tuple(c for c in checks.CHECKS if c.suite != "format_integrity")
     monkeypatch.setattr(gate, "CHECKS", fewer)
     first = gate.run_gate(wh, "demo")

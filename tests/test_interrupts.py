@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from clonemem import release
 from clonemem.demo import fixture_files
+from clonemem.importers import import_files
 from clonemem.interrupts import DEADLINE_S
 from clonemem.warehouse import Warehouse
 from tests.dashboard_kit import descendants
@@ -128,7 +128,7 @@ def test_ctrl_c_during_generate_ends_it_within_5_s_with_exit_130(tmp_path: Path)
 def test_ctrl_c_during_a_long_sql_query_is_exit_130(tmp_path: Path) -> None:
     wh = tmp_path / "wh.duckdb"
     with Warehouse.open_writer(wh) as w:
-        release.import_release_files(w, fixture_files(), "release")
+        import_files(w, "release", fixture_files(), "release")
     query = "SELECT sum(a.range * b.range) FROM range(200000) a, range(200000) b"  # minutes on two threads
     term = Terminal(["--warehouse", str(wh), "sql", query, "--timeout", "300"], env_for(tmp_path / "home"))
     try:

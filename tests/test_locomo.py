@@ -11,8 +11,11 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from clonemem import ids, locomo, release
+from clonemem import ids
 from clonemem.cli import app
+from clonemem.exporters.release import export_release
+from clonemem.importers import import_files, locomo
+from clonemem.importers.base import ImportFailed
 from clonemem.warehouse import Warehouse
 from tests.conftest import write_json
 
@@ -43,7 +46,7 @@ def combined(files: list[Path], tmp_path: Path) -> Path:
 
 
 def test_turns_become_traces_dated_by_their_session(wh: Warehouse) -> None:
-    summary = locomo.import_locomo_files(wh, [MINI], "mini")
+    summary = import_files(wh, "locomo", [MINI], "mini")
     assert (summary.personas, summary.traces, summary.questions, summary.free_text_only) == (1, 7, 7, 7)
     got = wh.rows("SELECT external_id, medium, event_date, content FROM traces ORDER BY seq")
     assert [r[0] for r in got] == ["conv-mini:D1:1", "conv-mini:D1:2", "conv-mini:D1:3", "conv-mini:D1:4",
@@ -58,11 +61,11 @@ def test_turns_become_traces_dated_by_their_session(wh: Warehouse) -> None:
     # stable content-derived warehouse ids, as elsewhere in the project
     pid = ids.persona_id("mini", "conv-mini", "en")
     assert wh.scalar("SELECT trace_id FROM traces WHERE external_id = 'conv-mini:D1:1'") == \
-        release.content_id(pid, "trace", "conv-mini:D1:1")
+        ids.content_id(pid, "trace", "conv-mini:D1:1")
 
 
 def test_questions_keep_category_and_point_at_their_turns(wh: Warehouse) -> None:
-    locomo.import_locomo_files(wh, [MINI], "mini")
+    import_files(wh, "locomo", [MINI], "mini")
     q = {r[0]: r[1:] for r in wh.rows(
         "SELECT external_id, question_type, source_question_type, source_category, answer, adversarial_answer, "
         "question_time, correct_choice_id FROM questions")}
@@ -86,7 +89,7 @@ def test_questions_keep_category_and_point_at_their_turns(wh: Warehouse) -> None
 
 
 def test_malformed_references_are_split_normalised_or_reported_with_their_path(wh: Warehouse) -> None:
-    summary = locomo.import_locomo_files(wh, [MINI], "mini")
+    summary = import_files(wh, "locomo", [MINI], "mini")
     assert summary.note_counts == {"normalised": 2, "split": 1, "unresolved": 3}
     assert summary.questions_without_evidence == 2  # q6 as published; q5 names only missing turns
     notes = wh.rows("SELECT json_path, kind, raw, resolved FROM import_notes ORDER BY seq")
@@ -103,8 +106,8 @@ def test_malformed_references_are_split_normalised_or_reported_with_their_path(w
 def test_combined_layout_gives_the_same_benchmark(tmp_path: Path) -> None:
     files = [MINI, *DEV_FILES]
     with Warehouse.open_writer(tmp_path / "a.duckdb") as a, Warehouse.open_writer(tmp_path / "b.duckdb") as b:
-        per_file = locomo.import_locomo_files(a, files, "locomo")
-        together = locomo.import_locomo_files(b, [combined(files, tmp_path)], "locomo")
+        per_file = import_files(a, "locomo", files, "locomo")
+        together = import_files(b, "locomo", [combined(files, tmp_path)], "locomo")
         assert (together.personas, together.traces, together.questions) == \
             (per_file.personas, per_file.traces, per_file.questions)
         for table in CONTENT_TABLES:
@@ -118,7 +121,7 @@ def test_combined_layout_gives_the_same_benchmark(tmp_path: Path) -> None:
 
 @needs_dev
 def test_dev_conversations(wh: Warehouse) -> None:
-    summary = locomo.import_locomo_files(wh, [DEV], "locomo-dev")
+    summary = import_files(wh, "locomo", [DEV], "locomo-dev")
     assert summary.personas == 2
     per_file = [json.loads(f.read_text("utf-8")) for f in DEV_FILES]
     turns = sum(len(v) for d in per_file for k, v in d.items() if k.startswith("session_") and isinstance(v, list))
@@ -153,20 +156,20 @@ def _broken(mutate) -> dict:
 ])
 def test_malformed_conversations_name_file_and_path(wh: Warehouse, tmp_path: Path, mutate, message) -> None:
     bad = write_json(tmp_path / "bad.json", _broken(mutate))
-    with pytest.raises(release.ReleaseError) as err:
-        locomo.import_locomo_files(wh, [bad], "x")
+    with pytest.raises(ImportFailed) as err:
+        import_files(wh, "locomo", [bad], "x")
     assert f"{bad}: {message}" in str(err.value)
     assert wh.scalar("SELECT count(*) FROM benchmarks") == 0
 
 
 def test_not_a_locomo_file(wh: Warehouse, tmp_path: Path, demo_file: Path) -> None:
-    with pytest.raises(release.ReleaseError, match=r"lin_chen.json: \$: not a LoCoMo file"):
-        locomo.import_locomo_files(wh, [demo_file], "x")
+    with pytest.raises(ImportFailed, match=r"lin_chen.json: \$: not a LoCoMo file"):
+        import_files(wh, "locomo", [demo_file], "x")
 
 
 def test_duplicate_turn_ids_are_kept_and_reported(wh: Warehouse, tmp_path: Path) -> None:
     doc = _broken(lambda d: d["session_2"].append({"speaker": "Ana", "dia_id": "D2:1", "text": "Again?"}))
-    summary = locomo.import_locomo_files(wh, [write_json(tmp_path / "dup.json", doc)], "x")
+    summary = import_files(wh, "locomo", [write_json(tmp_path / "dup.json", doc)], "x")
     assert summary.traces == 8 and summary.note_counts["duplicate_turn"] == 1
     assert wh.scalar("SELECT count(*) FROM traces WHERE external_id = 'dup:D2:1#2'") == 1
 
@@ -186,16 +189,16 @@ def cli(*args):
 
 def test_cli_import_locomo_refuses_existing_name_unless_told(tmp_path: Path) -> None:
     wh = tmp_path / "wh.duckdb"
-    got = cli("--warehouse", wh, "import-locomo", MINI, "--name", "L")
+    got = cli("--warehouse", wh, "import", "locomo", MINI, "--name", "L")
     assert got.exit_code == 0, got.output
     assert "evidence references repaired or unresolved (see table import_notes): normalised ×2, split ×1, unresolved ×3" \
         in got.output
     assert "$.qa[5].evidence[0]: unresolved 'D9:9'" in got.output
-    assert cli("--warehouse", wh, "import-locomo", MINI, "--name", "L").exit_code == 1
+    assert cli("--warehouse", wh, "import", "locomo", MINI, "--name", "L").exit_code == 1
     other = write_json(tmp_path / "other.json", json.loads(MINI.read_text("utf-8")))
-    got = cli("--warehouse", wh, "import-locomo", other, "--name", "L", "--append")
+    got = cli("--warehouse", wh, "import", "locomo", other, "--name", "L", "--append")
     assert got.exit_code == 0 and "benchmark now: personas 2, traces 14, questions 14" in got.output
-    got = cli("--warehouse", wh, "import-locomo", MINI, "--name", "L", "--replace")
+    got = cli("--warehouse", wh, "import", "locomo", MINI, "--name", "L", "--replace")
     assert got.exit_code == 0 and "replaced benchmark 'L'" in got.output
     with Warehouse.open_reader(wh) as r:
         assert r.rows("SELECT personas, traces, questions FROM v_benchmarks") == [(1, 7, 7)]
@@ -204,19 +207,19 @@ def test_cli_import_locomo_refuses_existing_name_unless_told(tmp_path: Path) -> 
 
 def test_release_export_of_a_locomo_benchmark_round_trips(tmp_path: Path) -> None:
     with Warehouse.open_writer(tmp_path / "a.duckdb") as a:
-        locomo.import_locomo_files(a, [MINI], "L")
-        files = release.export_release(a, "L", tmp_path / "out")
+        import_files(a, "locomo", [MINI], "L")
+        files = export_release(a, "L", tmp_path / "out")
         first = {t: rows(a, t) for t in CONTENT_TABLES if t != "import_notes"}
     doc = json.loads(files[0].read_text("utf-8"))
     assert doc["questions"][4]["question_type"] == "adversarial" and doc["questions"][4]["locomo_category"] == 5
     with Warehouse.open_writer(tmp_path / "b.duckdb") as b:
-        release.import_release_files(b, files, "L")
+        import_files(b, "release", files, "L")
         assert {t: rows(b, t) for t in first} == first
 
 
 def test_flow_imports_locomo(tmp_path: Path) -> None:
-    from clonemem.flows.release import import_locomo_flow
+    from clonemem.flows.imports import import_flow
 
-    summary = import_locomo_flow([str(MINI)], "flowed", str(tmp_path / "wh.duckdb"))
+    summary = import_flow("locomo", [str(MINI)], "flowed", str(tmp_path / "wh.duckdb"))
     assert (summary.traces, summary.questions, summary.note_counts["split"]) == (7, 7, 1)
     assert copy.copy(summary.mode) == "created"

@@ -20,7 +20,7 @@ import pytest
 
 from clonemem.evaluation.metrics import recall_at_k
 from clonemem.evaluation.run import PersonaData, load_benchmark
-from clonemem.locomo import import_locomo_files
+from clonemem.importers import import_files
 from clonemem.memory import SYSTEMS
 from clonemem.memory.base import BuildContext
 from clonemem.memory.coverage import write_coverage
@@ -48,7 +48,7 @@ def one_embedding_thread():
 @pytest.fixture(scope="module")
 def conversations(tmp_path_factory) -> list[PersonaData]:
     with Warehouse.open_writer(tmp_path_factory.mktemp("locomo") / "wh.duckdb") as wh:
-        import_locomo_files(wh, [LOCOMO_DEV], "locomo-dev")
+        import_files(wh, "locomo", [LOCOMO_DEV], "locomo-dev")
         (bid,), = wh.rows("SELECT benchmark_id FROM benchmarks WHERE name = 'locomo-dev'")
         return load_benchmark(wh, bid)
 

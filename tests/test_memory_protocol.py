@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from clonemem import release
 from clonemem.evaluation import metrics as M
 from clonemem.evaluation.replay import schedule
 from clonemem.evaluation.run import PersonaData, Retrieval, build_and_retrieve, load_benchmark
+from clonemem.importers import import_files
 from clonemem.memory import SYSTEMS
 from clonemem.memory.base import BuildContext, MemoryTrace, QuestionView, Retrieved
 from clonemem.memory.errors import MemorySystemFailed
@@ -35,7 +35,7 @@ def persona(tmp_path_factory) -> PersonaData:
 
     path = tmp_path_factory.mktemp("replay") / "wh.duckdb"
     with Warehouse.open_writer(path) as wh:
-        release.import_release_files(wh, fixture_files(), "fixture")
+        import_files(wh, "release", fixture_files(), "fixture")
         (bid,) = wh.rows("SELECT benchmark_id FROM benchmarks")[0]
         return load_benchmark(wh, bid)[0]
 

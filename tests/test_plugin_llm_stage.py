@@ -16,8 +16,9 @@ from prefect.settings import PREFECT_TASKS_REFRESH_CACHE, temporary_settings
 from pydantic import BaseModel
 from typer.testing import CliRunner
 
-from clonemem import prompts, release, runtime
+from clonemem import prompts, runtime
 from clonemem.cli import app
+from clonemem.importers import import_files
 from clonemem.memory import SYSTEMS
 from clonemem.offline import OfflineCall
 from clonemem.schemas.config import RunConfig
@@ -117,7 +118,7 @@ def test_keyfacts_is_evaluated_offline_through_the_cli_and_its_calls_are_logged(
 
     wh_path = tmp_path / "wh.duckdb"
     with Warehouse.open_writer(wh_path) as wh:
-        release.import_release_files(wh, fixture_files(), "imported")
+        import_files(wh, "release", fixture_files(), "imported")
     out = tmp_path / "eval.json"
     # its calls are made here whatever earlier tests cached (cached calls land only where they were made)
     with temporary_settings(updates={PREFECT_TASKS_REFRESH_CACHE: True}):

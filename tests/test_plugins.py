@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from clonemem import release
 from clonemem.cli import app
+from clonemem.importers import import_files
 from clonemem.llm.registry import PROVIDERS
 from clonemem.memory import SYSTEMS
 from clonemem.registry import Registry, RegistryError
@@ -73,7 +73,7 @@ def test_plugin_systems_are_evaluated_by_name_and_by_import_path(tmp_path: Path)
 
     wh_path = tmp_path / "wh.duckdb"
     with Warehouse.open_writer(wh_path) as wh:
-        release.import_release_files(wh, fixture_files(), "imported")
+        import_files(wh, "release", fixture_files(), "imported")
     config = tmp_path / "run.toml"
     config.write_text('[models]\nanswerer = "example_offline/v1"\n', "utf-8")
     out = tmp_path / "eval.json"

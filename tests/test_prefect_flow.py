@@ -13,15 +13,15 @@ pytestmark = pytest.mark.prefect
 def test_import_flow_caches_parsing_across_runs(tmp_path: Path, demo_file: Path) -> None:
     from prefect.states import State
 
-    from clonemem.flows.release import import_release_flow
+    from clonemem.flows.imports import import_flow
     from clonemem.warehouse import Warehouse
 
     wh_path = str(tmp_path / "wh.duckdb")
     # a copy of its own: the CLI's imports (earlier tests) run this flow's tasks too, and share the cache
     demo_file = Path(shutil.copy(demo_file, tmp_path / demo_file.name))
-    first: State = import_release_flow([str(demo_file)], "bench", wh_path, return_state=True)
+    first: State = import_flow("release", [str(demo_file)], "bench", wh_path, return_state=True)
     # the same name again replaces the benchmark; the unchanged file's parse is served from the cache
-    second: State = import_release_flow([str(demo_file)], "bench", wh_path, "replace", return_state=True)
+    second: State = import_flow("release", [str(demo_file)], "bench", wh_path, "replace", return_state=True)
     assert first.is_completed() and second.is_completed()
     assert second.result().questions == 6
 
@@ -40,13 +40,13 @@ def test_import_flow_caches_parsing_across_runs(tmp_path: Path, demo_file: Path)
 
 
 def test_import_flow_rejects_a_broken_file(tmp_path: Path) -> None:
-    from clonemem.flows.release import import_release_flow
-    from clonemem.release import ReleaseError
+    from clonemem.flows.imports import import_flow
+    from clonemem.importers.base import ImportFailed as ReleaseError
 
     bad = tmp_path / "bad.json"
     bad.write_text('{"person_name": "x"}', "utf-8")
     with pytest.raises(ReleaseError, match=r"bad.json: \$.person_id: required field is missing"):
-        import_release_flow([str(bad)], "bench", str(tmp_path / "wh.duckdb"))
+        import_flow("release", [str(bad)], "bench", str(tmp_path / "wh.duckdb"))
     assert not (tmp_path / "wh.duckdb").exists()
 
 

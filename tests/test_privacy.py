@@ -200,7 +200,7 @@ def test_a_family_goes_from_generation_to_the_release_format_and_back(generated,
             assert item["categories"] and p["recipient"] not in item["may_know"] + item["disclosed_to"]
         positions = [i["evidence"] for i in p["necessary"] + p["sensitive"]]
         assert sorted(positions) == list(range(len(q["evidence"])))
-    got = clonemem(back, home, "import-release", str(out), "--name", "back")
+    got = clonemem(back, home, "import", "release", str(out), "--name", "back")
     assert got.returncode == 0, got.stderr[-2000:]
     assert _tasks(back) == _tasks(wh)  # import restores every field
     again = tmp_path / "again"
@@ -231,7 +231,7 @@ def test_an_exported_and_imported_benchmark_keeps_who_each_trace_reached(generat
     assert exported == original
     assert any(r and r != (privacy.PUBLIC,) for r in original.values())  # some reached named people only
     assert () in original.values() and (privacy.PUBLIC,) in original.values()
-    got = clonemem(back, home, "import-release", str(out), "--name", "back")
+    got = clonemem(back, home, "import", "release", str(out), "--name", "back")
     assert got.returncode == 0, got.stderr[-2000:]
     assert _reach(back, "back") == original
 
@@ -247,7 +247,7 @@ def _import_altered(generated, tmp_path: Path, pick: Callable[[dict], bool], alt
     qi, q = next((i, q) for i, q in enumerate(doc["questions"]) if pick(q))
     alter(q)
     exported.write_text(json.dumps(doc), "utf-8")
-    return qi, clonemem(tmp_path / "none.duckdb", home, "import-release", str(out), "--name", "bad")
+    return qi, clonemem(tmp_path / "none.duckdb", home, "import", "release", str(out), "--name", "bad")
 
 
 def test_an_imported_privacy_item_naming_missing_evidence_is_refused(generated, tmp_path) -> None:

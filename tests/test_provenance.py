@@ -24,8 +24,8 @@ def two_evaluations(tmp_path_factory) -> tuple[Path, dict, dict]:
     then another extractor model with the paper's aggregation (the CLI options)."""
     from pipeline_kit import clonemem
 
-    from clonemem import release
     from clonemem.demo import fixture_files
+    from clonemem.importers import import_files
     from clonemem.warehouse import Warehouse
 
     folder = tmp_path_factory.mktemp("provenance")
@@ -36,7 +36,7 @@ def two_evaluations(tmp_path_factory) -> tuple[Path, dict, dict]:
         assert got.returncode == 0, got.stdout + got.stderr
 
     with Warehouse.open_writer(wh) as writer:
-        release.import_release_files(writer, fixture_files()[:1], "demo")
+        import_files(writer, "release", fixture_files()[:1], "demo")
     other = folder / "other.toml"
     other.write_text('[models]\nextractor = "offline/extractor-b"\n')
     cli("evaluate", "demo", "--systems", "mem0,bm25", "--k", "3", "--force", "--json", str(folder / "a.json"))

@@ -9,8 +9,9 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from clonemem import release
 from clonemem import text as textutil
+from clonemem.exporters.release import export_release
+from clonemem.importers import import_files
 from clonemem.offline import OfflineCall
 from clonemem.offline.world.qa import check_choice
 from clonemem.qa.pipeline import CONFIDENT
@@ -159,7 +160,7 @@ def test_gate_on_an_imported_release(tmp_path: Path, demo_file: Path) -> None:
 
     wh_path = tmp_path / "imp.duckdb"
     with Warehouse.open_writer(wh_path) as wh:
-        release.import_release_files(wh, [demo_file], "imported")
+        import_files(wh, "release", [demo_file], "imported")
     ok = run_gate(wh_path, "imported", docs_dir=tmp_path / "docs")
     assert ok.status == "passed"
     assert all(o.suite in ("format_integrity", "distractor_validation", "privacy") for o in ok.outcomes)
@@ -172,7 +173,7 @@ def test_gate_on_an_imported_release(tmp_path: Path, demo_file: Path) -> None:
 
 def test_export_writes_questions_with_choices(bench: Path, tmp_path: Path) -> None:
     with Warehouse.open_reader(bench) as wh:
-        files = release.export_release(wh, "qa-bench", tmp_path / "out")
+        files = export_release(wh, "qa-bench", tmp_path / "out")
     doc = json.loads(files[0].read_text("utf-8"))
     assert doc["generated_by"] == {"pipeline": "clonemem", "offline": True}
     # multiple-choice items with five options; privacy tasks have none (their boundary is in `privacy`)
@@ -183,7 +184,7 @@ def test_export_writes_questions_with_choices(bench: Path, tmp_path: Path) -> No
     assert all(set(e["digital_trace_ids"]) <= ids for q in doc["questions"] for e in q["evidence"])
     # and the export imports back cleanly
     with Warehouse.open_writer(tmp_path / "re.duckdb") as wh:
-        summary = release.import_release_files(wh, files, "re-imported")
+        summary = import_files(wh, "release", files, "re-imported")
     assert summary.questions == len(doc["questions"]) and not summary.unknown_question_types
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from clonemem import release
+from clonemem.importers import import_files
 from clonemem.schemas import question_types
 from clonemem.schemas.config import RunConfig
 from clonemem.warehouse import Warehouse
@@ -28,6 +28,6 @@ def test_an_imported_question_of_a_declared_type_is_known(tmp_path: Path, demo_d
     demo_doc["questions"][0]["question_type"] = "habit_probe"
     path = write_json(tmp_path / "lin.json", demo_doc)
     with question_types.declared(HABIT), Warehouse.open_writer(tmp_path / "wh.duckdb") as wh:
-        release.import_release_files(wh, [path], "x")
+        import_files(wh, "release", [path], "x")
         known = wh.rows("SELECT question_type_known FROM questions WHERE question_type = 'habit_probe'")
     assert known == [(True,)]

@@ -6,7 +6,9 @@ import datetime as dt
 
 import pytest
 
-from clonemem import prompts, release
+from clonemem import prompts
+from clonemem.exporters.release import export_release
+from clonemem.importers.locomo import project_type
 from clonemem.offline.world.qa import qa_lexicon
 from clonemem.qa.pipeline import run_item
 from clonemem.schemas import question_types
@@ -21,7 +23,7 @@ def test_the_paper_types_in_their_order() -> None:
         "unanswerable", "contextual_disclosure", "boundary_defense")
     assert question_types.privacy_types() == ("contextual_disclosure", "boundary_defense")
     assert question_types.abstaining() == ("unanswerable",)
-    assert release.canonical_question_type("inference") == "inferential"
+    assert project_type(None, "inference") == "inferential"
     with pytest.raises(ValueError, match="question_types"):
         RunConfig.model_validate({"qa": {"question_types": {"gossip": 1}}})
 
@@ -137,7 +139,7 @@ def test_a_toy_type_declared_in_a_test_goes_through_qa_and_the_gate(tmp_path) ->
                            "(question_id) WHERE question_type = 'habit_probe' GROUP BY question_id)")[0][0]
             known = {k for (k,) in r.rows("SELECT DISTINCT question_type_known FROM questions "
                                           "WHERE question_type = 'habit_probe'")}
-            files = release.export_release(r, "toy", tmp_path / "out")
+            files = export_release(r, "toy", tmp_path / "out")
         assert dims == {"experience"} and cited >= 2  # its dimensions and its evidence minimum hold
         assert known == {True}  # landed as a declared type, not as an unknown one
         assert {e.question_type for e in got.evaluation.by_question_type} >= {"habit_probe"}

@@ -8,7 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from clonemem import ids, release
+from clonemem import ids
+from clonemem.exporters.release import export_release
+from clonemem.importers import import_files
+from clonemem.importers.base import ImportFailed
 from clonemem.warehouse import Warehouse, catalog
 from tests.conftest import write_json
 
@@ -26,7 +29,7 @@ def table_rows(wh: Warehouse) -> dict[str, list]:
 
 
 def test_import_counts_and_flags(wh: Warehouse, demo_file: Path) -> None:
-    summary = release.import_release_files(wh, [demo_file], "demo")
+    summary = import_files(wh, "release", [demo_file], "demo")
     assert (summary.personas, summary.traces, summary.questions) == (1, 16, 6)
     assert summary.free_text_only == 2
     assert summary.unknown_question_types == {"self_reflection": 1}
@@ -43,13 +46,13 @@ def test_import_counts_and_flags(wh: Warehouse, demo_file: Path) -> None:
 
 def test_round_trip_import_export_import(tmp_path: Path, demo_file: Path) -> None:
     with Warehouse.open_writer(tmp_path / "a.duckdb") as a:
-        release.import_release_files(a, [demo_file], "bench")
+        import_files(a, "release", [demo_file], "bench")
         first = table_rows(a)
-        files = release.export_release(a, "bench", tmp_path / "out")
+        files = export_release(a, "bench", tmp_path / "out")
     with Warehouse.open_writer(tmp_path / "b.duckdb") as b:
-        release.import_release_files(b, files, "bench")
+        import_files(b, "release", files, "bench")
         second = table_rows(b)
-        files2 = release.export_release(b, "bench", tmp_path / "out2")
+        files2 = export_release(b, "bench", tmp_path / "out2")
     # config_json holds file names, equal here; every row is equal
     assert first == second
     exported = json.loads(files[0].read_text("utf-8"))
@@ -62,10 +65,10 @@ def test_round_trip_import_export_import(tmp_path: Path, demo_file: Path) -> Non
 
 
 def test_reimport_replaces_persona_rows(wh: Warehouse, tmp_path: Path, demo_doc: dict) -> None:
-    release.import_release_files(wh, [write_json(tmp_path / "p.json", demo_doc)], "bench")
+    import_files(wh, "release", [write_json(tmp_path / "p.json", demo_doc)], "bench")
     smaller = copy.deepcopy(demo_doc)
     smaller["questions"] = smaller["questions"][:2]
-    release.import_release_files(wh, [write_json(tmp_path / "p.json", smaller)], "bench", mode="replace")
+    import_files(wh, "release", [write_json(tmp_path / "p.json", smaller)], "bench", mode="replace")
     assert wh.scalar("SELECT count(*) FROM questions") == 2
     assert wh.scalar("SELECT count(*) FROM question_evidence") == 5  # q01 (2) + q02 (3), no leftovers
     assert wh.scalar("SELECT count(*) FROM personas") == 1
@@ -75,7 +78,7 @@ def test_any_medium_and_timezones_accepted(wh: Warehouse, tmp_path: Path, demo_d
     doc = copy.deepcopy(demo_doc)
     doc["context"][0]["medium"] = "voice_note"
     doc["context"][0]["event_date"] = "2023-02-14T09:30:00+02:00"
-    release.import_release_files(wh, [write_json(tmp_path / "p.json", doc)], "bench")
+    import_files(wh, "release", [write_json(tmp_path / "p.json", doc)], "bench")
     got = wh.rows("SELECT medium, event_date FROM traces WHERE external_id = 't04'")[0]
     assert got[0] == "voice_note"
     assert got[1].isoformat() == "2023-02-14T07:30:00"  # stored as naive UTC
@@ -104,8 +107,8 @@ def _broken(demo_doc: dict, mutate) -> dict:
 )
 def test_malformed_files_rejected_with_path(wh: Warehouse, tmp_path: Path, demo_doc: dict, mutate, path, words) -> None:
     bad = write_json(tmp_path / "bad.json", _broken(demo_doc, mutate))
-    with pytest.raises(release.ReleaseError) as err:
-        release.import_release_files(wh, [bad], "bench")
+    with pytest.raises(ImportFailed) as err:
+        import_files(wh, "release", [bad], "bench")
     text = str(err.value)
     assert f"{bad}: {path}:" in text
     assert words in text
@@ -116,8 +119,8 @@ def test_malformed_files_rejected_with_path(wh: Warehouse, tmp_path: Path, demo_
 def test_bad_json_names_file_and_position(wh: Warehouse, tmp_path: Path) -> None:
     bad = tmp_path / "bad.json"
     bad.write_text('{"person_name": "x", "person_id": "p", "context": [}', "utf-8")
-    with pytest.raises(release.ReleaseError) as err:
-        release.import_release_files(wh, [bad], "bench")
+    with pytest.raises(ImportFailed) as err:
+        import_files(wh, "release", [bad], "bench")
     assert str(err.value).startswith(f"{bad}: $: not valid JSON")
     assert "column" in str(err.value)
 
@@ -128,20 +131,20 @@ def test_one_bad_file_loads_nothing_from_any(wh: Warehouse, tmp_path: Path, demo
     other["person_id"] = "someone_else"
     other["questions"][0]["evidence"][0]["digital_trace_ids"] = ["missing"]
     bad = write_json(tmp_path / "bad.json", other)
-    with pytest.raises(release.ReleaseError):
-        release.import_release_files(wh, [good, bad], "bench")
+    with pytest.raises(ImportFailed):
+        import_files(wh, "release", [good, bad], "bench")
     assert wh.scalar("SELECT count(*) FROM personas") == 0
 
 
 def test_duplicate_person_across_files(wh: Warehouse, tmp_path: Path, demo_doc: dict) -> None:
     a = write_json(tmp_path / "a.json", demo_doc)
     b = write_json(tmp_path / "b.json", demo_doc)
-    with pytest.raises(release.ReleaseError, match=r"b.json: \$.person_id: person 'lin_chen' is also in"):
-        release.import_release_files(wh, [a, b], "bench")
+    with pytest.raises(ImportFailed, match=r"b.json: \$.person_id: person 'lin_chen' is also in"):
+        import_files(wh, "release", [a, b], "bench")
 
 
 def test_failure_inside_the_transaction_rolls_back(wh: Warehouse, demo_file: Path, monkeypatch) -> None:
-    release.import_release_files(wh, [demo_file], "bench")
+    import_files(wh, "release", [demo_file], "bench")
     before = table_rows(wh)
 
     def explode(*args, **kwargs):
@@ -150,20 +153,20 @@ def test_failure_inside_the_transaction_rolls_back(wh: Warehouse, demo_file: Pat
     real_upsert = wh.upsert
     monkeypatch.setattr(wh, "upsert", lambda t, rows: explode() if t == "questions" else real_upsert(t, rows))
     with pytest.raises(RuntimeError):
-        release.import_release_files(wh, [demo_file], "bench", mode="replace")
+        import_files(wh, "release", [demo_file], "bench", mode="replace")
     monkeypatch.undo()
     assert table_rows(wh) == before
 
 
 def test_export_unknown_benchmark(wh: Warehouse, tmp_path: Path) -> None:
     with pytest.raises(catalog.UnknownBenchmark, match="no benchmark 'nope'"):
-        release.export_release(wh, "nope", tmp_path)
+        export_release(wh, "nope", tmp_path)
 
 
 def test_export_by_id_or_name(wh: Warehouse, demo_file: Path, tmp_path: Path) -> None:
-    summary = release.import_release_files(wh, [demo_file], "bench")
-    by_id = release.export_release(wh, summary.benchmark_id, tmp_path / "a")
-    by_name = release.export_release(wh, "bench", tmp_path / "b")
+    summary = import_files(wh, "release", [demo_file], "bench")
+    by_id = export_release(wh, summary.benchmark_id, tmp_path / "a")
+    by_name = export_release(wh, "bench", tmp_path / "b")
     assert by_id[0].read_bytes() == by_name[0].read_bytes()
 
 
@@ -174,7 +177,7 @@ ZWJ = "\u200d"
 
 
 def test_published_folder_imports_en_and_zh_as_two_personas(wh: Warehouse) -> None:
-    summary = release.import_release_files(wh, [PUBLISHED / "100k"], "published")
+    summary = import_files(wh, "release", [PUBLISHED / "100k"], "published")
     assert (summary.personas, summary.questions) == (2, 6)
     assert summary.languages == {"en": 1, "zh": 1}
     assert summary.unknown_question_types == {}
@@ -193,7 +196,7 @@ def test_published_folder_imports_en_and_zh_as_two_personas(wh: Warehouse) -> No
 
 
 def test_emoji_with_zero_width_joiners_are_kept_exactly(wh: Warehouse) -> None:
-    release.import_release_files(wh, [PUBLISHED / "100k"], "published")
+    import_files(wh, "release", [PUBLISHED / "100k"], "published")
     doc = json.loads((PUBLISHED / "100k" / "zhou_min_benchmark_en.json").read_text("utf-8"))
     stored = dict(wh.rows("SELECT external_id, content FROM traces WHERE persona_id IN "
                           "(SELECT persona_id FROM personas WHERE language = 'en')"))
@@ -207,10 +210,10 @@ def test_published_round_trip_is_lossless(tmp_path: Path) -> None:
     """import -> export (qa_items) reproduces the published files byte for byte; -> import gives equal rows."""
     files = sorted((PUBLISHED / "100k").glob("*.json"))
     with Warehouse.open_writer(tmp_path / "a.duckdb") as a:
-        release.import_release_files(a, [PUBLISHED / "100k"], "published")
+        import_files(a, "release", [PUBLISHED / "100k"], "published")
         first = table_rows(a)
-        as_published = release.export_release(a, "published", tmp_path / "qa_items", questions_key="qa_items")
-        documented = release.export_release(a, "published", tmp_path / "questions")
+        as_published = export_release(a, "published", tmp_path / "qa_items", questions_key="qa_items")
+        documented = export_release(a, "published", tmp_path / "questions")
     assert [p.name for p in as_published] == [f.name for f in files]
     for exported, original in zip(as_published, files, strict=True):
         assert exported.read_bytes() == original.read_bytes()
@@ -219,7 +222,7 @@ def test_published_round_trip_is_lossless(tmp_path: Path) -> None:
         assert "questions" in doc and "qa_items" not in doc
         assert doc["questions"] == json.loads((PUBLISHED / "100k" / path.name).read_text("utf-8"))["qa_items"]
     with Warehouse.open_writer(tmp_path / "b.duckdb") as b:
-        release.import_release_files(b, documented, "published")
+        import_files(b, "release", documented, "published")
         assert table_rows(b) == first
 
 
@@ -227,8 +230,8 @@ def test_both_question_keys_is_an_error_naming_the_file(wh: Warehouse, tmp_path:
     doc = json.loads((PUBLISHED / "100k" / "zhou_min_benchmark_en.json").read_text("utf-8"))
     doc["questions"] = doc["qa_items"]
     bad = write_json(tmp_path / "both.json", doc)
-    with pytest.raises(release.ReleaseError, match=r"both.json: \$: both `questions` and `qa_items` are present"):
-        release.import_release_files(wh, [bad], "bench")
+    with pytest.raises(ImportFailed, match=r"both.json: \$: both `questions` and `qa_items` are present"):
+        import_files(wh, "release", [bad], "bench")
     assert wh.scalar("SELECT count(*) FROM benchmarks") == 0
 
 
@@ -237,22 +240,22 @@ def test_errors_in_qa_items_name_that_key(wh: Warehouse, tmp_path: Path) -> None
     doc["qa_items"][1]["evidence"][0]["digital_trace_ids"] = ["dt_9999"]
     doc["qa_items"][2]["id"] = 3
     bad = write_json(tmp_path / "bad.json", doc)
-    with pytest.raises(release.ReleaseError) as err:
-        release.import_release_files(wh, [bad], "bench")
+    with pytest.raises(ImportFailed) as err:
+        import_files(wh, "release", [bad], "bench")
     assert "$.qa_items[2].id: Input should be a valid string" in str(err.value)
 
 
 def test_release_root_with_two_sizes_is_refused_clearly(wh: Warehouse) -> None:
-    with pytest.raises(release.ReleaseError, match=r"person 'P07' is also in .*100k.*import each under its own --name"):
-        release.import_release_files(wh, [PUBLISHED], "all")
+    with pytest.raises(ImportFailed, match=r"person 'P07' is also in .*100k.*import each under its own --name"):
+        import_files(wh, "release", [PUBLISHED], "all")
     for size in ("100k", "500k"):
-        release.import_release_files(wh, [PUBLISHED / size], f"published-{size}")
+        import_files(wh, "release", [PUBLISHED / size], f"published-{size}")
     assert dict(wh.rows("SELECT name, traces FROM v_benchmarks")) == {"published-100k": 13, "published-500k": 25}
 
 
 def test_language_from_content_when_the_name_says_nothing(wh: Warehouse, tmp_path: Path) -> None:
     doc = json.loads((PUBLISHED / "100k" / "zhou_min_benchmark_zh.json").read_text("utf-8"))
-    release.import_release_files(wh, [write_json(tmp_path / "someone.json", doc)], "bench")
+    import_files(wh, "release", [write_json(tmp_path / "someone.json", doc)], "bench")
     assert wh.scalar("SELECT language FROM personas") == "zh"
     assert wh.scalar("SELECT language FROM benchmarks") == "zh"
 
@@ -266,9 +269,9 @@ def _gate(wh_path: Path, name: str, tmp_path: Path):
 def test_gate_judges_a_published_file_by_what_the_release_promises(tmp_path: Path) -> None:
     wh_path = tmp_path / "wh.duckdb"
     with Warehouse.open_writer(wh_path) as wh:
-        release.import_release_files(wh, [PUBLISHED / "100k"], "published")
+        import_files(wh, "release", [PUBLISHED / "100k"], "published")
         # genuinely broken options, one kind per question, on a second copy
-        release.import_release_files(wh, [PUBLISHED / "500k"], "broken")
+        import_files(wh, "release", [PUBLISHED / "500k"], "broken")
         bid = ids.benchmark_id("broken")
         qid = dict(wh.rows("SELECT p.language || ':' || q.external_id, q.question_id FROM questions q "
                            "JOIN personas p USING (persona_id) WHERE q.benchmark_id = ?", [bid]))
@@ -302,34 +305,34 @@ def cli(*args: str):
 def test_existing_name_is_refused_unless_replace_or_append(tmp_path: Path) -> None:
     wh = tmp_path / "wh.duckdb"
     en, zh = (PUBLISHED / "100k" / f"zhou_min_benchmark_{lang}.json" for lang in ("en", "zh"))
-    assert cli("--warehouse", wh, "import-release", en, "--name", "X").exit_code == 0
-    got = cli("--warehouse", wh, "import-release", zh, "--name", "X")
+    assert cli("--warehouse", wh, "import", "release", en, "--name", "X").exit_code == 0
+    got = cli("--warehouse", wh, "import", "release", zh, "--name", "X")
     assert got.exit_code == 1
     assert got.output.strip() == "error: benchmark 'X': already exists; add --replace to replace it or --append to add to it"
-    got = cli("--warehouse", wh, "import-release", zh, "--name", "X", "--append")
+    got = cli("--warehouse", wh, "import", "release", zh, "--name", "X", "--append")
     assert got.exit_code == 0, got.output
     assert "appended to benchmark 'X'" in got.output
     assert "this import: personas 1, traces 6, questions 2" in got.output
     assert "benchmark now: personas 2, traces 13, questions 6" in got.output
-    got = cli("--warehouse", wh, "import-release", zh, "--name", "X", "--append")
+    got = cli("--warehouse", wh, "import", "release", zh, "--name", "X", "--append")
     assert got.exit_code == 1 and "person 'P07' (zh) is already in benchmark 'X'" in got.output
-    got = cli("--warehouse", wh, "import-release", PUBLISHED / "500k" / "zhou_min_benchmark_zh.json", "--name", "X",
+    got = cli("--warehouse", wh, "import", "release", PUBLISHED / "500k" / "zhou_min_benchmark_zh.json", "--name", "X",
               "--replace")
     assert got.exit_code == 0 and "replaced benchmark 'X'" in got.output
     with Warehouse.open_reader(wh) as r:
         assert r.rows("SELECT personas, traces, questions FROM v_benchmarks") == [(1, 12, 2)]
         assert r.scalar("SELECT count(*) FROM traces") == 12  # nothing of the replaced personas is left
-    assert cli("--warehouse", wh, "import-release", en, "--name", "X", "--replace", "--append").exit_code == 2
+    assert cli("--warehouse", wh, "import", "release", en, "--name", "X", "--replace", "--append").exit_code == 2
 
 
 def test_replace_is_atomic(wh: Warehouse, monkeypatch) -> None:
-    release.import_release_files(wh, [PUBLISHED / "100k"], "X")
+    import_files(wh, "release", [PUBLISHED / "100k"], "X")
     before = table_rows(wh)
     real_upsert = wh.upsert
     monkeypatch.setattr(wh, "upsert", lambda t, rows: (_ for _ in ()).throw(RuntimeError("disk full"))
                         if t == "questions" else real_upsert(t, rows))
     with pytest.raises(RuntimeError):
-        release.import_release_files(wh, [PUBLISHED / "500k"], "X", mode="replace")
+        import_files(wh, "release", [PUBLISHED / "500k"], "X", mode="replace")
     monkeypatch.undo()
     assert table_rows(wh) == before
 
@@ -337,7 +340,7 @@ def test_replace_is_atomic(wh: Warehouse, monkeypatch) -> None:
 def test_utf8_bom_is_accepted(wh: Warehouse, tmp_path: Path, demo_file: Path) -> None:
     path = tmp_path / "bom.json"
     path.write_bytes(b"\xef\xbb\xbf" + demo_file.read_bytes())
-    assert release.import_release_files(wh, [path], "bom").questions == 6
+    assert import_files(wh, "release", [path], "bom").questions == 6
 
 
 @pytest.mark.parametrize(("make", "words"), [
@@ -350,8 +353,8 @@ def test_bad_inputs_give_one_line_and_create_no_warehouse(tmp_path: Path, demo_f
     path = tmp_path / "input.json"
     make(path, demo_file.read_text("utf-8"))
     wh = tmp_path / "fresh.duckdb"
-    for command in ("import-release", "import-locomo"):
-        got = cli("--warehouse", wh, command, path, "--name", "X")
+    for command in (["import", "release"], ["import", "locomo"]):
+        got = cli("--warehouse", wh, *command, path, "--name", "X")
         assert got.exit_code == 1
         assert got.output.count("\n") == 1 and got.output.startswith(f"error: {path}: $: "), got.output
         assert words in got.output
@@ -360,17 +363,17 @@ def test_bad_inputs_give_one_line_and_create_no_warehouse(tmp_path: Path, demo_f
 
 def test_failed_landing_into_a_new_warehouse_leaves_no_file(tmp_path: Path) -> None:
     wh = tmp_path / "fresh.duckdb"
-    got = cli("--warehouse", wh, "import-release", PUBLISHED, "--name", "X")  # 100k/ and 500k/: same persons
+    got = cli("--warehouse", wh, "import", "release", PUBLISHED, "--name", "X")  # 100k/ and 500k/: same persons
     assert got.exit_code == 1 and "import each under its own --name" in got.output
     assert not wh.exists()
 
 
 def test_flow_imports_a_published_folder(tmp_path: Path) -> None:
-    from flows.release import import_release_flow
+    from clonemem.flows.imports import import_flow
 
-    summary = import_release_flow([str(PUBLISHED / "100k")], "flowed", str(tmp_path / "wh.duckdb"))
+    summary = import_flow("release", [str(PUBLISHED / "100k")], "flowed", str(tmp_path / "wh.duckdb"))
     assert (summary.personas, summary.languages) == (2, {"en": 1, "zh": 1})
-    with pytest.raises(release.ReleaseError, match="already exists"):
-        import_release_flow([str(PUBLISHED / "500k")], "flowed", str(tmp_path / "wh.duckdb"))
-    again = import_release_flow([str(PUBLISHED / "500k")], "flowed", str(tmp_path / "wh.duckdb"), "replace")
+    with pytest.raises(ImportFailed, match="already exists"):
+        import_flow("release", [str(PUBLISHED / "500k")], "flowed", str(tmp_path / "wh.duckdb"))
+    again = import_flow("release", [str(PUBLISHED / "500k")], "flowed", str(tmp_path / "wh.duckdb"), "replace")
     assert (again.mode, again.total_traces) == ("replaced", 25)

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from clonemem import release
 from clonemem.cli import app
+from clonemem.importers import import_files
 from clonemem.warehouse import Warehouse
 from tests.protocol_kit import Faulty, faulty, free_port, serve_memory, stdlib_server
 
@@ -28,7 +28,7 @@ def imported(tmp_path_factory) -> Path:
 
     path = tmp_path_factory.mktemp("remote") / "wh.duckdb"
     with Warehouse.open_writer(path) as wh:
-        release.import_release_files(wh, fixture_files(), "imported")
+        import_files(wh, "release", fixture_files(), "imported")
     assert run_gate(path, "imported", docs_dir=path.parent / "docs").status == "passed"
     return path
 

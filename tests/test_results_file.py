@@ -47,7 +47,7 @@ def evaluated(tmp_path_factory) -> tuple[Path, str]:
 
     folder = tmp_path_factory.mktemp("results_file")
     wh = folder / "wh.duckdb"
-    assert cli(wh, "import-release", str(fixture_files()[0]), "--name", "X").exit_code == 0
+    assert cli(wh, "import", "release", str(fixture_files()[0]), "--name", "X").exit_code == 0
     got = cli(wh, "evaluate", "X", "--systems", "amem,mem0", "--k", "3,5", "--force", "--json", str(folder / "r.json"))
     assert got.exit_code == 0, got.output
     return wh, json.loads((folder / "r.json").read_text("utf-8"))["eval_run_id"]

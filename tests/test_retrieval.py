@@ -186,7 +186,7 @@ def locomo_recall(system: str, ks: tuple[int, ...] = (5, 10)) -> dict[int, float
     """recall_flat@k over the dev conversations, as `clonemem evaluate` computes it (a question without
     evidence scores 0)."""
     from clonemem.evaluation.metrics import recall_at_k
-    from clonemem.locomo import parse_locomo_paths
+    from clonemem.importers.locomo import parse_locomo_paths
 
     scores: dict[int, list[float]] = {k: [] for k in ks}
     for persona in parse_locomo_paths([DEV]):

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from clonemem import release
+from clonemem.importers import import_files
 from clonemem.warehouse import Warehouse, scratch
 from tests.pipeline_kit import EXE, clonemem, env_for
 
@@ -25,7 +25,7 @@ BOUNDS = ("--memory-limit", "64MB", "--temp-limit", "16MB")
 def warehouse(tmp_path: Path, demo_file: Path) -> Path:
     wh = tmp_path / "wh.duckdb"
     with Warehouse.open_writer(wh) as w:
-        release.import_release_files(w, [demo_file], "demo")
+        import_files(w, "release", [demo_file], "demo")
     return wh
 
 

@@ -101,7 +101,7 @@ def imported_once(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from clonemem.demo import fixture_files
 
     wh = tmp_path_factory.mktemp("guard") / "wh.duckdb"
-    got = runner.invoke(app, ["--warehouse", str(wh), "import-release", str(fixture_files()[0]), "--name", "X"])
+    got = runner.invoke(app, ["--warehouse", str(wh), "import", "release", str(fixture_files()[0]), "--name", "X"])
     assert got.exit_code == 0, got.output
     return wh
 

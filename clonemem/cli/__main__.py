@@ -1,0 +1,5 @@
+"""`python -m clonemem.cli`: the console script."""
+
+from clonemem.cli.exit import main
+
+main()

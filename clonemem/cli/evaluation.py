@@ -1,0 +1,225 @@
+"""`evaluate` (memory systems, or a results file made elsewhere), `export-retrievals`, `systems`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from clonemem.cli import render
+from clonemem.cli.app import State, app, writing
+from clonemem.cli.exit import fail, handles_errors, usage
+from clonemem.cli.options import csv, ks, with_aggregation, write_json
+from clonemem.errors import ExitCode
+
+if TYPE_CHECKING:
+    from clonemem.schemas.config import RunConfig
+
+
+@app.command("evaluate")
+@handles_errors
+def evaluate(
+    benchmark: Annotated[str, typer.Argument(help="benchmark id or name")],
+    systems: Annotated[
+        str,
+        typer.Option(
+            "--systems",
+            help="comma-separated: names (see `clonemem systems`), memory-protocol URLs, NAME=URL",
+        ),
+    ] = "",
+    k: Annotated[
+        str,
+        typer.Option(
+            "--k",
+            help="retrieval depths, comma-separated [default: the config's evaluation.k; with "
+            "--retrievals: the most items on any line]",
+        ),
+    ] = "",
+    json_out: Annotated[
+        Path | None, typer.Option("--json", help="also write the results to this JSON file")
+    ] = None,
+    config: Annotated[
+        Path | None, typer.Option("--config", help="run configuration (models, bootstrap)")
+    ] = None,
+    force: Annotated[
+        bool, typer.Option("--force", help="evaluate a benchmark that did not pass the gate")
+    ] = False,
+    aggregate: Annotated[
+        str | None,
+        typer.Option(
+            "--aggregate",
+            help="questions (mean over all questions) or personas (mean of persona means, as the "
+            "paper); default: the config's [evaluation] aggregate",
+        ),
+    ] = None,
+    exclude_no_evidence: Annotated[
+        bool | None,
+        typer.Option(
+            "--exclude-no-evidence/--include-no-evidence",
+            help="leave questions without evidence out of recall (as the paper) or score them 0; "
+            "default: the config's",
+        ),
+    ] = None,
+    retrievals: Annotated[
+        Path | None,
+        typer.Option(
+            "--retrievals",
+            help="score a system run elsewhere: a results file (JSONL, one line per question; "
+            "see the README)",
+        ),
+    ] = None,
+    name: Annotated[
+        str | None,
+        typer.Option("--name", help="with --retrievals: the name its results are stored under"),
+    ] = None,
+    allow_missing: Annotated[
+        bool,
+        typer.Option(
+            "--allow-missing",
+            help="with --retrievals: score questions without a line as retrieving nothing",
+        ),
+    ] = False,
+) -> None:
+    """Score memory systems (or a results file) on a benchmark; metrics to the warehouse (and --json)."""
+    from clonemem.schemas.config import load_config
+
+    cfg = with_aggregation(load_config(config), aggregate, exclude_no_evidence)
+    if retrievals is not None or name is not None or allow_missing:
+        return evaluate_results_file(
+            benchmark, retrievals, name, systems, k, json_out, cfg, force, allow_missing
+        )
+    names = csv(systems, "--systems") if systems else list(cfg.evaluation.systems)
+    depths = ks(k) if k else sorted(set(cfg.evaluation.k))
+    precheck(benchmark, names, force, cfg)
+    from clonemem.prefect_env import on_early_server, start_server_early
+
+    start_server_early()  # Prefect's server starts while the flow's modules load (see prefect_env)
+    from clonemem.flows.evaluation import evaluate_flow
+    from clonemem.progress import shown
+
+    # failures map to exit codes in handles_errors: 5 only for MemorySystemFailed, 6 at the budget
+    with writing(State.warehouse), shown(), on_early_server():
+        result = evaluate_flow(
+            str(State.warehouse.expanduser().resolve()), benchmark, names, depths, force, cfg
+        )
+    render.evaluation(result)
+    if json_out is not None:
+        write_json(json_out, result)
+
+
+def evaluate_results_file(
+    benchmark: str,
+    path: Path | None,
+    name: str | None,
+    systems: str,
+    k: str,
+    json_out: Path | None,
+    cfg: RunConfig,
+    force: bool,
+    allow_missing: bool,
+) -> None:
+    """`evaluate --retrievals FILE --name NAME`: the file is checked whole before anything runs; a
+    bad file is bad input (exit 1, nothing stored), not a failed system: no system of ours ran."""
+    from clonemem.evaluation.results_file import ResultsFileError, file_ks, read_and_resolve
+    from clonemem.flows.results_file import evaluate_results_file_flow
+    from clonemem.memory import SYSTEMS
+    from clonemem.progress import shown
+    from clonemem.warehouse import Warehouse
+    from clonemem.warehouse.catalog import require_gate_passed
+
+    if path is None or not name:
+        usage("--retrievals FILE and --name NAME go together (--allow-missing needs them too)")
+    if systems:
+        usage("--systems and --retrievals exclude each other: score a results file in a run of its own")
+    if name in SYSTEMS.names():
+        usage(f"--name {name!r} is a registered memory system: name the file's system otherwise")
+    depths = ks(k) if k else None
+    warehouse = str(State.warehouse.expanduser().resolve())
+    try:
+        with Warehouse.open_reader(State.warehouse) as wh:
+            bid, _ = require_gate_passed(wh, benchmark, force)
+            file_ks(read_and_resolve(wh, bid, path, allow_missing), depths)
+        with writing(State.warehouse), shown():
+            scored = evaluate_results_file_flow(
+                warehouse, benchmark, str(path), name, depths, force, cfg, allow_missing
+            )
+    except ResultsFileError as exc:
+        fail(f"{exc}; nothing was stored")
+    missing = (
+        f"; {scored.missing} questions without a line scored as retrieving nothing"
+        if scored.missing
+        else ""
+    )
+    render.err(
+        f"results file {scored.file} (sha256 {scored.sha256}) scored as {name!r} at k="
+        f"{','.join(map(str, scored.ks))}: {scored.lines} lines{missing}"
+    )
+    render.evaluation(scored.evaluation)
+    if json_out is not None:
+        write_json(json_out, scored.evaluation)
+
+
+def precheck(benchmark: str, names: list[str], force: bool, cfg: RunConfig) -> None:
+    """Fail before the flow starts (the flow checks again, for deployments): unknown systems, remote
+    ones that do not answer ``/v1/info`` (exit 5), an ungated benchmark."""
+    from clonemem.memory import SYSTEMS
+    from clonemem.memory.errors import MemorySystemFailed
+    from clonemem.memory.remote import options_of, resolve_systems
+    from clonemem.warehouse import Warehouse
+    from clonemem.warehouse.catalog import require_gate_passed
+
+    try:
+        resolved = resolve_systems(names, cfg.evaluation.remote, options_of(cfg.evaluation))
+    except MemorySystemFailed as exc:
+        fail(f"{exc}; nothing was stored", ExitCode.SYSTEMS_FAILED)
+    for system, remote in resolved:
+        if remote is None:
+            SYSTEMS.get(system)
+    with Warehouse.open_reader(State.warehouse) as wh:
+        require_gate_passed(wh, benchmark, force)
+
+
+@app.command("export-retrievals")
+@handles_errors
+def export_retrievals(
+    eval_run: Annotated[
+        str,
+        typer.Argument(
+            help="evaluation run id, or a benchmark id or name (its latest evaluation)"
+        ),
+    ],
+    out: Annotated[Path, typer.Option("--out", help="results file to write (JSONL)")],
+    system: Annotated[
+        str | None,
+        typer.Option("--system", help="which system (required when the run scored several)"),
+    ] = None,
+    k: Annotated[
+        int | None,
+        typer.Option("--k", min=1, help="which k (required when the run scored several)"),
+    ] = None,
+) -> None:
+    """Write one system's retrievals, choices and answers of a stored evaluation as a results file."""
+    from clonemem.evaluation.results_file import ResultsFileError
+    from clonemem.evaluation.results_file import export_retrievals as export
+    from clonemem.warehouse import Warehouse
+
+    try:
+        with Warehouse.open_reader(State.warehouse) as wh:
+            got = export(wh, eval_run, out, system, k)
+    except ResultsFileError as exc:
+        fail(str(exc))
+    render.err(f"{got.lines} lines: {got.system} at k={got.k} of evaluation run {got.eval_run_id}")
+    typer.echo(str(got.path))
+
+
+@app.command("systems")
+def systems_cmd(
+    as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
+) -> None:
+    """List the registered memory systems (the names `evaluate --systems` accepts)."""
+    from clonemem.memory import SYSTEMS
+
+    names = SYSTEMS.names()
+    typer.echo(json.dumps(names) if as_json else "\n".join(names))
