@@ -25,7 +25,9 @@ def wh_query(wh: Warehouse) -> Query:
     """``query`` over a warehouse connection."""
     def run(sql: str, params: Params) -> pl.DataFrame:
         with wh._lock:
-            return wh.con.execute(sql, params).pl()
+            cursor = wh.con.execute(sql, params)
+            columns = [d[0] for d in cursor.description]
+            return pl.DataFrame(cursor.fetchall(), schema=columns, orient="row", infer_schema_length=None)
     return run
 
 

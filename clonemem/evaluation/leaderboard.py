@@ -26,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from clonemem.evaluation.sample import SampleSpec
 from clonemem.schemas.results import Provenance
+from clonemem.warehouse import leaderboard as W
 
 FORMAT_VERSION = "1.0"  # of `clonemem leaderboard --json`
 HEADLINE = "recall_flat"
@@ -176,6 +177,14 @@ class Evaluated(_M):
     packages: dict[str, str | None] = Field(default_factory=dict)
 
 
+def _config(config: Mapping[str, Any]) -> dict[str, Any]:
+    """The stored config but what the row shows elsewhere (systems, k, answerer, judge, aggregation)."""
+    out = {c: v for c, v in config.items() if c not in ("systems", "k", "aggregation")}
+    if isinstance(out.get("models"), Mapping):
+        out["models"] = {r: m for r, m in out["models"].items() if r not in ("answerer", "judge")}
+    return out
+
+
 def evaluated(rows: pl.DataFrame) -> list[Evaluated]:
     """Parse ``warehouse.leaderboard.system_evaluations`` rows (oldest first)."""
     out = []
@@ -189,7 +198,7 @@ def evaluated(rows: pl.DataFrame) -> list[Evaluated]:
             sample=sample_label(r["sample_json"]), answerer=answerer, judge=judge,
             offline=offline_label(bool(r["answers_offline"]) or is_offline_ref(answerer), is_offline_ref(judge)),
             aggregation=_aggregation(config, prov),
-            config={c: v for c, v in config.items() if c not in ("systems", "k")},
+            config=_config(config),
             provenance=_provenance(prov, r["system"]), packages=dict(prov.packages) if prov else {}))
     return out
 
@@ -318,3 +327,131 @@ def _preference(key: Key, rows: list[Row]) -> tuple:
     """The main table: the most systems; then all questions, replay, known content, the newest."""
     return (len(rows), key.sample == ALL_QUESTIONS, key.mode == "replay", key.content_hash != UNRECORDED,
             max(r.started_at for r in rows))
+
+
+# -- reading it from the warehouse -------------------------------------------------------------------
+
+
+class NotEvaluated(ValueError):
+    """A system asked for that the benchmark has no evaluation of (or none at the k asked)."""
+
+
+def read_board(query: W.Query, benchmark_id: str, benchmark: str, metric: str = HEADLINE,
+               k: int | None = None) -> Board:
+    """The benchmark's leaderboard as the warehouse has it now."""
+    rows = evaluated(W.system_evaluations(query, benchmark_id))
+    pairs = [(e.eval_run_id, s) for s, e in latest(rows).items()]
+    return board(benchmark, rows, W.system_metrics(query, pairs) if pairs else _NO_METRICS, metric, k,
+                 system_changes(rows))
+
+
+_NO_METRICS = pl.DataFrame(schema={"eval_run_id": pl.Utf8, "system": pl.Utf8, "k": pl.Int64,
+                                   "group_value": pl.Utf8, "metric": pl.Utf8, "n": pl.Int64,
+                                   "value": pl.Float64, "ci_low": pl.Float64, "ci_high": pl.Float64})
+
+
+def rows_of(b: Board, systems: Sequence[str], k: int | None) -> tuple[int, dict[str, Row]]:
+    """The board's rows of ``systems`` at ``k`` (None: the smallest k every one of them was scored at)."""
+    ks: dict[str, dict[int, Row]] = defaultdict(dict)
+    for g in b.groups:
+        for r in g.rows:
+            ks[r.system][r.k] = r
+    missing = [s for s in systems if s not in ks]
+    if missing:
+        known = ", ".join(sorted(ks)) or "none"
+        raise NotEvaluated(f"{', '.join(missing)}: not evaluated on {b.benchmark!r} (evaluated: {known})")
+    common = set.intersection(*(set(ks[s]) for s in systems))
+    if k is None:
+        if not common:
+            raise NotEvaluated(f"{', '.join(systems)} share no k on {b.benchmark!r}: give --k")
+        k = min(common)
+    elif k not in common:
+        raise NotEvaluated(f"not every one of {', '.join(systems)} was scored at k = {k} on {b.benchmark!r} "
+                           f"(shared: {', '.join(map(str, sorted(common))) or 'none'})")
+    return k, {s: ks[s][k] for s in systems}
+
+
+def not_comparable(rows: Mapping[str, Row]) -> list[str]:
+    """Why rows may not be ranked together: each one's differences from the first's key."""
+    first, *others = rows.values()
+    return [f"{r.system}: {'; '.join(d)}" for r in others
+            if (d := [x.replace("main table", first.system) for x in r.key.differences(first.key)])]
+
+
+# -- as text and Markdown (the command line, the Prefect artifact) -----------------------------------
+
+SHOWN = ("recall_flat", "recall_any_any", "choice_accuracy", "qa_consistency")
+
+
+def identity(row: Row) -> str:
+    """The row's provenance in a few words: a remote system's name, version, protocol and URL, a results
+    file's name and hash, or the code hash; and the project's commit."""
+    p = row.provenance
+    extra = p.get("extra") or {}
+    if "url" in extra:
+        who = " ".join(str(extra[f]) for f in ("name", "version") if extra.get(f)) or "remote"
+        proto = f" protocol {extra['protocol']}" if extra.get("protocol") else ""
+        own = f"{who}{proto} at {extra['url']}"
+    elif "sha256" in extra:
+        own = f"file {extra.get('file', '?')} sha256 {str(extra['sha256'])[:12]}"
+    elif p.get("code_hash"):
+        own = f"code {str(p['code_hash'])[:12]}"
+    else:
+        own = "provenance not recorded"
+    commit = p.get("git_commit")
+    return own + (f", clonemem {str(commit)[:8]}" if commit else "")
+
+
+def _figure(f: Figure | None) -> str:
+    if f is None or f.value is None:
+        return "–"
+    return f"{f.value:.3f}" + (f" [{f.ci_low:.3f},{f.ci_high:.3f}]" if f.ci_low is not None else "")
+
+
+def _group_title(g: Group, first: Row) -> str:
+    setting = (f"k = {g.k}; mode {first.mode}; {first.sample}; answerer {first.answerer}, judge {first.judge}; "
+               f"{first.aggregation}")
+    return (f"k = {g.k}: main table ({setting})" if g.reason is None
+            else f"k = {g.k}, apart: {g.reason}")
+
+
+def text(b: Board, metrics: Sequence[str] = SHOWN) -> str:
+    """The board as the command line prints it: one table per group, 95% intervals in brackets."""
+    if not b.groups:
+        return f"benchmark {b.benchmark!r} has no evaluation yet"
+    lines = [f"leaderboard of {b.benchmark!r}: latest evaluation of every system, ranked by {b.metric}; "
+             "rows apart are not comparable with the main table (reason given)"]
+    for g in b.groups:
+        lines += ["", _group_title(g, g.rows[0])]
+        head = f"{'#':>3} {'system':<16} {'mode':<10} " + " ".join(f"{m:<22}" for m in metrics) + \
+            f" {'offline':<26} evaluation / provenance"
+        lines += [head, "-" * len(head)]
+        for r in g.rows:
+            cells = " ".join(f"{_figure(r.metrics.get(m)):<22}" for m in metrics)
+            lines.append(f"{r.rank if r.rank is not None else '-':>3} {r.system:<16} {r.mode:<10} {cells} "
+                         f"{(r.offline or '–'):<26} {r.eval_run_id} ({identity(r)})")
+            if r.sample != ALL_QUESTIONS and g.reason is None:
+                lines.append(f"{'':>4}questions: {r.sample}")
+            if r.changes:
+                lines.append(f"{'':>4}changed since its previous evaluation: {'; '.join(r.changes)}")
+    return "\n".join(lines)
+
+
+def markdown(b: Board, metrics: Sequence[str] = SHOWN, link: str | None = None) -> str:
+    """The board as Markdown (the Prefect artifact)."""
+    if not b.groups:
+        return f"Benchmark `{b.benchmark}` has no evaluation yet."
+    out = [f"Latest evaluation of every system on `{b.benchmark}`, ranked by `{b.metric}` with 95% bootstrap "
+           "intervals; rows that are not comparable with the main table stand apart with the reason."]
+    for g in b.groups:
+        out += ["", f"### {_group_title(g, g.rows[0])}", "",
+                "| # | system | mode | questions | " + " | ".join(metrics) + " | offline | evaluation | provenance "
+                "| changed since previous |", "|" + "---|" * (8 + len(metrics))]
+        for r in g.rows:
+            out.append(f"| {r.rank if r.rank is not None else '–'} | {r.system} | {r.mode} | {r.sample} | "
+                       + " | ".join(_figure(r.metrics.get(m)) for m in metrics)
+                       + f" | {r.offline or '–'} | `{r.eval_run_id}` | {identity(r)} | "
+                       + ("; ".join(r.changes) or "–") + " |")
+    if link:
+        out += ["", f"[Open the leaderboard in the dashboard]({link})"]
+    return "\n".join(out)

@@ -65,7 +65,7 @@ def shares(counts: dict[str, int], n: int) -> dict[str, int]:
         if not moved:
             break
     while left < 0:  # the floor of one per type overshot: take back from the largest shares
-        t = max(got, key=lambda x: (got[x] - exact[x], x))
+        t = max((x for x in got if got[x] > floor), key=lambda x: (got[x] - exact[x], x))
         got[t] -= 1
         left += 1
     return got
