@@ -48,7 +48,7 @@ def evaluate_results_file_flow(warehouse_path: str, benchmark: str, path: str, n
                                          allow_missing)
     check_name_reuse(warehouse_path, bid, bname, resolved, name, replace)
     protocols = protocol_data_task(warehouse_path, bid, cfg.evaluation.protocols)
-    run = file_run(bid, bname, name, resolved, ks, force, cfg)
+    run = file_run(bid, bname, name, resolved, ks, force, cfg, personas)
     ks = list(run.ks)
     with runtime.use(runtime.Runtime(cfg, run_id=run.eval_run_id, warehouse=warehouse_path)):
         lines = {p.persona_id: resolved.by_persona.get(p.persona_id, {}) for p in personas}
@@ -80,6 +80,6 @@ def evaluate_results_file_flow(warehouse_path: str, benchmark: str, path: str, n
     kind = "predictions" if predictions_format else "results"
     log(f"{kind} file {resolved.file} (sha256 {resolved.sha256}) scored as {name!r}: "
         f"{resolved.lines} lines, {len(resolved.missing)} questions missing")
-    publish_leaderboard(result)
+    publish_leaderboard(result, warehouse_path)
     return ResultsFileScored(evaluation=result, system=name, file=resolved.file, sha256=resolved.sha256,
                              lines=resolved.lines, missing=len(resolved.missing), ks=tuple(ks))

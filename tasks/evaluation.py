@@ -22,6 +22,7 @@ from clonemem.evaluation.land import (
     Answers,
     EvaluationRun,
     Retrievals,
+    content_digest,
     evaluation_rows,
     fingerprint,
     land_evaluation,
@@ -31,7 +32,7 @@ from clonemem.evaluation.protocols import stages as protocol_stages
 from clonemem.evaluation.protocols.answer import ProtocolOutcome, answer_protocols
 from clonemem.evaluation.protocols.load import ProtocolData, load_protocol_data
 from clonemem.evaluation.protocols.score import protocol_landing
-from clonemem.evaluation.replay import replay_refused
+from clonemem.evaluation.replay import fed_by_replay, replay_refused, retrieval_mode
 from clonemem.evaluation.run import (
     Outcome,
     PersonaData,
@@ -40,6 +41,7 @@ from clonemem.evaluation.run import (
     build_and_retrieve,
     load_benchmark,
 )
+from clonemem.evaluation.sample import quick_run
 from clonemem.llm.types import CallRecord, Paid
 from clonemem.memory import SYSTEMS, remote
 from clonemem.schemas.config import FULL_CONTEXT_TOKENS, ConfigError, RunConfig
@@ -219,9 +221,33 @@ def retrieval_task(system: str) -> Task:
 
 
 def evaluation_run(benchmark_id: str, benchmark: str, systems: Sequence[str], ks: Sequence[int], force: bool,
-                   cfg: RunConfig, system_provenance: Mapping[str, Mapping[str, str]] | None = None) -> EvaluationRun:
+                   cfg: RunConfig, system_provenance: Mapping[str, Mapping[str, str]] | None = None,
+                   modes: Mapping[str, str] | None = None, content_hash: str | None = None,
+                   sample: Mapping[str, object] | None = None) -> EvaluationRun:
     """What identifies this evaluation, started now: its run id is the flow run's (one of its own outside
-    Prefect); ``system_provenance`` is per system, what its class cannot carry (a results file's name and hash)."""
+    Prefect); ``system_provenance`` is per system, what its class cannot carry (a results file's name and hash);
+    ``modes`` per system how it was fed (default: each registered system's :func:`retrieval_mode`);
+    ``content_hash`` the benchmark's content as evaluated; ``sample`` a quick run's questions."""
     flow_run_id, _ = flow_run_ids()
+    if modes is None:
+        modes = {s: retrieval_mode(SYSTEMS.get(s), cfg.evaluation.replay) for s in systems}
     return EvaluationRun(flow_run_id or new_run_id(), benchmark_id, benchmark, tuple(systems), tuple(ks), force, cfg,
-                         dt.datetime.now(dt.UTC).replace(tzinfo=None), flow_run_id, provenance=dict(system_provenance or {}))
+                         dt.datetime.now(dt.UTC).replace(tzinfo=None), flow_run_id, provenance=dict(system_provenance or {}),
+                         modes=dict(modes), content_hash=content_hash, sample=sample)
+
+
+def replayed(system: str, cfg: RunConfig) -> bool:
+    """Whether ``system`` is fed by chronological replay in this run (``replay.fed_by_replay``)."""
+    return fed_by_replay(SYSTEMS.get(system), cfg.evaluation.replay)
+
+
+def questions_asked(personas: Sequence[PersonaData], limit: int | None, sample: int | None,
+                    seed: int) -> tuple[list[PersonaData], str, dict[str, object] | None]:
+    """The personas with the questions this run asks (all, or a quick run's), the digest of the whole
+    benchmark's content, and the quick run's record (None for all questions)."""
+    digest = content_digest(personas)
+    try:
+        asked, spec = quick_run(personas, limit, sample, seed)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+    return asked, digest, None if spec is None else spec.model_dump()

@@ -12,7 +12,7 @@ from prefect.cache_policies import INPUTS, NO_CACHE, TASK_SOURCE
 from clonemem import runtime
 from clonemem.evaluation import stages as E
 from clonemem.evaluation.diagnosis import judge_supports
-from clonemem.evaluation.land import EvaluationRun
+from clonemem.evaluation.land import EvaluationRun, content_digest
 from clonemem.evaluation.names import refuse_reuse
 from clonemem.evaluation.predictions import given_texts, ranked_any, read_predictions
 from clonemem.evaluation.results_file import (
@@ -56,11 +56,14 @@ def check_name_reuse(warehouse_path: str, benchmark_id: str, benchmark: str, res
 
 
 def file_run(benchmark_id: str, benchmark: str, name: str, resolved: ResolvedFile, ks: Sequence[int] | None,
-             force: bool, cfg: RunConfig) -> EvaluationRun:
+             force: bool, cfg: RunConfig, personas: Sequence[PersonaData] = ()) -> EvaluationRun:
     """The evaluation that scores ``resolved`` as the system ``name``, at the k values it may be scored at
-    (see :func:`file_ks`), with the file's name and sha256 as the system's provenance."""
+    (see :func:`file_ks`), with the file's name and sha256 as the system's provenance. Its mode is
+    `replay`: a results file's retrievals are, by the format's contract, each made from the traces dated
+    at or before its question (as ``export-retrievals`` writes them, and as a replayed system makes them)."""
     return evaluation_run(benchmark_id, benchmark, (name,), file_ks(resolved, ks), force, cfg,
-                          system_provenance={name: dict(resolved.provenance)})
+                          system_provenance={name: dict(resolved.provenance)}, modes={name: "replay"},
+                          content_hash=content_digest(personas) if personas else None)
 
 
 @task(cache_policy=NO_CACHE, task_run_name="read results file {path}")

@@ -117,11 +117,27 @@ def evaluate(
             "another file's on the benchmark (as its latest evaluation)",
         ),
     ] = False,
+    limit: Annotated[
+        int | None,
+        typer.Option("--limit", min=1, help="a quick run: the first N questions (never ranked with full runs)"),
+    ] = None,
+    sample: Annotated[
+        int | None,
+        typer.Option(
+            "--sample", min=1, help="a quick run: N questions drawn by question type (with --seed)"
+        ),
+    ] = None,
+    seed: Annotated[int, typer.Option("--seed", help="the --sample draw's seed")] = 0,
 ) -> None:
     """Score memory systems (or a results file) on a benchmark; metrics to the warehouse (and --json)."""
     from clonemem.schemas.config import load_config
 
     cfg = with_aggregation(load_config(config), aggregate, exclude_no_evidence)
+    if limit is not None and sample is not None:
+        usage("--limit and --sample exclude each other: give one")
+    files = (retrievals, name, predictions, fmt, key)
+    if (limit is not None or sample is not None) and (any(f is not None for f in files) or allow_missing):
+        usage("--limit and --sample choose questions to ask; a results file answers those it has lines for")
     if predictions is not None or fmt is not None or key is not None:
         if retrievals is not None:
             usage("--retrievals and --predictions exclude each other: score one file per run")
@@ -145,7 +161,15 @@ def evaluate(
     # failures map to exit codes in handles_errors: 5 only for MemorySystemFailed, 6 at the budget
     with writing(State.warehouse), shown(), on_early_server():
         result = evaluate_flow(
-            str(State.warehouse.expanduser().resolve()), benchmark, names, depths, force, cfg
+            str(State.warehouse.expanduser().resolve()),
+            benchmark,
+            names,
+            depths,
+            force,
+            cfg,
+            limit=limit,
+            sample=sample,
+            sample_seed=seed,
         )
     render.evaluation(result)
     if json_out is not None:
