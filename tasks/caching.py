@@ -213,7 +213,7 @@ def reply_memo(token: str) -> Callable[[str, Callable[[], Any]], Any]:
     store = step_store()
 
     def memo(key: str, ask: Callable[[], Any]) -> Any:
-        value, _ = cached_step(stable_hash(f"remote-reply|{token}|{key}", 32), ask, store, retries=0)
+        value, _ = cached_step(stable_hash(f"remote-reply|{token}|{key}", 32), ask, store)
         return value
 
     return memo
