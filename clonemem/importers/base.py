@@ -17,11 +17,11 @@ import json
 import re
 from abc import ABC, abstractmethod
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO, ClassVar, TypeVar
+from typing import Any, BinaryIO, ClassVar, TypeVar
 
 from clonemem.errors import UserError
 from clonemem.ids import benchmark_id, content_id, persona_id, stable_hash
@@ -70,7 +70,7 @@ def json_path(loc: Iterable[str | int]) -> str:
     return out
 
 
-def validation_message(err: dict) -> str:
+def validation_message(err: Mapping[str, Any]) -> str:
     """One pydantic error as a short message that shows what was found."""
     if err["type"] == "missing":
         return "required field is missing"
@@ -422,7 +422,8 @@ def _privacy_rows(rows: PersonaRows, qid: str, task: ReleasePrivacy) -> None:
 
 
 def _check_batch(personas: Sequence[ParsedPersona]) -> None:
-    problems, seen = [], {}
+    problems: list[Problem] = []
+    seen: dict[tuple[str, str | None], str] = {}
     for p in personas:
         if p.key in seen:
             lang = f", both {p.language}" if p.language else ""
