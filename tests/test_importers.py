@@ -172,7 +172,9 @@ def test_an_empty_or_blank_name_is_refused(tmp_path: Path, command: list[str], n
     wh = tmp_path / "wh.duckdb"
     got = cli("--warehouse", wh, *command, path, "--name", name)
     assert got.exit_code == 2
-    assert error_lines(got.output) == ["error: --name must not be empty or blank"]
+    [line] = error_lines(got.output)
+    assert line == ("error: --name: the name is empty" if not name else
+                    f"error: --name: the name is blank ({name!r}: only whitespace)"), line
     assert not wh.exists()
 
 
