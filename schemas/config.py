@@ -48,6 +48,10 @@ Medium = Literal[
     "diary", "social_media", "chat_private", "chat_group", "email", "memo", "search_history", "calendar_event",
 ]
 MEDIA: tuple[str, ...] = Medium.__args__  # type: ignore[attr-defined]  # a Literal's members
+# A trace that is one turn of a recorded dialogue (LoCoMo's import): not the writer's own voice, and
+# consecutive turns make a session. The one name of the medium for importers, systems and offline world.
+CONVERSATION_TURN = "conversation_turn"
+DIALOGUE_MEDIA: frozenset[str] = frozenset({CONVERSATION_TURN})
 
 NonNegInt = Annotated[int, Field(ge=0)]
 PosInt = Annotated[int, Field(ge=1)]
@@ -267,9 +271,21 @@ class EvaluationConfig(_Section):
     # remote memory systems (docs/memory-protocol.md) by name: name -> base URL; evaluate one by naming
     # it in ``systems`` / ``--systems`` (which also take a URL, or NAME=URL, directly)
     remote: dict[str, str] = Field(default_factory=dict)
-    remote_timeout_s: Annotated[float, Field(gt=0)] = 60.0  # per HTTP connect and read
+    # one attempt of a call, from connecting to the reply's last byte (not per read: a trickled reply ends too)
+    remote_timeout_s: Annotated[float, Field(gt=0)] = 60.0
     remote_retries: NonNegInt = 3  # transport errors and 5xx, with exponential backoff
     remote_concurrency: PosInt = 4  # calls in flight per remote system
+    # a reply's body larger than this stops the evaluation (exit 5); no more than this is read
+    remote_max_reply_bytes: PosInt = 8 * 1024 * 1024
+    # how long a server that indexes asynchronously (/v1/info features: async_indexing) may take to say
+    # GET /v1/ready after an ingest
+    remote_ready_s: Annotated[float, Field(gt=0)] = 120.0
+    # The field's standard protocols (README "Standard protocols"): None computes the ones the
+    # benchmark's importer declares; a list of names computes exactly those ([] none); a list of
+    # changes adds ("+name") or drops ("-name") from the declared ones.
+    protocols: list[str] | None = None
+    # how deep a ranking of turns the retrieval-scoring protocols read (LongMemEval's recall, NDCG)
+    ranking_depth: PosInt = 100
 
     @field_validator("remote")
     @classmethod

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from prefect import Task, task
+from prefect import task
 from prefect.cache_policies import NO_CACHE
 from prefect.results import ResultStore
 from pydantic import BaseModel
@@ -23,20 +23,16 @@ from clonemem.generation.stages import STAGES
 from clonemem.llm.types import CallRecord, Paid
 from clonemem.schemas.config import RunConfig
 from clonemem.schemas.results import PersonaBundleResult
-from clonemem.tasks.caching import StagePolicy, cached_step, is_transient, policy_stages, step_key, step_store
+from clonemem.tasks.caching import (
+    StagePolicy,
+    cached_step,
+    policy_stages,
+    step_key,
+    step_store,
+)
 from clonemem.tasks.runs import finish_run
 from clonemem.warehouse import Warehouse
 from clonemem.warehouse.runs import FailureRecord, RunRecord
-
-
-def _transient_only(task: Task, task_run: object, state: object) -> bool:
-    """A task's ``retry_condition_fn``: retry transient failures only (see :func:`is_transient`)."""
-    try:
-        state.result()  # type: ignore[attr-defined]  # Prefect types the state as object here
-    except Exception as exc:
-        return is_transient(exc)
-    return False
-
 
 STEP_POLICY = StagePolicy()  # the stage named by the step's `stage_name` input
 

@@ -71,15 +71,42 @@ def evaluate(
             "see the README)",
         ),
     ] = None,
+    predictions: Annotated[
+        Path | None,
+        typer.Option(
+            "--predictions",
+            help="score another harness's predictions, in a benchmark's own layout (--format), by "
+            "the benchmark's standard protocols (see the README)",
+        ),
+    ] = None,
+    fmt: Annotated[
+        str | None,
+        typer.Option(
+            "--format",
+            help="with --predictions: longmemeval (JSONL of question_id, hypothesis), locomo "
+            "(the LoCoMo layout, prediction under --key) or jsonl (the results-file format)",
+        ),
+    ] = None,
+    key: Annotated[
+        str | None,
+        typer.Option(
+            "--key",
+            help="with --format locomo: the qa items' prediction field (e.g. gpt-4_prediction)",
+        ),
+    ] = None,
     name: Annotated[
         str | None,
-        typer.Option("--name", help="with --retrievals: the name its results are stored under"),
+        typer.Option(
+            "--name",
+            help="with --retrievals or --predictions: the name its results are stored under",
+        ),
     ] = None,
     allow_missing: Annotated[
         bool,
         typer.Option(
             "--allow-missing",
-            help="with --retrievals: score questions without a line as retrieving nothing",
+            help="with --retrievals: score questions without a line as retrieving nothing; with "
+            "--predictions: leave questions without a prediction unscored",
         ),
     ] = False,
     replace: Annotated[
@@ -90,11 +117,34 @@ def evaluate(
             "another file's on the benchmark (as its latest evaluation)",
         ),
     ] = False,
+    limit: Annotated[
+        int | None,
+        typer.Option("--limit", min=1, help="a quick run: the first N questions (never ranked with full runs)"),
+    ] = None,
+    sample: Annotated[
+        int | None,
+        typer.Option(
+            "--sample", min=1, help="a quick run: N questions drawn by question type (with --seed)"
+        ),
+    ] = None,
+    seed: Annotated[int, typer.Option("--seed", help="the --sample draw's seed")] = 0,
 ) -> None:
     """Score memory systems (or a results file) on a benchmark; metrics to the warehouse (and --json)."""
     from clonemem.schemas.config import load_config
 
     cfg = with_aggregation(load_config(config), aggregate, exclude_no_evidence)
+    if limit is not None and sample is not None:
+        usage("--limit and --sample exclude each other: give one")
+    files = (retrievals, name, predictions, fmt, key)
+    if (limit is not None or sample is not None) and (any(f is not None for f in files) or allow_missing):
+        usage("--limit and --sample choose questions to ask; a results file answers those it has lines for")
+    if predictions is not None or fmt is not None or key is not None:
+        if retrievals is not None:
+            usage("--retrievals and --predictions exclude each other: score one file per run")
+        return evaluate_predictions(
+            benchmark, predictions, fmt, key, name, systems, k, json_out, cfg, force, allow_missing,
+            replace,
+        )
     if retrievals is not None or name is not None or allow_missing or replace:
         return evaluate_results_file(
             benchmark, retrievals, name, systems, k, json_out, cfg, force, allow_missing, replace
@@ -111,7 +161,15 @@ def evaluate(
     # failures map to exit codes in handles_errors: 5 only for MemorySystemFailed, 6 at the budget
     with writing(State.warehouse), shown(), on_early_server():
         result = evaluate_flow(
-            str(State.warehouse.expanduser().resolve()), benchmark, names, depths, force, cfg
+            str(State.warehouse.expanduser().resolve()),
+            benchmark,
+            names,
+            depths,
+            force,
+            cfg,
+            limit=limit,
+            sample=sample,
+            sample_seed=seed,
         )
     render.evaluation(result)
     if json_out is not None:
@@ -180,22 +238,92 @@ def evaluate_results_file(
         write_json(json_out, scored.evaluation)
 
 
+def evaluate_predictions(
+    benchmark: str,
+    path: Path | None,
+    fmt: str | None,
+    key: str | None,
+    name: str | None,
+    systems: str,
+    k: str,
+    json_out: Path | None,
+    cfg: RunConfig,
+    force: bool,
+    allow_missing: bool,
+    replace: bool = False,
+) -> None:
+    """`evaluate --predictions FILE --format F --name NAME`: read and mapped whole before anything
+    runs; a bad file is one line naming file, line and field (exit 1, nothing stored)."""
+    from clonemem.evaluation.names import refuse_reuse
+    from clonemem.evaluation.predictions import FORMATS, read_predictions
+    from clonemem.evaluation.results_file import ResultsFileError, file_ks
+    from clonemem.flows.results_file import evaluate_results_file_flow
+    from clonemem.memory import SYSTEMS
+    from clonemem.progress import shown
+    from clonemem.warehouse import Warehouse
+    from clonemem.warehouse.catalog import require_gate_passed
+
+    if name is not None:
+        name = checked_name(name, "--name")
+    if path is None or not fmt or name is None:
+        usage("--predictions FILE, --format FORMAT and --name NAME go together")
+    if fmt not in FORMATS:
+        usage(f"--format must be one of {', '.join(FORMATS)}, got {fmt!r}")
+    if fmt == "locomo" and not key:
+        usage("--format locomo needs --key, the qa items' prediction field (e.g. gpt-4_prediction)")
+    if systems:
+        usage("--systems and --predictions exclude each other: score a predictions file in a run "
+              "of its own")
+    if name in SYSTEMS.names():
+        usage(f"--name {name!r} is a registered memory system: name the file's system otherwise")
+    depths = ks(k) if k else None
+    warehouse = str(State.warehouse.expanduser().resolve())
+    try:
+        with Warehouse.open_reader(State.warehouse) as wh:
+            bid, bname = require_gate_passed(wh, benchmark, force)
+            resolved = read_predictions(wh, bid, path, fmt, key, allow_missing)
+            file_ks(resolved, depths)
+            refuse_reuse(wh, bid, bname, name, resolved.provenance, "--name", replace)
+        with writing(State.warehouse), shown():
+            scored = evaluate_results_file_flow(
+                warehouse, benchmark, str(path), name, depths, force, cfg, allow_missing,
+                replace=replace, predictions_format=fmt, key=key,
+            )
+    except ResultsFileError as exc:
+        fail(f"{exc}; nothing was stored")
+    missing = (f"; {scored.missing} questions without a prediction left unscored"
+               if scored.missing else "")
+    render.err(
+        f"predictions file {scored.file} ({fmt}, sha256 {scored.sha256}) scored as {name!r}: "
+        f"{scored.lines} predictions{missing}"
+    )
+    render.evaluation(scored.evaluation)
+    if json_out is not None:
+        write_json(json_out, scored.evaluation)
+
+
 def precheck(benchmark: str, names: list[str], force: bool, cfg: RunConfig) -> None:
-    """Fail before the flow starts (the flow checks again, for deployments): unknown systems, remote
+    """Fail before the flow starts (the flow checks again, for deployments): a remote system labelled
+    with a registered system's name (usage, exit 2, before any network contact), unknown systems, remote
     ones that do not answer ``/v1/info`` (exit 5), an ungated benchmark."""
     from clonemem.memory import SYSTEMS
     from clonemem.memory.errors import MemorySystemFailed
-    from clonemem.memory.remote import options_of, resolve_systems
+    from clonemem.memory.remote import LabelTaken, options_of, refuse_registered_labels, resolve_systems
     from clonemem.warehouse import Warehouse
     from clonemem.warehouse.catalog import require_gate_passed
 
     try:
+        refuse_registered_labels(names, cfg.evaluation.remote)
         resolved = resolve_systems(names, cfg.evaluation.remote, options_of(cfg.evaluation))
+    except LabelTaken as exc:
+        fail(str(exc), ExitCode.USAGE)
     except MemorySystemFailed as exc:
         fail(f"{exc}; nothing was stored", ExitCode.SYSTEMS_FAILED)
     for system, remote in resolved:
         if remote is None:
             SYSTEMS.get(system)
+        else:
+            remote.pool.close()  # asked /v1/info only: the flow resolves it again
     with Warehouse.open_reader(State.warehouse) as wh:
         require_gate_passed(wh, benchmark, force)
 

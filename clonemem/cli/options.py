@@ -13,6 +13,7 @@ from clonemem.cli.render import err
 
 if TYPE_CHECKING:
     from clonemem.schemas.config import RunConfig
+    from clonemem.schemas.imports import ImportMode
 
 
 def csv(value: str, what: str) -> list[str]:
@@ -85,7 +86,7 @@ def with_aggregation(
     return cfg.model_copy(update={"evaluation": cfg.evaluation.model_copy(update=update)})
 
 
-def import_mode(replace: bool, append: bool) -> str:
+def import_mode(replace: bool, append: bool) -> ImportMode:
     if replace and append:
         usage("--replace and --append exclude each other")
     return "replace" if replace else "append" if append else "create"

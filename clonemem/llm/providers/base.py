@@ -10,7 +10,7 @@ import os
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from clonemem.llm.safety import DISABLE_ENV, is_loopback_url, live_disabled, redact
 from clonemem.llm.types import (
@@ -22,7 +22,9 @@ from clonemem.llm.types import (
     ProviderRejected,
     TransientError,
 )
-from clonemem.schemas.config import LiveProviderSettings, RunConfig
+
+if TYPE_CHECKING:  # annotations only: the config's schema reads the provider registry, which reads this
+    from clonemem.schemas.config import LiveProviderSettings, RunConfig
 
 TRANSIENT_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 529})
 
