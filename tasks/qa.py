@@ -1,4 +1,4 @@
-"""Stage IV: one cached, retried step per candidate item (segment × question type), without a Prefect
+"""Stage IV: one cached step per candidate item (segment × question type; its calls retried by the wrapper), without a Prefect
 task run each (see :mod:`clonemem.tasks.caching`); a persona's items run and landed for the flow; and the
 reading and landing tasks around them."""
 

@@ -172,8 +172,9 @@ def test_an_empty_or_blank_name_is_refused(tmp_path: Path, command: list[str], n
     wh = tmp_path / "wh.duckdb"
     got = cli("--warehouse", wh, *command, path, "--name", name)
     assert got.exit_code == 2
-    [line] = error_lines(got.output)  # one line naming the flag and what is wrong
-    assert line.startswith("error: --name: the name is ") and ("empty" if not name else "blank") in line
+    [line] = error_lines(got.output)
+    assert line == ("error: --name: the name is empty" if not name else
+                    f"error: --name: the name is blank ({name!r}: only whitespace)"), line
     assert not wh.exists()
 
 
