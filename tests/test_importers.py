@@ -116,7 +116,8 @@ def test_a_toy_format_registered_in_a_test_is_parsed_and_imported_through_the_cl
         assert json.loads(r.scalar("SELECT config_json::VARCHAR FROM benchmarks"))["formats"] == ["toy"]
     got = cli("--warehouse", wh, "import", "toy", folder, "--name", "again")
     assert got.exit_code == 1
-    assert error_lines(got.output) == ["error: unknown importer 'toy' (known: locomo, release)"]
+    assert error_lines(got.output) == [
+        "error: unknown importer 'toy' (known: locomo, longmemeval, personamem, release)"]
 
 
 def test_registry_add_and_remove_are_public() -> None:
@@ -158,7 +159,7 @@ def test_an_unknown_format_is_one_line_naming_the_known_ones(tmp_path: Path) -> 
     got = cli("--warehouse", tmp_path / "wh.duckdb", "import", "relase", PUBLISHED, "--name", "X")
     assert got.exit_code == 1
     assert error_lines(got.output) == ["error: unknown importer 'relase'; did you mean 'release'? "
-                                       "(known: locomo, release)"]
+                                       "(known: locomo, longmemeval, personamem, release)"]
     assert not (tmp_path / "wh.duckdb").exists()
 
 
