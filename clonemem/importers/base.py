@@ -569,7 +569,9 @@ def _summary(wh: Warehouse, bid: str, name: str, tally: _Tally, mode: str) -> Im
     )
 
 
-STREAM_BATCH = 25  # personas landed per insert of a streamed import (LongMemEval: ~600 traces each)
+# a streamed import lands a batch once it holds this many traces (or personas): what bounds its memory
+STREAM_BATCH_TRACES = 20_000
+STREAM_BATCH_PERSONAS = 50
 
 
 def load_stream(wh: Warehouse, importer: StreamingImporter, files: Sequence[Path], name: str,
@@ -582,11 +584,13 @@ def load_stream(wh: Warehouse, importer: StreamingImporter, files: Sequence[Path
     tally, texts, seen = _Tally(), set[str](), dict[tuple[str, str | None], str]()
     problems: list[Problem] = []
     batch: list[PersonaLanding] = []
+    held = [0]  # traces in the batch
 
     def flush(drop: Sequence[str] = ()) -> None:
         if not problems:
             land(wh, Landing(target.bid, "persona", batch, fresh=True, drop_personas=drop))
         batch.clear()
+        held[0] = 0
 
     with wh.transaction():
         flush(target.drop)  # a replaced benchmark's personas go first
@@ -602,7 +606,8 @@ def load_stream(wh: Warehouse, importer: StreamingImporter, files: Sequence[Path
                     continue
                 batch.append(PersonaLanding(persona_rows(p, name, target.first_seq + tally.personas, texts)))
                 tally.add(p)
-                if len(batch) >= STREAM_BATCH:
+                held[0] += len(p.release.context)
+                if held[0] >= STREAM_BATCH_TRACES or len(batch) >= STREAM_BATCH_PERSONAS:
                     flush()
         if problems:
             raise ImportFailed(problems)
