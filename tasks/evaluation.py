@@ -29,7 +29,6 @@ from clonemem.evaluation.land import (
     system_stats,
 )
 from clonemem.evaluation.replay import fed_by_replay, replay_refused, retrieval_mode
-from clonemem.evaluation.sample import quick_run
 from clonemem.evaluation.run import (
     Outcome,
     PersonaData,
@@ -38,6 +37,7 @@ from clonemem.evaluation.run import (
     build_and_retrieve,
     load_benchmark,
 )
+from clonemem.evaluation.sample import quick_run
 from clonemem.llm.types import CallRecord, Paid
 from clonemem.memory import SYSTEMS, remote
 from clonemem.schemas.config import FULL_CONTEXT_TOKENS, ConfigError, RunConfig

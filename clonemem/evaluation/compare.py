@@ -148,7 +148,7 @@ def failures(rows: pl.DataFrame, k: int, release_ids: Mapping[str, str], cut: in
 def read_comparison(query: W.Query, benchmark_id: str, benchmark: str, systems: Sequence[str], metric: str,
                     k: int | None, samples: int = 1000, seed: int = 0, top: int = 10) -> Comparison:
     """``compare`` over each system's latest evaluation on the benchmark (its leaderboard row)."""
-    from clonemem.evaluation.leaderboard import read_board, rows_of, not_comparable
+    from clonemem.evaluation.leaderboard import not_comparable, read_board, rows_of
 
     k, rows = rows_of(read_board(query, benchmark_id, benchmark, metric), systems, k)
     scores = W.question_scores(query, [(r.eval_run_id, s) for s, r in rows.items()], k)

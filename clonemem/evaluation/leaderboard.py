@@ -388,10 +388,11 @@ def identity(row: Row) -> str:
     file's name and hash, or the code hash; and the project's commit."""
     p = row.provenance
     extra = p.get("extra") or {}
-    if "url" in extra:
-        who = " ".join(str(extra[f]) for f in ("name", "version") if extra.get(f)) or "remote"
+    remote = {f: extra.get(f) or extra.get(f"remote_{f}") for f in ("url", "name", "version")}
+    if remote["url"]:
+        who = " ".join(str(remote[f]) for f in ("name", "version") if remote[f]) or "remote"
         proto = f" protocol {extra['protocol']}" if extra.get("protocol") else ""
-        own = f"{who}{proto} at {extra['url']}"
+        own = f"{who}{proto} at {remote['url']}"
     elif "sha256" in extra:
         own = f"file {extra.get('file', '?')} sha256 {str(extra['sha256'])[:12]}"
     elif p.get("code_hash"):

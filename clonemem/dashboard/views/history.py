@@ -36,6 +36,7 @@ def render(session: Session) -> None:
     ks = sorted(history["k"].unique().to_list())
     k = st.selectbox("k", ks, key="hist_k")
     # per system against its own previous evaluation, whatever was evaluated in between
+    assert db is not None and bench is not None  # a page renders only with both (context.run_page)
     changes = L.system_changes(L.evaluated(Q.system_evaluations(db, bench["benchmark_id"]))) \
         .join(labels.select("eval_run_id", "evaluation"), on="eval_run_id", how="left")
     markers = changes.group_by("evaluation", "eval_run_id", maintain_order=True).agg(

@@ -67,6 +67,7 @@ def _board(session: Session) -> None:
     """The benchmark's leaderboard across evaluations (``clonemem leaderboard``): the latest evaluation of
     every system, comparable rows ranked together, the others apart with the reason."""
     db, bench = session.db, session.benchmark
+    assert db is not None and bench is not None  # a page renders only with both (context.run_page)
     rows = L.evaluated(Q.system_evaluations(db, bench["benchmark_id"]))
     pairs = [(e.eval_run_id, s) for s, e in L.latest(rows).items()]
     metrics = Q.system_metrics(db, pairs)
@@ -116,6 +117,7 @@ def _board_table(group: L.Group, metric: str) -> pl.DataFrame:
 
 def _by_type(session: Session, group: L.Group, metric: str) -> None:
     """The main table's systems on ``metric`` per question type, each from its own evaluation."""
+    assert session.db is not None
     per_type = Q.system_metrics(session.db, [(r.eval_run_id, r.system) for r in group.rows], "question_type")
     per_type = per_type.filter((pl.col("metric") == metric) & (pl.col("k") == group.k)) if per_type.height else per_type
     if per_type.height == 0:
@@ -253,8 +255,10 @@ def _compare(session: Session, runs: pl.DataFrame, eval_run_id: str, metric: str
                                                   session.columns("eval_runs")), eval_run_id, others)
     other = st.selectbox("Compare with", others, index=others.index(default), format_func=labels.__getitem__,
                          key="lb_other")
-    shared = sorted(set(Q.eval_systems(session.db, eval_run_id)["system"].to_list())
-                    & set(Q.eval_systems(session.db, other)["system"].to_list()))
+    db = session.db
+    assert db is not None
+    shared = sorted(set(Q.eval_systems(db, eval_run_id)["system"].to_list())
+                    & set(Q.eval_systems(db, other)["system"].to_list()))
     if not shared:
         st.info("These two evaluations share no system: there is nothing to set side by side. The leaderboard "
                 "above ranks each system's latest evaluation, with the others where they are comparable.")
