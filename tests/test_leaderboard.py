@@ -210,3 +210,24 @@ def test_leaderboard_and_history_in_chromium(evaluated: dict, tmp_path: Path) ->
             stop(pid, timeout=2)
     # a warm page renders in a few seconds on a quiet machine; the bound leaves room for a loaded one
     assert all(s < 60 for s in seconds.values()), seconds
+
+
+@pytest.mark.prefect
+def test_the_leaderboard_page_shows_the_board_and_compares_only_shared_systems(evaluated: dict,
+                                                                                monkeypatch) -> None:
+    """The page's board is the command's; "Compare with" over two evaluations that share no system says
+    so (on 810f4d0: a table of NaN on one side, captioned "Same provenance")."""
+    wh = evaluated["wh"]
+    monkeypatch.setenv("CLONEMEM_WAREHOUSE", str(wh))
+    at = app("Leaderboard", benchmark=benchmark_id(wh, "release")).run(timeout=120)
+    assert_clean(at, "Leaderboard")
+    at.selectbox(key="board_k").set_value(3).run(timeout=120)
+    board = frame(at, "rank", "system", "mode", "questions", "eval_run_id", "provenance")
+    main = board.filter(pl.col("questions") == "all questions")
+    assert set(main["system"]) == {"bm25", "random", "mine", "from_file"} and set(main["mode"]) == {"replay"}
+    assert "Apart** (not comparable with the main table: questions sample 3/6 seed 1" in texts(at)
+    at.selectbox(key="lb_eval").set_value(evaluated["mine"]).run(timeout=120)
+    at.selectbox(key="lb_other").set_value(evaluated["builtins"]).run(timeout=120)
+    assert_clean(at, "Leaderboard")
+    page = texts(at)
+    assert "share no system" in page and "Same provenance" not in page

@@ -92,7 +92,8 @@ def _board(session: Session) -> None:
             first = group.rows[0]
             st.markdown(f"**Main table**: mode `{first.mode}`, {first.sample}, answerer `{first.answerer}`, "
                         f"judge `{first.judge}`, {first.aggregation}")
-            chart = table.select("system", pl.lit(k).alias("k"), "n", "value", "ci_low", "ci_high").drop_nulls("value")
+            chart = table.select("system", pl.lit(k).alias("k"), "n", pl.col(metric).alias("value"), "ci_low",
+                                 "ci_high").drop_nulls("value")
             if chart.height:
                 st.altair_chart(charts.leaderboard(chart, metric))
             st.dataframe(table, hide_index=True)
