@@ -18,12 +18,17 @@ from clonemem.schemas.config import RunConfig, resolve_config
 from clonemem.schemas.results import EvaluationResult
 from clonemem.tasks.evaluation import (
     answer_task,
+    cacheable,
     evaluated_systems,
     evaluation_run,
     land_task,
     load_task,
+    protocol_answer_task,
+    protocol_data_task,
     questions_asked,
+    remote_resume,
     replayed,
+    retrieval_depth,
     retrieval_task,
 )
 from clonemem.tasks.reporting import heartbeat, log, publish_leaderboard
@@ -50,6 +55,7 @@ def _evaluate(warehouse_path: str, benchmark: str, systems: list[str], ks: list[
     started = time.perf_counter()
     bid, name, every = load_task(warehouse_path, benchmark, force)
     personas, content_hash, sampled = questions_asked(every, *quick)
+    protocols = protocol_data_task(warehouse_path, bid, cfg.evaluation.protocols)
     run = evaluation_run(bid, name, systems, ks, force, cfg, content_hash=content_hash, sample=sampled)
     # Values, not futures, go in: ``opaque`` spares Prefect walking every trace and question of them
     # for dependencies (it was a third of a bm25 run's time); the cache key still hashes the values.
@@ -57,17 +63,37 @@ def _evaluate(warehouse_path: str, benchmark: str, systems: list[str], ks: list[
     with runtime.use(runtime.Runtime(cfg, run_id=run.eval_run_id, warehouse=warehouse_path)), heartbeat("evaluation"), \
             tasks_in_flight(cfg.evaluation.workers):
         budget = cfg.evaluation.full_context_tokens
-        retrieving = {(s, p.persona_id): retrieval_task(s).submit(s, opaque(p), max(ks), budget, replayed(s, cfg))
+        # a remote system's replies are kept until this evaluation finishes: a resumed run does not ask again
+        resume = remote_resume(bid) if any(not cacheable(s) for s in systems) else None
+        # a ranking-scoring protocol reads deeper than k
+        depth = retrieval_depth(ks, protocols, cfg)
+        retrieving = {(s, p.persona_id): retrieval_task(s).submit(s, opaque(p), depth, budget, replayed(s, cfg),
+                                                                  tuple(ks), None if cacheable(s) else resume)
                       for s in systems for p in personas}
         retrievals = _collect(retrieving, "evaluation: build and retrieve (system × persona)")
         answering = {(s, k, p.persona_id): answer_task.submit(s, k, opaque(p),
                                                                    opaque(retrievals[(s, p.persona_id)].value))
                      for s in systems for k in ks for p in personas}
         answers = _collect(answering, "evaluation: answer and judge (system × k × persona)")
+        # the standard protocols' own answers and judges (none for a benchmark without protocols)
+        submit = protocol_answer_task.submit
+        protocol_answering = {
+            (s, k, p.persona_id): submit(  # type: ignore[call-overload]  # opaque() arguments
+            s, k, opaque(p), opaque(retrievals[(s, p.persona_id)].value),
+            opaque(protocols.for_persona(p.persona_id)))
+            for s in systems for k in ks for p in personas} if protocols.answers else {}
+        protocol_answers = _collect(protocol_answering,
+                                    "evaluation: protocol answers (system × k × persona)")
     # the calls land with the results they paid for
-    calls = [c for paid in (*retrievals.values(), *answers.values()) for c in paid.calls]
-    result = land_task(warehouse_path, run, opaque(personas), opaque({k: v.value for k, v in retrievals.items()}),
-                       opaque({k: v.value for k, v in answers.items()}), opaque(calls))
+    paid_for = (*retrievals.values(), *answers.values(), *protocol_answers.values())
+    calls = [c for paid in paid_for for c in paid.calls]
+    result = land_task(  # type: ignore[call-overload]  # opaque() arguments
+                       warehouse_path, run, opaque(personas),
+                       opaque({k: v.value for k, v in retrievals.items()}),
+                       opaque({k: v.value for k, v in answers.items()}), opaque(calls),
+                       opaque(protocols), opaque({k: v.value for k, v in protocol_answers.items()}))
+    if resume is not None:
+        remote_resume(bid, renew=True)  # finished: the next evaluation asks the servers again
     return result.model_copy(update={"seconds": round(time.perf_counter() - started, 2)})
 
 

@@ -169,5 +169,6 @@ def provenance_markdown(prov: Provenance) -> str:
     for s in prov.systems:
         stages = ", ".join(f"{k}: `{v}`" for k, v in s.llm_stages.items()) or "–"
         extra = ", ".join(f"{k}: {v}" for k, v in s.extra.items()) or "–"
-        lines.append(f"| {s.system} | `{s.code_hash}` | {stages} | {extra} |")
+        code = f"`{s.code_hash}`" if s.code_hash else "– (remote)"
+        lines.append(f"| {s.system} | {code} | {stages} | {extra} |")
     return "\n".join(lines)

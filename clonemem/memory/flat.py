@@ -22,6 +22,7 @@ over that prefix at each question instead of over the whole history (``tests/tes
 from __future__ import annotations
 
 import datetime as dt
+import logging
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -30,9 +31,11 @@ import numpy as np
 
 from clonemem.memory import memsys_stages as memory_stages
 from clonemem.memory.base import BuildContext, MemorySystem, MemoryTrace, QuestionView, Retrieved
+from clonemem.schemas.config import DIALOGUE_MEDIA
 from clonemem.text import retrieval_tokens
 
-DIALOGUE_MEDIA = frozenset({"conversation_turn"})  # traces that are one turn of a dialogue
+logging.getLogger("bm25s").setLevel(logging.WARNING)
+
 SESSION_GAP = dt.timedelta(hours=1)  # turns further apart than this belong to different sessions
 
 
@@ -64,7 +67,7 @@ def turn_context(traces: Sequence[MemoryTrace]) -> list[str]:
         prev = traces[i - 1] if i else None
         same_session = (prev is not None and t.medium in DIALOGUE_MEDIA and prev.medium == t.medium
                         and dt.timedelta(0) <= t.event_date - prev.event_date <= SESSION_GAP)
-        out.append(prev.content if same_session else "")
+        out.append(prev.content if prev is not None and same_session else "")
     return out
 
 
@@ -107,7 +110,7 @@ class _Flat(MemorySystem):
     def scores(self, query: str, upto: int) -> np.ndarray:
         """Every unit's score for ``query`` as seen by a question whose visible units are the first
         ``upto`` (corpus statistics from those alone; later units' scores are not used)."""
-        ...
+        raise NotImplementedError(f"{type(self).__name__} scores its units itself")
 
     def seen(self, question: QuestionView) -> int:
         """How many units (a prefix: they are in time order) are dated at or before the question."""
@@ -230,7 +233,8 @@ class Hybrid(_Flat):
 
         mask = self.visible(question)
         upto = self.seen(question)
-        fused = sum(standardised(part.scores(question.question, upto), mask) for part in self._parts)
+        fused = sum((standardised(part.scores(question.question, upto), mask) for part in self._parts),
+                    np.zeros(len(self.units)))
         return [Retrieved(self.units[i].text, (self.units[i].trace_id,), float(fused[i]), self.units[i].kind)
                 for i in top_k(fused, mask, k)]
 
