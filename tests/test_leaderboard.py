@@ -61,6 +61,7 @@ def evaluated(tmp_path_factory) -> dict:
         "--force", "--json", str(folder / "f.json"))
     out["file"] = json.loads((folder / "f.json").read_text())["eval_run_id"]
     cli(wh, "evaluate", "release", "--systems", "oracle", *K, "--force", "--sample", "3", "--seed", "1")
+    cli(wh, "evaluate", "locomo", "--systems", "bm25,random", "--k", "3", "--force")  # its importer's protocols
     return out
 
 
@@ -130,6 +131,24 @@ def test_compare_gives_paired_differences_per_type_and_failures_what_was_retriev
 
 
 @pytest.mark.prefect
+def test_protocol_columns_carry_the_standard_protocols_groups(evaluated: dict) -> None:
+    wh = evaluated["wh"]
+    board = json.loads(cli(wh, "leaderboard", "locomo", "--protocol", "locomo", "--json"))
+    assert board["protocol"] == "locomo"
+    rows = {r["system"]: r for g in board["groups"] for r in g["rows"]}
+    groups = {p["group"]: p for p in rows["bm25"]["protocol"]}
+    assert {"overall", "overall_with_adversarial", "single-hop"} <= set(groups)
+    assert all(p["protocol"] == "locomo" and p["k"] == 3 and "f1" in p for p in groups.values())
+    stored = sql(wh, "SELECT value FROM eval_protocol_metrics WHERE eval_run_id = ? AND system = 'bm25' "
+                     "AND protocol = 'locomo' AND group_name = 'overall' AND metric = 'f1'",
+                 [rows["bm25"]["eval_run_id"]])
+    assert groups["overall"]["f1"] == stored["value"][0]
+    assert "locomo overall (n " in cli(wh, "leaderboard", "locomo", "--protocol", "locomo")
+    got = CliRunner().invoke(cli_app, ["--warehouse", str(wh), "leaderboard", "release", "--protocol", "locomo"])
+    assert got.exit_code == 1 and "computed the protocol 'locomo'" in got.output
+
+
+@pytest.mark.prefect
 def test_compare_and_leaderboard_refuse_what_they_cannot_show(evaluated: dict) -> None:
     wh = evaluated["wh"]
     runner = CliRunner()
@@ -168,7 +187,7 @@ def test_leaderboard_and_history_in_chromium(evaluated: dict, tmp_path: Path) ->
     import sys
     import time
 
-    from dashboard_kit import descendants, free_port, stop, wait_healthy
+    from tests.dashboard_kit import descendants, free_port, stop, wait_healthy
 
     if not CHROMIUM.exists():
         pytest.skip("Debian's chromium is not installed (apt-get install -y chromium)")

@@ -17,7 +17,7 @@ from clonemem.dashboard.context import Session, pick_run, run_page
 from clonemem.dashboard.producers import EvalModels, models_of
 from clonemem.evaluation import leaderboard as L
 from clonemem.evaluation.metrics import aggregate
-from clonemem.schemas.results import DIAGNOSIS, METRICS
+from clonemem.schemas.results import DIAGNOSIS, METRICS, PROTOCOL_METRICS, ProtocolRow
 
 TITLE = "Leaderboard"
 PREFERRED_METRICS = ("recall_flat", "choice_accuracy", "recall_any_any", "qa_consistency")
@@ -98,6 +98,7 @@ def _board(session: Session) -> None:
                 st.altair_chart(charts.leaderboard(chart, metric))
             st.dataframe(table, hide_index=True)
             _by_type(session, group, metric)
+            _protocols(session, group)
         else:
             st.markdown(f"**Apart** (not comparable with the main table: {group.reason})")
             st.dataframe(table, hide_index=True)
@@ -125,6 +126,27 @@ def _by_type(session: Session, group: L.Group, metric: str) -> None:
         return
     st.markdown(f"**{metric} by question type** (the main table's rows; 95% intervals in the tooltip)")
     st.altair_chart(charts.by_group(per_type.drop_nulls("value"), metric, "question_type"), width="stretch")
+
+
+def _protocols(session: Session, group: L.Group) -> None:
+    """Where the main table's evaluations computed standard protocols (LoCoMo, Mem0, LongMemEval,
+    PersonaMem): one protocol's figures per system and category or type, with intervals."""
+    assert session.db is not None
+    records = Q.protocol_metrics(session.db, [(r.eval_run_id, r.system) for r in group.rows])
+    if records.height == 0:
+        return
+    records = records.filter((pl.col("granularity") != "qa") | (pl.col("k") == group.k))
+    protocols = sorted(records["protocol"].unique().to_list())
+    protocol = st.selectbox("Standard protocol", protocols, key="board_protocol")
+    rows = [r.model_dump(mode="json") for r in
+            ProtocolRow.merged(records.filter(pl.col("protocol") == protocol).iter_rows(named=True))]
+    metrics = [m for m in PROTOCOL_METRICS if any(m in r for r in rows)]
+    st.markdown(f"**{protocol}** (its own rules and groups, `clonemem leaderboard --protocol {protocol}`)")
+    st.dataframe(pl.DataFrame([{"system": r["system"], "group": r["group"], "granularity": r.get("granularity"),
+                                "n": r["n"], **{c: v for m in metrics for c, v in (
+                                    (m, r.get(m)), (f"{m}_low", (r.get(f"{m}_ci") or [None, None])[0]),
+                                    (f"{m}_high", (r.get(f"{m}_ci") or [None, None])[1]))}} for r in rows]),
+                 hide_index=True)
 
 
 def _every_metric(overall: pl.DataFrame, metric: str, k: int, models: EvalModels) -> None:
