@@ -40,11 +40,12 @@ from clonemem.importers.base import (
     decode_text,
     detect_language,
 )
+from clonemem.schemas.config import CONVERSATION_TURN
 from clonemem.schemas.qa import Choice
 from clonemem.schemas.release import ReleaseChoice, ReleaseFile, ReleaseQuestion, ReleaseTrace
 
 SOURCE_FORMAT = "personamem"
-MEDIUM = "conversation_turn"
+MEDIUM = CONVERSATION_TURN
 START = dt.datetime(2024, 1, 1)
 MESSAGE_SPACING = dt.timedelta(minutes=1)
 BEFORE_NEXT = dt.timedelta(seconds=1)  # a question is asked this long before the first message it must not see
