@@ -98,9 +98,12 @@ def test_history_page_draws_each_systems_series_with_intervals_and_a_change_mark
     assert series.select(want.columns).to_dicts() == want.to_dicts()
     markers = next(df for df in first_chart.values() if "changes" in df.columns)
     assert markers["eval_run_id"].to_list() == [evaluated["personas"]["json"]["eval_run_id"]]
-    assert markers["changes"].to_list() == ["aggregation: questions → personas"]
-    changed = frame(at, "eval_run_id", "changes")
-    assert changed["changes"].to_list() == ["aggregation: questions → personas"]
+    change = "aggregation: mean over questions → mean of persona means"
+    assert markers["changes"].to_list() == [f"bm25: {change}; random: {change}"]
+    changed = frame(at, "eval_run_id", "system", "changes")
+    assert changed.select("system", "changes").rows() == [("bm25", change), ("random", change)]
+    # the axis is the evaluations in order, labelled by number and time (two runs seconds apart apart)
+    assert series["evaluation"].str.starts_with("1 · ").sum() == 2 and series["evaluation"].n_unique() == 2
 
 
 @pytest.mark.prefect

@@ -130,3 +130,19 @@ def test_labels_name_exactly_the_offline_roles() -> None:
     rows = L.evaluated(frame(ev("a", 0, "bm25", answerer="openai/gpt-4o-mini", judge="offline/heuristic-judge")))
     (row,) = L.board("demo", rows, metrics(("a", "bm25", 5, 0.3))).groups[0].rows
     assert row.offline == "offline judge"
+
+
+def test_the_evaluation_summary_names_exactly_the_offline_roles() -> None:
+    """`evaluate`'s printed table said "offline answerer/judge" when only the judge was offline."""
+    from clonemem.evaluation.report import leaderboard, models_label
+    from clonemem.schemas.results import EvaluationResult
+
+    def result(answerer: str, judge: str) -> EvaluationResult:
+        return EvaluationResult(benchmark="demo", benchmark_id="b", eval_run_id="e", offline=True, results=[],
+                                by_question_type=[], provenance=Provenance(answerer=answerer, judge=judge))
+
+    live_answerer = result("openai/gpt-4o-mini", "offline/judge")
+    assert models_label(live_answerer) == "offline judge"
+    assert leaderboard(live_answerer).startswith("benchmark demo (offline judge);")
+    assert models_label(result("offline/answerer", "openai/gpt-4o-mini")) == "offline answerer"
+    assert models_label(result("offline/answerer", "offline/judge")) == "offline answerer and judge"

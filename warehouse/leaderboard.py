@@ -118,3 +118,19 @@ def release_ids(query: Query, trace_ids: Sequence[str]) -> dict[str, str]:
     got = query("SELECT trace_id, external_id FROM traces WHERE list_contains($t, trace_id)",
                 {"t": list(trace_ids)})
     return dict(zip(got["trace_id"].to_list(), got["external_id"].to_list())) if got.height else {}
+
+
+def protocol_metrics(query: Query, pairs: Sequence[tuple[str, str]], protocol: str | None) -> pl.DataFrame:
+    """The standard protocol's per-group figures (``eval_protocol_metrics``, migration 0024) of the given
+    (evaluation, system) pairs (every protocol's when None), in ``ProtocolRow.merged``'s record form;
+    empty where the warehouse has no such table or the evaluations no such rows."""
+    if not table_columns(query, "eval_protocol_metrics"):
+        return pl.DataFrame()
+    wanted = [f"{e}\x1f{s}" for e, s in pairs]
+    return query("""
+        SELECT eval_run_id, protocol, protocol_version, system, k, granularity, group_name, category, metric, n,
+               value, ci_low, ci_high
+        FROM eval_protocol_metrics
+        WHERE ($p IS NULL OR protocol = $p) AND list_contains($wanted, eval_run_id || chr(31) || system)
+        ORDER BY eval_run_id, system, k, granularity, category NULLS LAST, group_name, metric""",
+                 {"p": protocol, "wanted": wanted})

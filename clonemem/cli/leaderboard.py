@@ -42,13 +42,16 @@ def leaderboard(
     from clonemem.warehouse.leaderboard import wh_query
 
     _metric(metric)
-    if protocol is not None:
-        fail(f"--protocol {protocol}: this warehouse's evaluations carry no standard-protocol rows yet")
+    if protocol is not None and not protocol.strip():
+        usage("--protocol must name a protocol (locomo, mem0, longmemeval, personamem)")
     with Warehouse.open_reader(State.warehouse) as wh:
         bid, name = resolve_benchmark(wh, benchmark)
-        board = L.read_board(wh_query(wh), bid, name, metric, k)
+        board = L.read_board(wh_query(wh), bid, name, metric, k, protocol)
     if k is not None and not board.groups:
         fail(f"no system of {name!r} was scored at k = {k}")
+    if protocol is not None and not any(r.protocol for g in board.groups for r in g.rows):
+        fail(f"no latest evaluation of {name!r} computed the protocol {protocol!r} (its importer declares "
+             "the protocols an evaluation computes; see `clonemem evaluate --json`'s \"protocols\")")
     typer.echo(board.model_dump_json(indent=1) if as_json else L.text(board))
 
 

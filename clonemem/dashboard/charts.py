@@ -212,7 +212,8 @@ def history(series: pl.DataFrame, changes: pl.DataFrame, metric: str, order: lis
         base.mark_line(point=True).encode(
             y="value:Q", tooltip=["system:N", "k:Q", alt.Tooltip("value:Q", format=".3f"),
                                   alt.Tooltip("ci_low:Q", format=".3f"), alt.Tooltip("ci_high:Q", format=".3f"), "n:Q",
-                                  alt.Tooltip("started_at:T", format="%Y-%m-%d %H:%M:%S"), "eval_run_id:N"])]
+                                  alt.Tooltip("started_at:T", format="%Y-%m-%d %H:%M:%S"), "eval_run_id:N",
+                                  *[f"{c}:N" for c in ("mode", "questions") if c in series.columns]])]
     if changes.height:
         layers.append(alt.Chart(changes).mark_rule(strokeDash=[5, 3], color="#c0392b").encode(
             x=alt.X("evaluation:O", sort=order), tooltip=["evaluation:N", "changes:N"]))

@@ -656,6 +656,12 @@ def system_metrics(db: Db, pairs: list[tuple[str, str]], group_by: str = "all") 
     return W.system_metrics(db.frame, pairs, group_by)
 
 
+def protocol_metrics(db: Db, pairs: list[tuple[str, str]]) -> pl.DataFrame:
+    """Every standard protocol's per-group figures of (evaluation, system) pairs
+    (``warehouse.leaderboard.protocol_metrics``; empty before migration 0024)."""
+    return W.protocol_metrics(db.frame, pairs, None)
+
+
 def eval_identities(db: Db, benchmark_id: str, table_columns: list[str]) -> pl.DataFrame:
     """Per evaluation of a benchmark, newest first: its provenance (JSON text, NULL where not recorded) and a
     digest of every figure it stored, so evaluations with the same numbers from the same code can be told

@@ -88,6 +88,9 @@ class Row(_M):
     metrics: dict[str, Figure] = Field(default_factory=dict)
     provenance: dict[str, Any] = Field(default_factory=dict)  # the system's and the run's identity
     changes: list[str] = Field(default_factory=list)  # since the system's previous evaluation
+    # with ``--protocol``: that standard protocol's groups of this (evaluation, system) at this k (answer
+    # scores) or at its own cut-offs (LongMemEval's retrieval rows): ``ProtocolRow`` JSON
+    protocol: list[dict[str, Any]] = Field(default_factory=list)
 
     @property
     def key(self) -> Key:
@@ -109,6 +112,7 @@ class Board(_M):
     format_version: str = FORMAT_VERSION
     benchmark: str
     metric: str  # the headline the ranks follow
+    protocol: str | None = None  # the standard protocol whose groups each row carries
     groups: list[Group]
 
 
@@ -337,12 +341,32 @@ class NotEvaluated(ValueError):
 
 
 def read_board(query: W.Query, benchmark_id: str, benchmark: str, metric: str = HEADLINE,
-               k: int | None = None) -> Board:
-    """The benchmark's leaderboard as the warehouse has it now."""
+               k: int | None = None, protocol: str | None = None) -> Board:
+    """The benchmark's leaderboard as the warehouse has it now; with ``protocol``, each row carries that
+    standard protocol's groups (:func:`with_protocol`)."""
     rows = evaluated(W.system_evaluations(query, benchmark_id))
     pairs = [(e.eval_run_id, s) for s, e in latest(rows).items()]
-    return board(benchmark, rows, W.system_metrics(query, pairs) if pairs else _NO_METRICS, metric, k,
-                 system_changes(rows))
+    got = board(benchmark, rows, W.system_metrics(query, pairs) if pairs else _NO_METRICS, metric, k,
+                system_changes(rows))
+    if protocol is None:
+        return got
+    return with_protocol(got, protocol, W.protocol_metrics(query, pairs, protocol) if pairs else pl.DataFrame())
+
+
+def with_protocol(b: Board, protocol: str, records: pl.DataFrame) -> Board:
+    """Each row with the protocol's groups of its evaluation and system: answer-score groups at the row's
+    k, retrieval groups (which have their own cut-offs) on every row."""
+    from clonemem.schemas.results import ProtocolRow
+
+    merged = ProtocolRow.merged(records.iter_rows(named=True)) if records.height else []
+    groups = []
+    for g in b.groups:
+        rows = [r.model_copy(update={"protocol": [
+            p.model_dump(mode="json") for p in merged
+            if p.eval_run_id == r.eval_run_id and p.system == r.system
+            and (p.granularity is not None or p.k == r.k)]}) for r in g.rows]
+        groups.append(g.model_copy(update={"rows": rows}))
+    return b.model_copy(update={"protocol": protocol, "groups": groups})
 
 
 _NO_METRICS = pl.DataFrame(schema={"eval_run_id": pl.Utf8, "system": pl.Utf8, "k": pl.Int64,
@@ -388,10 +412,11 @@ def identity(row: Row) -> str:
     file's name and hash, or the code hash; and the project's commit."""
     p = row.provenance
     extra = p.get("extra") or {}
-    if "url" in extra:
-        who = " ".join(str(extra[f]) for f in ("name", "version") if extra.get(f)) or "remote"
+    remote = {f: extra.get(f) or extra.get(f"remote_{f}") for f in ("url", "name", "version")}
+    if remote["url"]:
+        who = " ".join(str(remote[f]) for f in ("name", "version") if remote[f]) or "remote"
         proto = f" protocol {extra['protocol']}" if extra.get("protocol") else ""
-        own = f"{who}{proto} at {extra['url']}"
+        own = f"{who}{proto} at {remote['url']}"
     elif "sha256" in extra:
         own = f"file {extra.get('file', '?')} sha256 {str(extra['sha256'])[:12]}"
     elif p.get("code_hash"):
@@ -434,7 +459,28 @@ def text(b: Board, metrics: Sequence[str] = SHOWN) -> str:
                 lines.append(f"{'':>4}questions: {r.sample}")
             if r.changes:
                 lines.append(f"{'':>4}changed since its previous evaluation: {'; '.join(r.changes)}")
+            if b.protocol is not None:
+                lines += [f"{'':>4}{line}" for line in protocol_lines(b.protocol, r)]
     return "\n".join(lines)
+
+
+def _protocol_figure(p: Mapping[str, Any], metric: str) -> Figure:
+    low, high = p.get(f"{metric}_ci") or (None, None)
+    return Figure(value=p[metric], ci_low=low, ci_high=high, n=int(p.get("n") or 0))
+
+
+def protocol_lines(protocol: str, row: Row) -> list[str]:
+    """A row's protocol groups, one line each: ``locomo single-hop (n 40): f1 0.512 [0.44,0.58]``."""
+    from clonemem.schemas.results import PROTOCOL_METRICS
+
+    if not row.protocol:
+        return [f"{protocol}: no rows (this evaluation did not compute the protocol)"]
+    out = []
+    for p in row.protocol:
+        where = f"{p['group']}" + (f" {p['granularity']}@{p['k']}" if p.get("granularity") else "")
+        figures = ", ".join(f"{m} {_figure(_protocol_figure(p, m))}" for m in PROTOCOL_METRICS if m in p)
+        out.append(f"{protocol} {where} (n {p['n']}): {figures}")
+    return out
 
 
 def markdown(b: Board, metrics: Sequence[str] = SHOWN, link: str | None = None) -> str:

@@ -36,8 +36,15 @@ def render(session: Session) -> None:
     ks = sorted(history["k"].unique().to_list())
     k = st.selectbox("k", ks, key="hist_k")
     # per system against its own previous evaluation, whatever was evaluated in between
-    changes = L.system_changes(L.evaluated(Q.system_evaluations(db, bench["benchmark_id"]))) \
-        .join(labels.select("eval_run_id", "evaluation"), on="eval_run_id", how="left")
+    assert db is not None and bench is not None  # a page renders only with both (context.run_page)
+    evaluated = L.evaluated(Q.system_evaluations(db, bench["benchmark_id"]))
+    changes = L.system_changes(evaluated).join(labels.select("eval_run_id", "evaluation"), on="eval_run_id",
+                                               how="left")
+    # how each point was made: its retrieval mode and the questions asked (a quick run's sample)
+    how = pl.DataFrame([{"eval_run_id": e.eval_run_id, "system": e.system, "mode": e.mode, "questions": e.sample}
+                        for e in evaluated], schema={"eval_run_id": pl.Utf8, "system": pl.Utf8, "mode": pl.Utf8,
+                                                     "questions": pl.Utf8})
+    history = history.join(how, on=["eval_run_id", "system"], how="left")
     markers = changes.group_by("evaluation", "eval_run_id", maintain_order=True).agg(
         pl.format("{}: {}", "system", "changes").str.join("; ").alias("changes"))
     for metric in chosen:
@@ -59,8 +66,8 @@ def render(session: Session) -> None:
                    "questions, packages, config) changed between its evaluations (as far as they were recorded).")
     st.subheader("Figures")
     st.dataframe(history.filter(pl.col("metric").is_in(chosen) & (pl.col("k") == k))
-                 .select("evaluation", "started_at", "eval_run_id", "system", "metric", "n", "value", "ci_low",
-                         "ci_high"), hide_index=True)
+                 .select("evaluation", "started_at", "eval_run_id", "system", "mode", "questions", "metric", "n",
+                         "value", "ci_low", "ci_high"), hide_index=True)
 
 
 if __name__ == "__main__":

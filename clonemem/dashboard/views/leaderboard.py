@@ -17,7 +17,7 @@ from clonemem.dashboard.context import Session, pick_run, run_page
 from clonemem.dashboard.producers import EvalModels, models_of
 from clonemem.evaluation import leaderboard as L
 from clonemem.evaluation.metrics import aggregate
-from clonemem.schemas.results import DIAGNOSIS, METRICS
+from clonemem.schemas.results import DIAGNOSIS, METRICS, PROTOCOL_METRICS, ProtocolRow
 
 TITLE = "Leaderboard"
 PREFERRED_METRICS = ("recall_flat", "choice_accuracy", "recall_any_any", "qa_consistency")
@@ -67,6 +67,7 @@ def _board(session: Session) -> None:
     """The benchmark's leaderboard across evaluations (``clonemem leaderboard``): the latest evaluation of
     every system, comparable rows ranked together, the others apart with the reason."""
     db, bench = session.db, session.benchmark
+    assert db is not None and bench is not None  # a page renders only with both (context.run_page)
     rows = L.evaluated(Q.system_evaluations(db, bench["benchmark_id"]))
     pairs = [(e.eval_run_id, s) for s, e in L.latest(rows).items()]
     metrics = Q.system_metrics(db, pairs)
@@ -91,11 +92,13 @@ def _board(session: Session) -> None:
             first = group.rows[0]
             st.markdown(f"**Main table**: mode `{first.mode}`, {first.sample}, answerer `{first.answerer}`, "
                         f"judge `{first.judge}`, {first.aggregation}")
-            chart = table.select("system", pl.lit(k).alias("k"), "n", "value", "ci_low", "ci_high").drop_nulls("value")
+            chart = table.select("system", pl.lit(k).alias("k"), "n", pl.col(metric).alias("value"), "ci_low",
+                                 "ci_high").drop_nulls("value")
             if chart.height:
                 st.altair_chart(charts.leaderboard(chart, metric))
             st.dataframe(table, hide_index=True)
             _by_type(session, group, metric)
+            _protocols(session, group)
         else:
             st.markdown(f"**Apart** (not comparable with the main table: {group.reason})")
             st.dataframe(table, hide_index=True)
@@ -116,12 +119,34 @@ def _board_table(group: L.Group, metric: str) -> pl.DataFrame:
 
 def _by_type(session: Session, group: L.Group, metric: str) -> None:
     """The main table's systems on ``metric`` per question type, each from its own evaluation."""
+    assert session.db is not None
     per_type = Q.system_metrics(session.db, [(r.eval_run_id, r.system) for r in group.rows], "question_type")
     per_type = per_type.filter((pl.col("metric") == metric) & (pl.col("k") == group.k)) if per_type.height else per_type
     if per_type.height == 0:
         return
     st.markdown(f"**{metric} by question type** (the main table's rows; 95% intervals in the tooltip)")
     st.altair_chart(charts.by_group(per_type.drop_nulls("value"), metric, "question_type"), width="stretch")
+
+
+def _protocols(session: Session, group: L.Group) -> None:
+    """Where the main table's evaluations computed standard protocols (LoCoMo, Mem0, LongMemEval,
+    PersonaMem): one protocol's figures per system and category or type, with intervals."""
+    assert session.db is not None
+    records = Q.protocol_metrics(session.db, [(r.eval_run_id, r.system) for r in group.rows])
+    if records.height == 0:
+        return
+    records = records.filter((pl.col("granularity") != "qa") | (pl.col("k") == group.k))
+    protocols = sorted(records["protocol"].unique().to_list())
+    protocol = st.selectbox("Standard protocol", protocols, key="board_protocol")
+    rows = [r.model_dump(mode="json") for r in
+            ProtocolRow.merged(records.filter(pl.col("protocol") == protocol).iter_rows(named=True))]
+    metrics = [m for m in PROTOCOL_METRICS if any(m in r for r in rows)]
+    st.markdown(f"**{protocol}** (its own rules and groups, `clonemem leaderboard --protocol {protocol}`)")
+    st.dataframe(pl.DataFrame([{"system": r["system"], "group": r["group"], "granularity": r.get("granularity"),
+                                "n": r["n"], **{c: v for m in metrics for c, v in (
+                                    (m, r.get(m)), (f"{m}_low", (r.get(f"{m}_ci") or [None, None])[0]),
+                                    (f"{m}_high", (r.get(f"{m}_ci") or [None, None])[1]))}} for r in rows]),
+                 hide_index=True)
 
 
 def _every_metric(overall: pl.DataFrame, metric: str, k: int, models: EvalModels) -> None:
@@ -253,8 +278,10 @@ def _compare(session: Session, runs: pl.DataFrame, eval_run_id: str, metric: str
                                                   session.columns("eval_runs")), eval_run_id, others)
     other = st.selectbox("Compare with", others, index=others.index(default), format_func=labels.__getitem__,
                          key="lb_other")
-    shared = sorted(set(Q.eval_systems(session.db, eval_run_id)["system"].to_list())
-                    & set(Q.eval_systems(session.db, other)["system"].to_list()))
+    db = session.db
+    assert db is not None
+    shared = sorted(set(Q.eval_systems(db, eval_run_id)["system"].to_list())
+                    & set(Q.eval_systems(db, other)["system"].to_list()))
     if not shared:
         st.info("These two evaluations share no system: there is nothing to set side by side. The leaderboard "
                 "above ranks each system's latest evaluation, with the others where they are comparable.")
