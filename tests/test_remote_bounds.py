@@ -268,9 +268,10 @@ def test_the_40_ms_pattern_is_warned_of_once_per_run(caplog: pytest.LogCaptureFi
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(900)
 def test_an_evaluation_against_a_stuck_server_ends_within_the_readme_bound_with_defaults(tmp_path: Path) -> None:
     """Default settings (60 s per attempt, 3 retries): the bound is 241.75 s per call, and with the
-    other personas' calls cut off, for the evaluation (plus the process's start)."""
+    other personas' calls cut off, for the evaluation (after the process's start)."""
     from clonemem.demo import fixture_files
 
     wh = tmp_path / "wh.duckdb"
@@ -289,9 +290,13 @@ def test_an_evaluation_against_a_stuck_server_ends_within_the_readme_bound_with_
         finally:
             if proc.poll() is None:
                 os.kill(proc.pid, signal.SIGKILL)
-        took = time.monotonic() - started
+        ended = time.monotonic()
     assert proc.returncode == 5, err
-    assert 240 <= took <= 241.75 + 45, took  # + the process's start and Prefect's
-    line = err.strip().splitlines()[-1]
-    assert re.search(rf"{url}: POST /v1/reset: failed after 4 attempts in 24\d\.\d s: no complete reply within "
+    # from the first reset sent to the process's end: the call's bound and the process's exit (the
+    # process's start, Prefect's server and the benchmark's loading come before, and vary with the load)
+    took = ended - server.received[server.requests.index("POST /v1/reset")]
+    assert 240 <= took <= 241.75 + 15, (took, ended - started)
+    assert server.requests.count("POST /v1/reset") == 4
+    line = next(ln for ln in err.splitlines() if "POST /v1/reset" in ln)
+    assert re.search(rf"{url}: POST /v1/reset: failed after 4 attempts in 24[01]\.\d s: no complete reply within "
                      r"evaluation.remote_timeout_s = 60 s per attempt", line), line
