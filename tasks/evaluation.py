@@ -22,12 +22,17 @@ from clonemem.evaluation.land import (
     Answers,
     EvaluationRun,
     Retrievals,
+    content_digest,
     evaluation_rows,
     fingerprint,
     land_evaluation,
     system_stats,
 )
-from clonemem.evaluation.replay import replay_refused
+from clonemem.evaluation.protocols import stages as protocol_stages
+from clonemem.evaluation.protocols.answer import ProtocolOutcome, answer_protocols
+from clonemem.evaluation.protocols.load import ProtocolData, load_protocol_data
+from clonemem.evaluation.protocols.score import protocol_landing
+from clonemem.evaluation.replay import fed_by_replay, replay_refused, retrieval_mode
 from clonemem.evaluation.run import (
     Outcome,
     PersonaData,
@@ -36,14 +41,21 @@ from clonemem.evaluation.run import (
     build_and_retrieve,
     load_benchmark,
 )
+from clonemem.evaluation.sample import quick_run
 from clonemem.llm.types import CallRecord, Paid
 from clonemem.memory import SYSTEMS, remote
 from clonemem.schemas.config import FULL_CONTEXT_TOKENS, ConfigError, RunConfig
 from clonemem.schemas.results import EvaluationResult
 from clonemem.stages import STAGES
-from clonemem.tasks.caching import MemorySystemPolicy, StagePolicy, covered_stages, reply_memo, resume_token
+from clonemem.tasks.caching import (
+    MemorySystemPolicy,
+    StagePolicy,
+    covered_stages,
+    reply_memo,
+    resume_token,
+    transient_only,
+)
 from clonemem.tasks.context import flow_run_ids, new_run_id
-from clonemem.tasks.generation import _transient_only
 from clonemem.warehouse import Warehouse
 from clonemem.warehouse.catalog import require_gate_passed
 
@@ -60,7 +72,7 @@ def load_task(warehouse_path: str, benchmark: str, force: bool) -> tuple[str, st
 
 @task(cache_policy=INPUTS + TASK_SOURCE + MemorySystemPolicy(modules=("clonemem.evaluation.run",))
       + StagePolicy(stage_names=(E.SUPPORT.name,), modules=("clonemem.evaluation.diagnosis",)),
-      persist_result=True, retries=1, retry_condition_fn=_transient_only, task_run_name="retrieve {system} {persona.person_key}")
+      persist_result=True, retries=1, retry_condition_fn=transient_only, task_run_name="retrieve {system} {persona.person_key}")
 def retrieve_task(system: str, persona: PersonaData, k_max: int, full_context_tokens: int = FULL_CONTEXT_TOKENS,
                   replay: bool = False, ks: tuple[int, ...] = (), resume: str | None = None) -> Paid[Retrieval]:
     """Build ``system`` from the persona's traces and retrieve for every question (time-aware), or, with
@@ -83,7 +95,7 @@ def retrieve_task(system: str, persona: PersonaData, k_max: int, full_context_to
 
 
 @task(cache_policy=INPUTS + TASK_SOURCE + StagePolicy(stage_names=EVAL_STAGES, modules=("clonemem.evaluation.run",)),
-      persist_result=True, retries=1, retry_condition_fn=_transient_only,
+      persist_result=True, retries=1, retry_condition_fn=transient_only,
       task_run_name="answer {system} k={k} {persona.person_key}")
 def answer_task(system: str, k: int, persona: PersonaData, retrieval: Retrieval) -> Paid[list[Outcome]]:
     """The clone answers every question from the top-k memories; the judge scores the answers (the calls
@@ -95,24 +107,79 @@ def answer_task(system: str, k: int, persona: PersonaData, retrieval: Retrieval)
                         covers=covered_stages())
 
 
+PROTOCOL_STAGES = tuple(s.name for s in protocol_stages.ALL)
+ProtocolAnswers = Mapping[tuple[str, int, str], Sequence[ProtocolOutcome]]  # (system, k, persona id)
+PROTOCOL_MODULES = ("clonemem.evaluation.protocols.answer", "clonemem.evaluation.run")
+
+
+@task(cache_policy=NO_CACHE, task_run_name="protocols of {benchmark_id}")
+def protocol_data_task(warehouse_path: str, benchmark_id: str,
+                       configured: list[str] | None) -> ProtocolData:
+    """The standard protocols this evaluation computes (the importer's, adjusted by the config) and
+    what they read of the benchmark."""
+    with Warehouse.open_reader(warehouse_path) as wh:
+        return load_protocol_data(wh, benchmark_id, configured)
+
+
+@task(cache_policy=INPUTS + TASK_SOURCE + StagePolicy(stage_names=PROTOCOL_STAGES,
+                                                      modules=PROTOCOL_MODULES),
+      persist_result=True, retries=1, retry_condition_fn=transient_only,
+      task_run_name="protocol answers {system} k={k} {persona.person_key}")
+def protocol_answer_task(system: str, k: int, persona: PersonaData, retrieval: Retrieval,
+                         data: ProtocolData, given: dict[str, str] | None = None,
+                         given_only: bool = False) -> Paid[list[ProtocolOutcome]]:
+    """Each protocol's answer (its own answering prompt, over the same top-k memories) and judge
+    label for every question of the persona; a predictions file's answers (``given``) stand for the
+    answerers' (``given_only``: a question without one is left unscored)."""
+    rt = runtime.current()
+    waits = rt.model("answerer").api.waits or rt.model("judge").api.waits
+    workers = rt.config.evaluation.concurrency if waits else 1
+
+    def body(rec: runtime.Recorder) -> list[ProtocolOutcome]:
+        return answer_protocols(system, k, persona, retrieval, data.questions, data.protocols,
+                                data.dates, rec.run, workers=workers, given=given,
+                                given_only=given_only)
+
+    return runtime.paid(body, covers=covered_stages())
+
+
 @task(cache_policy=NO_CACHE, task_run_name="land evaluation {run.benchmark}")
-def land_task(warehouse_path: str, run: EvaluationRun, personas: list[PersonaData], retrievals: Retrievals,
-              answers: Answers, calls: Sequence[CallRecord]) -> EvaluationResult:
+def land_task(warehouse_path: str, run: EvaluationRun, personas: list[PersonaData],
+              retrievals: Retrievals, answers: Answers, calls: Sequence[CallRecord],
+              protocols: ProtocolData | None = None,
+              protocol_answers: ProtocolAnswers | None = None,
+              ranked: bool = True) -> EvaluationResult:
     """Per-question metrics, aggregates with bootstrap intervals (aggregated as the config says),
-    efficiency and provenance; landed in one transaction — unless identical to the benchmark's latest
-    stored evaluation (a re-run served from the cache): then that one stands for it (``reused``)."""
+    efficiency, provenance and the standard protocols' scores; landed in one transaction — unless
+    identical to the benchmark's latest stored evaluation (a re-run served from the cache): then
+    that one stands for it (``reused``). ``ranked`` False: the retrievals rank nothing (a
+    predictions file without rankings), so no protocol scores retrieval."""
     rows = evaluation_rows(run, personas, retrievals, answers)
     stats = system_stats(run.systems, personas, retrievals)
     ev = run.config.evaluation
     aggs = report.aggregates(rows.per_question, ev.bootstrap_samples, run.config.seed, by=ev.aggregate,
                              exclude_no_evidence=ev.exclude_no_evidence)
     prov = provenance.collect(run.systems, run.config, run.provenance)
-    digest = fingerprint(run, personas, rows, stats, aggs, prov)
+    landing = None
+    if protocols is not None and protocols.names:
+        landing = protocol_landing(protocols, run.systems, run.ks, personas, retrievals, answers,
+                                   protocol_answers or {}, ev.bootstrap_samples, run.config.seed,
+                                   ev.ranking_depth, rank=ranked)
+    digest = fingerprint(run, personas, rows, stats, aggs, prov, protocols=landing)
     with Warehouse.open_writer(warehouse_path, bulk=True) as wh:  # the rows reach the file as they land
-        earlier = land_evaluation(wh, run, rows, stats, aggs, calls, provenance=prov, digest=digest)
-    return report.evaluation_result(rows.per_question, aggs, stats, run.systems, run.ks, benchmark=run.benchmark,
-                                    benchmark_id=run.benchmark_id, eval_run_id=earlier or run.eval_run_id,
-                                    offline=run.offline, provenance=prov, reused=earlier is not None)
+        earlier = land_evaluation(wh, run, rows, stats, aggs, calls, provenance=prov, digest=digest,
+                                  protocols=landing)
+    result = report.evaluation_result(
+        rows.per_question, aggs, stats, run.systems, run.ks, benchmark=run.benchmark,
+        benchmark_id=run.benchmark_id, eval_run_id=earlier or run.eval_run_id, offline=run.offline,
+        provenance=prov, reused=earlier is not None)
+    return result if landing is None else result.model_copy(update={"protocols": landing.result()})
+
+
+def retrieval_depth(ks: Sequence[int], protocols: ProtocolData, cfg: RunConfig) -> int:
+    """How deep systems retrieve: the largest k, or the ranking depth a retrieval-scoring protocol
+    reads."""
+    return max(max(ks), cfg.evaluation.ranking_depth) if protocols.ranks else max(ks)
 
 
 
@@ -154,9 +221,33 @@ def retrieval_task(system: str) -> Task:
 
 
 def evaluation_run(benchmark_id: str, benchmark: str, systems: Sequence[str], ks: Sequence[int], force: bool,
-                   cfg: RunConfig, system_provenance: Mapping[str, Mapping[str, str]] | None = None) -> EvaluationRun:
+                   cfg: RunConfig, system_provenance: Mapping[str, Mapping[str, str]] | None = None,
+                   modes: Mapping[str, str] | None = None, content_hash: str | None = None,
+                   sample: Mapping[str, object] | None = None) -> EvaluationRun:
     """What identifies this evaluation, started now: its run id is the flow run's (one of its own outside
-    Prefect); ``system_provenance`` is per system, what its class cannot carry (a results file's name and hash)."""
+    Prefect); ``system_provenance`` is per system, what its class cannot carry (a results file's name and hash);
+    ``modes`` per system how it was fed (default: each registered system's :func:`retrieval_mode`);
+    ``content_hash`` the benchmark's content as evaluated; ``sample`` a quick run's questions."""
     flow_run_id, _ = flow_run_ids()
+    if modes is None:
+        modes = {s: retrieval_mode(SYSTEMS.get(s), cfg.evaluation.replay) for s in systems}
     return EvaluationRun(flow_run_id or new_run_id(), benchmark_id, benchmark, tuple(systems), tuple(ks), force, cfg,
-                         dt.datetime.now(dt.UTC).replace(tzinfo=None), flow_run_id, provenance=dict(system_provenance or {}))
+                         dt.datetime.now(dt.UTC).replace(tzinfo=None), flow_run_id, provenance=dict(system_provenance or {}),
+                         modes=dict(modes), content_hash=content_hash, sample=sample)
+
+
+def replayed(system: str, cfg: RunConfig) -> bool:
+    """Whether ``system`` is fed by chronological replay in this run (``replay.fed_by_replay``)."""
+    return fed_by_replay(SYSTEMS.get(system), cfg.evaluation.replay)
+
+
+def questions_asked(personas: Sequence[PersonaData], limit: int | None, sample: int | None,
+                    seed: int) -> tuple[list[PersonaData], str, dict[str, object] | None]:
+    """The personas with the questions this run asks (all, or a quick run's), the digest of the whole
+    benchmark's content, and the quick run's record (None for all questions)."""
+    digest = content_digest(personas)
+    try:
+        asked, spec = quick_run(personas, limit, sample, seed)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+    return asked, digest, None if spec is None else spec.model_dump()

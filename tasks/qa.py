@@ -14,8 +14,9 @@ from prefect.results import ResultStore
 from clonemem import ids, progress, runtime
 from clonemem.llm.types import CallRecord, Paid
 from clonemem.qa import stages as Q
+from clonemem.qa.item import ItemResult
 from clonemem.qa.land import arc_ids, cue_stats, land_qa, persona_ids, qa_rows
-from clonemem.qa.pipeline import ItemResult, run_item
+from clonemem.qa.pipeline import run_item
 from clonemem.qa.report import QATally, candidates, cap_per_persona
 from clonemem.qa.segments import persona_segments
 from clonemem.runtime import StepPool

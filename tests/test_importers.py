@@ -19,7 +19,7 @@ from clonemem.importers.base import detect_language
 from clonemem.registry import RegistryError
 from clonemem.schemas.release import ReleaseEvidence, ReleaseFile, ReleaseQuestion, ReleaseTrace
 from clonemem.warehouse import Warehouse
-from tests.test_architecture import _imports  # the one import scanner of the architecture tests
+from tests.test_architecture import imports  # the one import scanner of the architecture tests
 
 ROOT = Path(__file__).parent.parent
 PUBLISHED = Path(__file__).parent / "fixtures" / "published"
@@ -196,14 +196,14 @@ def test_the_release_schema_carries_no_locomo_fields() -> None:
                                          *(ROOT / "clonemem" / "exporters").glob("*.py")]),
                          ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_importers_and_exporters_are_domain_modules(path: Path) -> None:
-    upward = {m for m in _imports(path) if m.startswith(("clonemem.flows", "clonemem.tasks", "clonemem.cli",
+    upward = {m for m in imports(path) if m.startswith(("clonemem.flows", "clonemem.tasks", "clonemem.cli",
                                                           "clonemem.demo", "prefect"))}
     assert not upward, f"{path} imports {upward}"
 
 
 def test_the_import_flow_imports_only_tasks_and_schemas() -> None:
     for name in ("imports.py",):
-        project = {m for m in _imports(ROOT / "flows" / name) if m.startswith("clonemem")}
+        project = {m for m in imports(ROOT / "flows" / name) if m.startswith("clonemem")}
         assert all(m.startswith(("clonemem.tasks", "clonemem.schemas", "clonemem.flows")) for m in project), project
 
 

@@ -11,6 +11,7 @@ import polars as pl
 
 from clonemem.qa.cues import CUE_ITEMS_SQL
 from clonemem.schemas.results import Provenance
+from clonemem.warehouse import leaderboard as W
 from clonemem.warehouse.guard import GuardedConnection as Db
 
 # The tables every page relies on; a warehouse without them was not made by clonemem (or is empty).
@@ -433,6 +434,22 @@ def question_scores(db: Db, eval_run_id: str, question_id: str) -> pl.DataFrame:
                     [eval_run_id, question_id])
 
 
+def question_protocol_scores(db: Db, eval_run_id: str, question_id: str) -> pl.DataFrame:
+    """One question's scores under the standard protocols (migration 0024): per protocol, system,
+    k and granularity (``qa``: the answer at k; ``turn``/``session``: retrieval at that cut-off),
+    each metric's value (null: unscored, with the reason), and what the protocol scored (its answer
+    and judge label)."""
+    return db.frame("""
+        SELECT s.protocol, s.protocol_version, s.system, s.k, s.granularity, s.metric, s.value,
+               s.reason, a.answer_text, a.judge_label, a.judge_reason, a.given
+        FROM eval_protocol_scores s
+        LEFT JOIN eval_protocol_answers a ON a.eval_run_id = s.eval_run_id
+             AND a.protocol = s.protocol AND a.system = s.system AND a.k = s.k
+             AND a.question_id = s.question_id AND s.granularity = 'qa'
+        WHERE s.eval_run_id = ? AND s.question_id = ?
+        ORDER BY s.protocol, s.system, s.granularity, s.k, s.metric""", [eval_run_id, question_id])
+
+
 def eval_systems(db: Db, eval_run_id: str) -> pl.DataFrame:
     """The systems of one evaluation."""
     return db.frame("SELECT DISTINCT system FROM eval_system_stats WHERE eval_run_id = ? ORDER BY system", [eval_run_id])
@@ -626,6 +643,17 @@ def metric_history(db: Db, benchmark_id: str) -> pl.DataFrame:
         FROM eval_metrics m JOIN eval_runs e USING (eval_run_id)
         WHERE e.benchmark_id = ? AND m.group_by = 'all'
         ORDER BY e.started_at, e.eval_run_id, m.system, m.k, m.metric""", [benchmark_id])
+
+
+def system_evaluations(db: Db, benchmark_id: str) -> pl.DataFrame:
+    """Every (evaluation, system) of a benchmark with what makes rows comparable and their provenance
+    (``clonemem.warehouse.leaderboard.system_evaluations``: the command line and the artifact read the same)."""
+    return W.system_evaluations(db.frame, benchmark_id)
+
+
+def system_metrics(db: Db, pairs: list[tuple[str, str]], group_by: str = "all") -> pl.DataFrame:
+    """The aggregated metrics of (evaluation, system) pairs (``warehouse.leaderboard.system_metrics``)."""
+    return W.system_metrics(db.frame, pairs, group_by)
 
 
 def eval_identities(db: Db, benchmark_id: str, table_columns: list[str]) -> pl.DataFrame:

@@ -26,6 +26,7 @@ from clonemem.evaluation.diagnosis import Supports, diagnose_read
 from clonemem.evaluation.run import GivenAnswer, PersonaData, QuestionRetrieval, Retrieval
 from clonemem.memory.base import Retrieved
 from clonemem.schemas.results_file import FileLine, ResultsFileError
+from clonemem.schemas.versions import FIELD, RESULTS_FILE
 from clonemem.warehouse import Warehouse
 from clonemem.warehouse.catalog import UnknownBenchmark, resolve_benchmark
 
@@ -72,6 +73,8 @@ def read_results_file(path: str | Path) -> ResultsFile:
             raise ResultsFileError(f"{file}: line {n}: not JSON: {exc.msg} (column {exc.colno})") from None
         if not isinstance(obj, dict):
             raise ResultsFileError(f"{file}: line {n}: $: expected a JSON object, got {type(obj).__name__}")
+        if (why := RESULTS_FILE.problem(obj.get(FIELD))) is not None:
+            raise ResultsFileError(f"{file}: line {n}: $.{FIELD}: {why}")
         try:
             lines.append((n, FileLine.model_validate(obj)))
         except ValidationError as exc:
@@ -336,7 +339,7 @@ def export_retrievals(wh: Warehouse, ref: str, out: str | Path, system: str | No
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             for line in lines:
-                fh.write(json.dumps(line, ensure_ascii=False) + "\n")
+                fh.write(json.dumps({FIELD: RESULTS_FILE.version, **line}, ensure_ascii=False) + "\n")
         os.replace(tmp, target)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

@@ -40,6 +40,7 @@ from clonemem.importers.base import (
     parse_each,
 )
 from clonemem.schemas import question_types
+from clonemem.schemas.config import CONVERSATION_TURN
 from clonemem.schemas.release import (
     ReleaseAttachment,
     ReleaseEvidence,
@@ -71,7 +72,7 @@ def project_type(category: int | str | None, label: str) -> str:
     return question_types.aliases().get(label, label)
 
 
-MEDIUM = "conversation_turn"
+MEDIUM = CONVERSATION_TURN
 NOT_MENTIONED = "Not mentioned in the conversation"
 DIMENSION = "unspecified"  # LoCoMo's categories say nothing about experience/emotion/opinion
 TURN_SPACING = dt.timedelta(minutes=1)
@@ -321,7 +322,7 @@ class LocomoImporter(Importer):
     protocols: ClassVar[tuple[str, ...]] = ("locomo", "mem0")
 
     @classmethod
-    def project_type(cls, category: str | None, label: str) -> str:
+    def project_type(cls, category: str | None, label: str, question_id: str = "") -> str:
         return project_type(category, label)
 
     def parse_text(self, text: str, file: str) -> list[ParsedPersona]:

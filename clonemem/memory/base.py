@@ -129,6 +129,11 @@ class MemorySystem(ABC):
     # False for a system whose results are not a function of its code and inputs (a remote service may
     # change between runs): its retrievals are never served from the task cache.
     cacheable: ClassVar[bool] = True
+    # Set for a system whose ``build`` followed by time-aware ``retrieve`` gives exactly what chronological
+    # replay gives (each question answered from the past alone, corpus statistics included): evaluation
+    # then builds it once and records its figures as `replay` figures. Claim it only where a test holds it
+    # (tests/test_retrieval_modes.py checks every registered system that does).
+    exact_as_of: ClassVar[bool] = False
 
     @abstractmethod
     def build(self, traces: Sequence[MemoryTrace], ctx: BuildContext) -> None:
