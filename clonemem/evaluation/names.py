@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from clonemem.warehouse import Warehouse
 
 # the provenance fields that say what a name stands for (SystemProvenance.extra)
-IDENTITY = ("sha256", "remote_url")
+IDENTITY = ("sha256", "url", "remote_url")  # remote_url: evaluations stored before protocol 1.2
 
 
 class NameTaken(ValueError, UserError):
