@@ -200,12 +200,16 @@ class Client:
         """The reply to the first attempt that got one below 500; tried again after a transport failure or
         a 5xx, each attempt bounded by ``timeout_s``."""
         started = time.monotonic()
+        # the call's own deadline: attempts and waits never add up to more than the stated bound, however
+        # late a loaded machine wakes a thread
+        deadline = started + self.options.call_bound_s()
         for attempt in range(1, self.options.retries + 2):
             last = attempt == self.options.retries + 1
             if self._pool.broken:
                 raise self.fail(call, "not sent: another call to this server failed for good")
             try:
-                got = self._pool.request(method, target, body, time.monotonic() + self.options.timeout_s)
+                got = self._pool.request(method, target, body,
+                                         min(time.monotonic() + self.options.timeout_s, deadline))
             except ReplyTooLarge as exc:
                 size = f" (its Content-Length is {exc.declared})" if exc.declared is not None else ""
                 raise self.fail(call, f"the reply is larger than evaluation.remote_max_reply_bytes = {exc.limit} "
@@ -222,7 +226,7 @@ class Client:
                     return got
                 if last:
                     raise self._gave_up(call, attempt, started, f"HTTP {got.status}: {_snippet(got.body)}")
-            time.sleep(BACKOFF_S * 2 ** (attempt - 1))
+            time.sleep(max(0.0, min(BACKOFF_S * 2 ** (attempt - 1), deadline - time.monotonic())))
         raise AssertionError("unreachable: the last attempt returns or raises")
 
     def _parsed(self, call: str, data: bytes, reply: type[M]) -> M:
