@@ -202,6 +202,35 @@ def test_a_failed_call_stops_the_calls_in_flight_to_the_same_server() -> None:
     assert len(errors) == 8 and took < 1.5, (took, errors)  # 8 personas, 4 slots: not 2 × 0.5 s
 
 
+def test_waiting_for_a_free_slot_is_no_part_of_a_calls_bound() -> None:
+    """A slow but healthy server and one call in flight at a time: the calls queued behind it still get
+    their whole deadline once they are sent."""
+    def slow(conn: socket.socket) -> None:
+        server.wait(0.3)
+        json_reply(conn, {"items": []})
+
+    server = _answer_but("/v1/query", slow)
+    with raw(server) as url:
+        cls = remote_system(None, url, RemoteOptions(timeout_s=0.6, retries=0, concurrency=1))
+        memory = cls()
+        memory.reset(_ctx())
+        failures: list[Exception] = []
+
+        def one(n: int) -> None:
+            try:
+                memory.retrieve(QuestionView(f"q{n}", "anything", day("2023-06-01T00:00:00")), 3)
+            except MemorySystemFailed as exc:
+                failures.append(exc)
+
+        threads = [threading.Thread(target=one, args=(n,)) for n in range(4)]  # the last waits ~0.9 s
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(10)
+    assert not failures, failures
+    assert server.requests.count("POST /v1/query") == 4
+
+
 # -- the delayed-ACK wait ----------------------------------------------------------------------------
 
 

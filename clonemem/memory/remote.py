@@ -102,29 +102,33 @@ class _Pool:
         self.split_waits = 0
         self._warned = False
 
+    def slot(self) -> threading.BoundedSemaphore:
+        """Held for a whole call, its retries included: at most ``concurrency`` calls in flight, and a
+        call's deadline starts once it holds one (waiting for a slot is no part of its bound)."""
+        return self._slots
+
     def request(self, method: str, path: str, body: bytes | None, deadline_at: float) -> Reply:
         headers = {"Content-Type": "application/json", "Accept": "application/json"}
-        with self._slots:
-            with self._lock:
-                conn = self._idle.pop() if self._idle else None
-                conn = conn or Connection(self.host, self.port, self.https, self.options.quickack)
-                self._busy.add(conn)
+        with self._lock:
+            conn = self._idle.pop() if self._idle else None
+            conn = conn or Connection(self.host, self.port, self.https, self.options.quickack)
+            self._busy.add(conn)
+        try:
             try:
-                try:
-                    reply = conn.request(method, self.base + path, headers, body, deadline_at,
-                                         self.options.max_reply_bytes)
-                except TransportFailed as exc:
-                    if not exc.stale or self.broken:
-                        raise
-                    # a kept-alive connection the server closed while idle: once more on a fresh one,
-                    # within the same deadline (never after a timeout: that would double the wait)
-                    reply = conn.request(method, self.base + path, headers, body, deadline_at,
-                                         self.options.max_reply_bytes)
-            finally:
-                with self._lock:
-                    self._busy.discard(conn)
-                    if conn.sock is not None and not self.broken:
-                        self._idle.append(conn)
+                reply = conn.request(method, self.base + path, headers, body, deadline_at,
+                                     self.options.max_reply_bytes)
+            except TransportFailed as exc:
+                if not exc.stale or self.broken:
+                    raise
+                # a kept-alive connection the server closed while idle: once more on a fresh one,
+                # within the same deadline (never after a timeout: that would double the wait)
+                reply = conn.request(method, self.base + path, headers, body, deadline_at,
+                                     self.options.max_reply_bytes)
+        finally:
+            with self._lock:
+                self._busy.discard(conn)
+                if conn.sock is not None and not self.broken:
+                    self._idle.append(conn)
         if reply.split_wait:
             self._split_wait()
         return reply
@@ -189,7 +193,8 @@ class Client:
         call = f"{method} {path}"
         target = f"{path}?{urlencode(params)}" if params else path
         body = None if json is None else dumps(json, ensure_ascii=False).encode("utf-8")
-        got = self._exchange(call, method, target, body)
+        with self._pool.slot():
+            got = self._exchange(call, method, target, body)
         if optional and got.status in NOT_OFFERED:
             return None
         if not 200 <= got.status < 300:
