@@ -32,6 +32,7 @@ from clonemem.tasks.evaluation import (
     retrieval_task,
 )
 from clonemem.tasks.reporting import heartbeat, log, publish_leaderboard
+from clonemem.tasks.runs import evaluation_record, tracked
 
 
 @flow(name="evaluate", task_runner=ThreadPoolTaskRunner(max_workers=8))
@@ -60,7 +61,9 @@ def _evaluate(warehouse_path: str, benchmark: str, systems: list[str], ks: list[
     # Values, not futures, go in: ``opaque`` spares Prefect walking every trace and question of them
     # for dependencies (it was a third of a bm25 run's time); the cache key still hashes the values.
     # slow systems build for minutes: the log says what is under way at least every 30 s
-    with runtime.use(runtime.Runtime(cfg, run_id=run.eval_run_id, warehouse=warehouse_path)), heartbeat("evaluation"), \
+    rt = runtime.Runtime(cfg, run_id=run.eval_run_id, warehouse=warehouse_path)
+    # a failed evaluation lands nothing of its results, but its row says how it ended, with the calls it made
+    with tracked(warehouse_path, evaluation_record(run), rt.made), runtime.use(rt), heartbeat("evaluation"), \
             tasks_in_flight(cfg.evaluation.workers):
         budget = cfg.evaluation.full_context_tokens
         # a remote system's replies are kept until this evaluation finishes: a resumed run does not ask again

@@ -1,6 +1,6 @@
 """Generation's LLM steps, each cached across runs without a Prefect task run of its own (one per step
-made the Prefect server's load grow with the steps: see :mod:`clonemem.tasks.caching`), retried on
-transient failures (a permanent error, such as a rejected key, is not); what the flows run with them (every
+made the Prefect server's load grow with the steps: see :mod:`clonemem.tasks.caching`), their LLM calls
+retried by the wrapper within one budget per call (a failed step is not tried again); what the flows run with them (every
 persona of a config, landed as each completes, or one persona into a bundle); and the landing tasks."""
 
 from __future__ import annotations

@@ -15,6 +15,7 @@ from prefect.cache_policies import NO_CACHE
 
 from clonemem import interrupts
 from clonemem.errors import one_line
+from clonemem.evaluation.land import EvaluationRun
 from clonemem.ids import benchmark_id
 from clonemem.llm.types import BudgetExceeded, CallRecord
 from clonemem.schemas.config import RunConfig, resolve_config
@@ -95,6 +96,13 @@ def opener(warehouse_path: str, run: RunRecord) -> Callable[[], None]:
         except Exception as exc:  # no call may go out that the warehouse could not own
             raise RunNotRecorded(f"{warehouse_path}: cannot record the run: {one_line(exc)}") from exc
     return start
+
+
+def evaluation_record(run: EvaluationRun) -> RunRecord:
+    """The ``runs`` row of an evaluation (written only when it fails: a landed one is in ``eval_runs``)."""
+    me = owners.this_process()
+    return RunRecord(run.eval_run_id, "evaluate", run.benchmark_id, run.started_at, status="running",
+                     flow_run_id=run.flow_run_id, host=me.host, pid=me.pid, process_start=me.process_start)
 
 
 def finish_run(wh: Warehouse, run: RunRecord, failures: Sequence[FailureRecord] = (),

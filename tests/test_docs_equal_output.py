@@ -31,7 +31,7 @@ from clonemem.warehouse import Warehouse
 from tests.protocol_kit import Faulty, Raw, faulty, raw
 
 ROOT = Path(__file__).resolve().parents[1]
-PROTOCOL_DOC = (ROOT / "docs" / "memory-protocol.md").read_text("utf-8")
+PROTOCOL_DOC = (ROOT / "docs/memory-protocol.md").read_text("utf-8")
 README = (ROOT / "README.md").read_text("utf-8")
 
 

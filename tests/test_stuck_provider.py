@@ -116,3 +116,39 @@ def test_with_the_default_settings_a_stuck_provider_ends_the_run_within_the_read
     assert max(per_call.values()) <= 1 + 5, per_call
     assert ended - first < deadline + STOP_MARGIN_S, ended - first
     check_warehouse(wh, 6)
+
+
+@pytest.mark.prefect
+@pytest.mark.timeout(600)
+def test_a_stuck_answerer_stops_an_evaluation_with_its_calls_on_record(tmp_path: Path, monkeypatch) -> None:
+    """Evaluation alike: the answerer's provider never answers; the evaluation stops after one call's
+    budget, its row in ``runs`` says ``failed`` and its calls are in ``llm_calls``, owned by it (before, a
+    failed evaluation left no trace of what it spent)."""
+    from clonemem.demo import fixture_files
+    from clonemem.expectations.gate import run_gate
+    from clonemem.flows.evaluation import evaluate_flow
+    from clonemem.importers import import_files
+
+    monkeypatch.setenv("CLONEMEM_TEST_KEY", SECRET)
+    wh = tmp_path / "wh.duckdb"
+    with Warehouse.open_writer(wh) as w:
+        import_files(w, "release", fixture_files(), "imported")
+    assert run_gate(wh, "imported", docs_dir=tmp_path / "docs").status == "passed"
+    with FakeAPIServer("openai") as server:
+        server.stuck = True
+        cfg = RunConfig.model_validate({
+            "models": {"answerer": "openai/test-model"},
+            "providers": {"openai": {"base_url": server.base_url, "api_key_env": "CLONEMEM_TEST_KEY",
+                                     "timeout_s": 2, "max_retries": 1, "backoff_base_s": 0.1}}})
+        with pytest.raises(ProviderUnresponsive) as err:
+            evaluate_flow(str(wh), "imported", ["bm25"], [5], config=cfg)
+        took = time.monotonic() - min(s.at for s in server.seen)
+        per_call = requests_per_call(server)
+    assert max(per_call.values()) == 2 and took < 2 * 2 + 0.1 + STOP_MARGIN_S, (per_call, took)
+    assert str(err.value).startswith("answerer openai/test-model is not answering: gave up after 2 attempts in ")
+    with Warehouse.open_reader(wh) as r:
+        [(run_id, status, error)] = r.rows("SELECT run_id, status, error FROM runs WHERE kind = 'evaluate'")
+        assert status == "failed" and error == str(err.value)
+        assert r.scalar("SELECT count(*) FROM eval_runs") == 0  # nothing of its results
+        calls = r.rows("SELECT run_id, attempts, error_class FROM llm_calls WHERE provider = 'openai'")
+    assert calls and {c[0] for c in calls} == {run_id} and ("unresponsive" in {c[2] for c in calls}), calls

@@ -1,4 +1,4 @@
-"""A benchmark's leaderboard across evaluations (SPEC §13): the latest evaluation of every system,
+"""A benchmark's leaderboard across evaluations: the latest evaluation of every system,
 whichever run produced it (the built-ins evaluated together, a system evaluated alone, a results file),
 ranked only beside rows it is comparable with.
 

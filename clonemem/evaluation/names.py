@@ -1,6 +1,8 @@
-"""A system's name on a benchmark stands for one thing: a results file (its sha256) or a remote service (its
-URL). Storing other results under a name already used for something else would make the leaderboard show
-them as a second evaluation of the same system, so it needs the user's word (``--replace``) or a new name."""
+"""A results file's system name on a benchmark stands for one content: the file's sha256. Storing another
+file's results (or a file's under a name a built-in run or a remote service used) would make the
+leaderboard show them as a second evaluation of the same system, so it needs the user's word
+(``--replace``) or a new name. (A remote service's label is not checked here: the same service may move
+to another port, and its identity is its provenance, URL and ``/v1/info``.)"""
 
 from __future__ import annotations
 
@@ -15,7 +17,9 @@ if TYPE_CHECKING:
     from clonemem.warehouse import Warehouse
 
 # the provenance fields that say what a name stands for (SystemProvenance.extra)
-IDENTITY = ("sha256", "url", "remote_url")  # remote_url: evaluations stored before protocol 1.2
+IDENTITY = ("sha256",)
+# what a message says a name stands for (url: a remote system since protocol 1.2; remote_url before)
+SHOWN = ("file", "sha256", "url", "remote_url")
 
 
 class NameTaken(ValueError, UserError):
@@ -33,7 +37,7 @@ class StoredUse:
     extra: Mapping[str, str]
 
     def describe(self) -> str:
-        what = ", ".join(f"{k} {_short(v)}" for k, v in self.extra.items() if k in ("file", *IDENTITY)) or "a built-in run"
+        what = ", ".join(f"{k} {_short(v)}" for k, v in self.extra.items() if k in SHOWN) or "results of no file"
         return f"{what} (evaluation {self.eval_run_id} of {self.started_at[:19]})"
 
 
@@ -67,7 +71,7 @@ def refuse_reuse(wh: Warehouse, benchmark_id: str, benchmark: str, system: str, 
     ``extra``'s results under ``system`` would reuse the name for something else, unless ``replace``."""
     stored = None if replace else name_reuse(wh, benchmark_id, system, extra)
     if stored is not None:
-        new = ", ".join(f"{k} {_short(v)}" for k, v in extra.items() if k in ("file", *IDENTITY))
+        new = ", ".join(f"{k} {_short(v)}" for k, v in extra.items() if k in SHOWN)
         raise NameTaken(f"{flag} {system!r} already names other results on benchmark {benchmark!r}: "
                         f"{stored.describe()}, not {new}; pass --replace to store these as its latest "
                         f"evaluation (the earlier one stays in its history), or give a new {flag}")

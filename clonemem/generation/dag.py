@@ -81,7 +81,7 @@ class PersonaDag:
         self._settle()
 
     def failed(self, stage: S.Stage, item: str, error: BaseException, on_done: OnDone) -> None:
-        """Called by the executor when a stage item failed after its retries."""
+        """Called by the executor when a stage item failed (its calls' retries spent)."""
         self.failures.append(Failure(stage.name, item, f"{type(error).__name__}: {error}"))
         recover = getattr(on_done, "on_failure", None)
         if recover is not None:

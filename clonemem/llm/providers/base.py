@@ -151,7 +151,9 @@ def _resolve_key(provider: str, settings: LiveProviderSettings) -> str | None:
     if settings.api_key_secret:
         from prefect.blocks.system import Secret  # only when configured: needs a Prefect API
 
-        return Secret.load(settings.api_key_secret).get()
+        secret = Secret.load(settings.api_key_secret)
+        assert isinstance(secret, Secret)  # called synchronously: the block itself, not a coroutine
+        return secret.get()
     if not settings.api_key_env:
         return None
     key = os.environ.get(settings.api_key_env)
