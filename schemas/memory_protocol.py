@@ -120,7 +120,8 @@ class QueryRequest(_Body):
     question_time: ProtocolTime
     k: Annotated[int, Field(ge=1)]
     ks: list[Annotated[int, Field(ge=1)]] = Field(default_factory=list, description=(
-        "since 1.2: the k values the answers will be scored at (the first k items each); k is their maximum"))
+        "since 1.2: the k values the answers will be scored at (the first k items each); k is their maximum, "
+        "or more when a standard protocol scores the ranking deeper"))
     recipient: str | None = Field(None, description=(
         "since 1.1: a privacy task's asker (a relation name): the clone replies to them, and a boundary-aware "
         "system retrieves only traces that reached them; null: a question to the persona itself"))

@@ -8,6 +8,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -166,6 +167,7 @@ class Raw:
     def __init__(self, reply) -> None:  # (method, path, socket) -> None
         self.reply = reply
         self.requests: list[str] = []
+        self.received: list[float] = []  # time.monotonic() of each request
         self.connections = 0
         self.stop = threading.Event()
 
@@ -190,6 +192,7 @@ class Raw:
                     buf += conn.recv(65536)
                 buf = buf[length:]
                 self.requests.append(f"{method} {path.split('?')[0]}")
+                self.received.append(time.monotonic())
                 try:
                     self.reply(method, path.split("?")[0], conn)
                 except OSError:

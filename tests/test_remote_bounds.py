@@ -202,6 +202,35 @@ def test_a_failed_call_stops_the_calls_in_flight_to_the_same_server() -> None:
     assert len(errors) == 8 and took < 1.5, (took, errors)  # 8 personas, 4 slots: not 2 × 0.5 s
 
 
+def test_waiting_for_a_free_slot_is_no_part_of_a_calls_bound() -> None:
+    """A slow but healthy server and one call in flight at a time: the calls queued behind it still get
+    their whole deadline once they are sent."""
+    def slow(conn: socket.socket) -> None:
+        server.wait(0.3)
+        json_reply(conn, {"items": []})
+
+    server = _answer_but("/v1/query", slow)
+    with raw(server) as url:
+        cls = remote_system(None, url, RemoteOptions(timeout_s=0.6, retries=0, concurrency=1))
+        memory = cls()
+        memory.reset(_ctx())
+        failures: list[Exception] = []
+
+        def one(n: int) -> None:
+            try:
+                memory.retrieve(QuestionView(f"q{n}", "anything", day("2023-06-01T00:00:00")), 3)
+            except MemorySystemFailed as exc:
+                failures.append(exc)
+
+        threads = [threading.Thread(target=one, args=(n,)) for n in range(4)]  # the last waits ~0.9 s
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(10)
+    assert not failures, failures
+    assert server.requests.count("POST /v1/query") == 4
+
+
 # -- the delayed-ACK wait ----------------------------------------------------------------------------
 
 
@@ -268,9 +297,10 @@ def test_the_40_ms_pattern_is_warned_of_once_per_run(caplog: pytest.LogCaptureFi
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(900)
 def test_an_evaluation_against_a_stuck_server_ends_within_the_readme_bound_with_defaults(tmp_path: Path) -> None:
     """Default settings (60 s per attempt, 3 retries): the bound is 241.75 s per call, and with the
-    other personas' calls cut off, for the evaluation (plus the process's start)."""
+    other personas' calls cut off, for the evaluation (after the process's start)."""
     from clonemem.demo import fixture_files
 
     wh = tmp_path / "wh.duckdb"
@@ -289,9 +319,15 @@ def test_an_evaluation_against_a_stuck_server_ends_within_the_readme_bound_with_
         finally:
             if proc.poll() is None:
                 os.kill(proc.pid, signal.SIGKILL)
-        took = time.monotonic() - started
+        ended = time.monotonic()
     assert proc.returncode == 5, err
-    assert 240 <= took <= 241.75 + 45, took  # + the process's start and Prefect's
-    line = err.strip().splitlines()[-1]
-    assert re.search(rf"{url}: POST /v1/reset: failed after 4 attempts in 24\d\.\d s: no complete reply within "
+    # from the first reset sent to the process's end: the call's bound and the process's exit (the
+    # process's start, Prefect's server and the benchmark's loading come before, and vary with the load)
+    took = ended - server.received[server.requests.index("POST /v1/reset")]
+    print(f"stuck server, default settings: {took:.1f} s from the first reset to exit 5, "
+          f"{ended - started:.1f} s in all (load {os.getloadavg()[0]:.1f})")
+    assert 240 <= took <= 241.75 + 15, (took, ended - started)
+    assert server.requests.count("POST /v1/reset") == 4
+    line = next(ln for ln in err.splitlines() if "POST /v1/reset" in ln)
+    assert re.search(rf"{url}: POST /v1/reset: failed after 4 attempts in 24[01]\.\d s: no complete reply within "
                      r"evaluation.remote_timeout_s = 60 s per attempt", line), line

@@ -18,7 +18,8 @@ if TYPE_CHECKING:
 
 # the provenance fields that say what a name stands for (SystemProvenance.extra)
 IDENTITY = ("sha256",)
-SHOWN = ("file", "sha256", "remote_url")  # what a message says a name stands for
+# what a message says a name stands for (url: a remote system since protocol 1.2; remote_url before)
+SHOWN = ("file", "sha256", "url", "remote_url")
 
 
 class NameTaken(ValueError, UserError):

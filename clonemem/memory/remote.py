@@ -102,29 +102,33 @@ class _Pool:
         self.split_waits = 0
         self._warned = False
 
+    def slot(self) -> threading.BoundedSemaphore:
+        """Held for a whole call, its retries included: at most ``concurrency`` calls in flight, and a
+        call's deadline starts once it holds one (waiting for a slot is no part of its bound)."""
+        return self._slots
+
     def request(self, method: str, path: str, body: bytes | None, deadline_at: float) -> Reply:
         headers = {"Content-Type": "application/json", "Accept": "application/json"}
-        with self._slots:
-            with self._lock:
-                conn = self._idle.pop() if self._idle else None
-                conn = conn or Connection(self.host, self.port, self.https, self.options.quickack)
-                self._busy.add(conn)
+        with self._lock:
+            conn = self._idle.pop() if self._idle else None
+            conn = conn or Connection(self.host, self.port, self.https, self.options.quickack)
+            self._busy.add(conn)
+        try:
             try:
-                try:
-                    reply = conn.request(method, self.base + path, headers, body, deadline_at,
-                                         self.options.max_reply_bytes)
-                except TransportFailed as exc:
-                    if not exc.stale or self.broken:
-                        raise
-                    # a kept-alive connection the server closed while idle: once more on a fresh one,
-                    # within the same deadline (never after a timeout: that would double the wait)
-                    reply = conn.request(method, self.base + path, headers, body, deadline_at,
-                                         self.options.max_reply_bytes)
-            finally:
-                with self._lock:
-                    self._busy.discard(conn)
-                    if conn.sock is not None and not self.broken:
-                        self._idle.append(conn)
+                reply = conn.request(method, self.base + path, headers, body, deadline_at,
+                                     self.options.max_reply_bytes)
+            except TransportFailed as exc:
+                if not exc.stale or self.broken:
+                    raise
+                # a kept-alive connection the server closed while idle: once more on a fresh one,
+                # within the same deadline (never after a timeout: that would double the wait)
+                reply = conn.request(method, self.base + path, headers, body, deadline_at,
+                                     self.options.max_reply_bytes)
+        finally:
+            with self._lock:
+                self._busy.discard(conn)
+                if conn.sock is not None and not self.broken:
+                    self._idle.append(conn)
         if reply.split_wait:
             self._split_wait()
         return reply
@@ -189,7 +193,8 @@ class Client:
         call = f"{method} {path}"
         target = f"{path}?{urlencode(params)}" if params else path
         body = None if json is None else dumps(json, ensure_ascii=False).encode("utf-8")
-        got = self._exchange(call, method, target, body)
+        with self._pool.slot():
+            got = self._exchange(call, method, target, body)
         if optional and got.status in NOT_OFFERED:
             return None
         if not 200 <= got.status < 300:
@@ -200,12 +205,16 @@ class Client:
         """The reply to the first attempt that got one below 500; tried again after a transport failure or
         a 5xx, each attempt bounded by ``timeout_s``."""
         started = time.monotonic()
+        # the call's own deadline: attempts and waits never add up to more than the stated bound, however
+        # late a loaded machine wakes a thread
+        deadline = started + self.options.call_bound_s()
         for attempt in range(1, self.options.retries + 2):
             last = attempt == self.options.retries + 1
             if self._pool.broken:
                 raise self.fail(call, "not sent: another call to this server failed for good")
             try:
-                got = self._pool.request(method, target, body, time.monotonic() + self.options.timeout_s)
+                got = self._pool.request(method, target, body,
+                                         min(time.monotonic() + self.options.timeout_s, deadline))
             except ReplyTooLarge as exc:
                 size = f" (its Content-Length is {exc.declared})" if exc.declared is not None else ""
                 raise self.fail(call, f"the reply is larger than evaluation.remote_max_reply_bytes = {exc.limit} "
@@ -222,7 +231,7 @@ class Client:
                     return got
                 if last:
                     raise self._gave_up(call, attempt, started, f"HTTP {got.status}: {_snippet(got.body)}")
-            time.sleep(BACKOFF_S * 2 ** (attempt - 1))
+            time.sleep(max(0.0, min(BACKOFF_S * 2 ** (attempt - 1), deadline - time.monotonic())))
         raise AssertionError("unreachable: the last attempt returns or raises")
 
     def _parsed(self, call: str, data: bytes, reply: type[M]) -> M:
