@@ -416,7 +416,8 @@ def _read_with_bases(path: Path, below: tuple[Path, ...]) -> dict:
     for keys in _PATHS:  # the base's relative paths stay relative to the base's folder
         holder = inherited
         for key in keys[:-1]:
-            holder = holder.get(key) if isinstance(holder.get(key), dict) else {}
+            nested = holder.get(key)
+            holder = nested if isinstance(nested, dict) else {}
         value = holder.get(keys[-1])
         if isinstance(value, str) and not Path(value).expanduser().is_absolute():
             holder[keys[-1]] = str(target.parent / value)
