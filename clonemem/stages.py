@@ -76,7 +76,8 @@ STAGES: Registry[Stage] = Registry("stage", accepts=lambda s: isinstance(s, Stag
 # Where the built-in stages are defined (each module registers its stages when imported); a plugin's
 # memory system declares its own stages on its class, which registers them when its module loads.
 STAGE_MODULES = ("clonemem.generation.stages", "clonemem.qa.stages", "clonemem.evaluation.stages",
-                 "clonemem.memory.memsys_stages", "clonemem.gym.stages")
+                 "clonemem.memory.memsys_stages", "clonemem.gym.stages",
+                 "clonemem.evaluation.protocols.stages")
 
 
 def all_stages() -> list[Stage]:

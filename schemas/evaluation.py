@@ -99,3 +99,50 @@ class PrivacyVerdict(_M):
     disclosed: list[bool]
     conveyed: list[bool]
     reason: str
+
+
+# -- the standard protocols' answerers and judges ------------------------------------------
+
+
+class ProtocolAnswerInput(_M):
+    """A protocol's answerer: the question, when it is asked, and the retrieved memories (each led
+    by its session's date)."""
+
+    question: str
+    question_date: str
+    memories: list[str]
+    language: Language = "en"
+
+
+class Mem0JudgeInput(_M):
+    """mem0's J judge: a generated answer against the gold answer."""
+
+    question: str
+    gold_answer: str
+    generated_answer: str
+    language: Language = "en"
+
+
+class Mem0Verdict(_M):
+    """A one-sentence reason, then the label: ``CORRECT`` scores 1, anything else 0."""
+
+    reason: str
+    label: str
+
+
+class LongMemEvalJudgeInput(_M):
+    """LongMemEval's judge: the response against the answer (for a preference question, a rubric;
+    for an abstention question, why it cannot be answered), with the question type's criteria."""
+
+    question_type: str
+    question: str
+    answer: str
+    response: str
+    abstention: bool = False
+    language: Language = "en"
+
+
+class YesNoReply(_M):
+    """The judge's reply; correct when it contains "yes" (any case)."""
+
+    reply: str

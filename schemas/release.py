@@ -22,6 +22,13 @@ class _Release(BaseModel):
     model_config = ConfigDict(extra="ignore", strict=True, frozen=True)
 
 
+class ReleaseAttachment(_Release):
+    """An image shared with a turn (LoCoMo's ``blip_caption`` and ``img_url``)."""
+
+    caption: str | None = None
+    url: str | None = None
+
+
 class ReleaseTrace(_Release):
     id: str = Field(min_length=1)
     medium: str
@@ -30,6 +37,12 @@ class ReleaseTrace(_Release):
     # who the trace reached (relation names, or "*" for everyone; [] nobody but the persona): written by
     # this product's export of a generated benchmark, absent from the published files
     reached: list[str] | None = None
+    # What a conversational source says of a turn (LoCoMo, LongMemEval, PersonaMem), written by the export
+    # of a benchmark imported from one; absent from CloneMem's published files (None: not known).
+    session_key: str | None = None  # the source's session id (LongMemEval haystack id, LoCoMo session_N)
+    speaker: str | None = None  # who wrote the turn (a LoCoMo speaker; `user` / `assistant`)
+    session_date: dt.datetime | None = None  # the session's own date
+    attachments: list[ReleaseAttachment] | None = None  # images shared with the turn
 
 
 class ReleaseEvidence(_Release):
@@ -74,6 +87,7 @@ class ReleaseQuestion(_Release):
     choices: list[ReleaseChoice] = Field(default_factory=list)
     correct_choice_id: str | None = None
     privacy: ReleasePrivacy | None = None  # privacy tasks only
+    evidence_sessions: list[str] | None = None  # the sessions holding the answer (LongMemEval answer_session_ids)
 
 
 class ReleaseFile(_Release):

@@ -6,10 +6,11 @@ of :class:`EvaluationResult` is the file's content.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 from clonemem.schemas.versions import EVALUATION
 
@@ -26,6 +27,9 @@ DIAGNOSIS = ("write_failure", "read_failure", "utilization_failure", "correct")
 # items disclosed, and the share of necessary items conveyed (completeness); None for other questions.
 PRIVACY = ("privacy_violation", "privacy_leak_share", "privacy_completeness")
 AGGREGATED = (*METRICS, *DIAGNOSIS, *PRIVACY)  # what is aggregated per question, with bootstrap intervals
+# The field's standard protocols: LoCoMo's F1, mem0's F1 / BLEU-1 / judge, LongMemEval's judged
+# accuracy and retrieval scores, PersonaMem's multiple-choice accuracy.
+PROTOCOL_METRICS = ("f1", "bleu1", "judge", "accuracy", "recall_any", "recall_all", "ndcg_any")
 
 
 class _R(BaseModel):
@@ -281,11 +285,11 @@ class AggregationSettings(_R):
 
 class SystemProvenance(_R):
     """One memory system as evaluated: the hash of its code, the model bound to each LLM stage it
-    declares, and what it adds itself (``MemorySystem.provenance_extra``: a remote URL and version, a
-    results file's hash)."""
+    declares, and what it adds itself (``MemorySystem.provenance_extra``: a results file's hash; a remote
+    system's ``url``, ``/v1/info`` ``name``, ``version``, ``features`` and the ``protocol`` version spoken)."""
 
     system: str
-    code_hash: str
+    code_hash: str | None = None  # None: code that is not here (a remote system: known by its extra fields)
     llm_stages: dict[str, str] = Field(default_factory=dict)  # stage name -> "provider/model" of its role
     extra: dict[str, str] = Field(default_factory=dict)
 
@@ -334,6 +338,79 @@ def _agg(a: AggregationSettings) -> str:
     return f"{a.aggregate}{', no-evidence left out' if a.exclude_no_evidence else ''}"
 
 
+class ProtocolRow(_R):
+    """One group of one standard protocol for one (system, k) (an entry of ``evaluate --json``'s
+    ``protocols``): the mean of each of the protocol's metrics over the group's scored questions
+    with its 95% bootstrap interval (``<metric>_ci``). ``group`` is a LoCoMo category by name (its
+    number in ``category``), a question type, ``overall``, ``overall_with_adversarial``,
+    ``task_average``, ``abstention`` or ``non_abstention``; ``granularity`` is set on LongMemEval's
+    retrieval rows, whose ``k`` is the retrieval cut-off (elsewhere ``k`` is the evaluation's). A
+    metric the protocol does not report, and ``category`` / ``granularity`` when not set, are left
+    out of the JSON."""
+
+    protocol: str
+    protocol_version: str
+    system: str
+    k: int
+    group: str
+    n: int  # questions in the group
+    category: int | None = None
+    eval_run_id: str | None = None  # set when read from the warehouse (rows of several evaluations)
+    granularity: Literal["turn", "session"] | None = None
+    f1: float | None = None
+    f1_ci: list[float] | None = None
+    bleu1: float | None = None
+    bleu1_ci: list[float] | None = None
+    judge: float | None = None
+    judge_ci: list[float] | None = None
+    accuracy: float | None = None
+    accuracy_ci: list[float] | None = None
+    recall_any: float | None = None
+    recall_any_ci: list[float] | None = None
+    recall_all: float | None = None
+    recall_all_ci: list[float] | None = None
+    ndcg_any: float | None = None
+    ndcg_any_ci: list[float] | None = None
+
+    @model_serializer(mode="wrap")
+    def _present(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        out: dict[str, Any] = handler(self)
+        for key in ("category", "granularity", "eval_run_id"):
+            if out.get(key) is None:
+                out.pop(key, None)
+        for metric in PROTOCOL_METRICS:
+            if out.get(metric) is None and out.get(f"{metric}_ci") is None:
+                out.pop(metric, None)
+                out.pop(f"{metric}_ci", None)
+        return out
+
+    def value(self, metric: str) -> float | None:
+        got = getattr(self, metric, None)
+        return got if isinstance(got, float) else None
+
+    @classmethod
+    def merged(cls, records: Iterable[Mapping[str, Any]]) -> list[ProtocolRow]:
+        """Rows from per-metric records (the columns of ``eval_protocol_metrics``: protocol,
+        protocol_version, system, k, granularity — ``qa`` for answer scores —, group_name,
+        category, metric, n, value, ci_low, ci_high, and optionally eval_run_id), one per group, in
+        the records' order."""
+        rows: dict[tuple, dict[str, Any]] = {}
+        for r in records:
+            eid, gran = r.get("eval_run_id"), r["granularity"]
+            key = (eid, r["protocol"], r["system"], r["k"], gran, r["group_name"])
+            row = rows.setdefault(key, {
+                "eval_run_id": eid, "protocol": r["protocol"],
+                "protocol_version": r["protocol_version"], "system": r["system"], "k": r["k"],
+                "group": r["group_name"], "n": 0, "category": r["category"],
+                "granularity": None if gran == "qa" else gran})
+            row["n"] = max(row["n"], r["n"])
+            if r["metric"] in PROTOCOL_METRICS:
+                row[r["metric"]] = r["value"]
+                low, high = r["ci_low"], r["ci_high"]
+                row[f"{r['metric']}_ci"] = None if low is None or high is None else [low, high]
+        return [cls.model_validate(row) for row in rows.values()]
+
+
 class EvaluationResult(_R):
     format_version: str = EVALUATION.version  # of the `evaluate --json` document (schemas/versions.py)
     benchmark: str
@@ -347,6 +424,8 @@ class EvaluationResult(_R):
     # identical (inputs, provenance and results) to the benchmark's latest stored evaluation, which made no new
     # call: not stored again; ``eval_run_id`` is that earlier evaluation's
     reused: bool = False
+    # the benchmark's standard protocols, one row per (protocol, system, k, granularity, group)
+    protocols: list[ProtocolRow] = Field(default_factory=list)
 
     def scores(self, system: str, k: int) -> Any:
         return next(r for r in self.results if r.system == system and r.k == k)

@@ -23,9 +23,16 @@ from clonemem.generation.stages import STAGES
 from clonemem.llm.types import CallRecord, Paid
 from clonemem.schemas.config import RunConfig
 from clonemem.schemas.results import PersonaBundleResult
-from clonemem.tasks.caching import StagePolicy, cached_step, policy_stages, step_key, step_store
+from clonemem.tasks.caching import (
+    StagePolicy,
+    cached_step,
+    policy_stages,
+    step_key,
+    step_store,
+)
+from clonemem.tasks.runs import finish_run
 from clonemem.warehouse import Warehouse
-from clonemem.warehouse.runs import FailureRecord, RunRecord, record_run
+from clonemem.warehouse.runs import FailureRecord, RunRecord
 
 STEP_POLICY = StagePolicy()  # the stage named by the step's `stage_name` input
 
@@ -70,7 +77,8 @@ def generate_and_land(warehouse_path: str, config: RunConfig, tally: GenerationT
         progress.advance("generation: personas", tally.landed + tally.unchanged + (landed is None), tally.personas)
 
     progress.advance("generation: personas", 0, config.generation.personas)
-    run_pooled(new_dags(config), cached_steps(), on_persona_done, config.generation.workers)
+    with progress.staged("generation"):
+        run_pooled(new_dags(config), cached_steps(), on_persona_done, config.generation.workers)
 
 
 def persona_dag(config: RunConfig, persona_index: int) -> PersonaDag:
@@ -107,6 +115,8 @@ def land_persona_task(warehouse_path: str, assembly: Assembly, benchmark_id: str
 
 
 @task(cache_policy=NO_CACHE, task_run_name="record {run.kind} run")
-def record_run_task(warehouse_path: str, run: RunRecord, failures: Sequence[FailureRecord] = ()) -> None:
+def record_run_task(warehouse_path: str, run: RunRecord, failures: Sequence[FailureRecord] = (),
+                    calls: Sequence[CallRecord] = ()) -> None:
+    """The run's final row, with its ``calls`` that no landing took (:func:`clonemem.tasks.runs.finish_run`)."""
     with Warehouse.open_writer(warehouse_path) as wh:
-        record_run(wh, run, failures)
+        finish_run(wh, run, failures, calls)

@@ -15,9 +15,11 @@ from clonemem.ids import stable_hash
 from clonemem.importers import IMPORTERS, importer
 from clonemem.importers.base import (
     ParsedPersona,
+    StreamingImporter,
     check_benchmark_name,
     expand_paths,
     import_into_warehouse,
+    import_stream,
     parse_each,
     read_bytes,
 )
@@ -47,10 +49,35 @@ def parse_file(format_name: str, data: bytes, file_name: str) -> list[ParsedPers
     return importer(format_name).parse_bytes(data, file_name)
 
 
+@task(cache_policy=INPUTS + TASK_SOURCE + ImporterCodePolicy(), persist_result=True,
+      task_run_name="parse {file_names}")
+def parse_group(format_name: str, data: list[bytes], file_names: list[str]) -> list[ParsedPersona]:
+    """Every persona of files read together (PersonaMem's questions and contexts), keyed on their bytes."""
+    return importer(format_name).parse_group(data, file_names)
+
+
 def parse_files(format_name: str, paths: list[str]) -> list[ParsedPersona]:
-    """Every file under the paths through :func:`parse_file`; the problems of all files in one error."""
-    files = expand_paths(paths, importer(format_name).suffixes)
-    return parse_each(files, lambda path: parse_file(format_name, read_bytes(path), str(path)))
+    """Every file (or group of files read together) under the paths through :func:`parse_file` or
+    :func:`parse_group`; the problems of all files in one error."""
+    found = importer(format_name)
+    groups = found.group(expand_paths(paths, found.suffixes))
+    return parse_each(groups, lambda g: parse_file(format_name, read_bytes(g[0]), str(g[0])) if len(g) == 1
+                      else parse_group(format_name, [read_bytes(f) for f in g], [str(f) for f in g]))
+
+
+def streams(format_name: str) -> bool:
+    """Whether the format's files are streamed (never held whole, so not parsed by a cached task)."""
+    return importer(format_name).streams
+
+
+@task(cache_policy=NO_CACHE, task_run_name="stream {name}")
+def stream_files(warehouse_path: str, format_name: str, paths: list[str], name: str, mode: ImportMode = "create",
+                 wait_s: float | None = None) -> ImportSummary:
+    """Read every file once, landing it in batches in one transaction (a streaming importer)."""
+    found = importer(format_name)
+    if not isinstance(found, StreamingImporter):
+        raise TypeError(f"importer {format_name!r} does not stream")
+    return import_stream(Path(warehouse_path), found, paths, name, mode, wait_s=wait_s)
 
 
 @task(cache_policy=NO_CACHE, task_run_name="land {name}")

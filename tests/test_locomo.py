@@ -13,9 +13,11 @@ from typer.testing import CliRunner
 
 from clonemem import ids
 from clonemem.cli import app
+from clonemem.evaluation.run import load_benchmark
 from clonemem.exporters.release import export_release
 from clonemem.importers import import_files, locomo
 from clonemem.importers.base import ImportFailed
+from clonemem.memory.base import Attachment
 from clonemem.warehouse import Warehouse
 from tests.conftest import write_json
 
@@ -69,11 +71,11 @@ def test_questions_keep_category_and_point_at_their_turns(wh: Warehouse) -> None
     q = {r[0]: r[1:] for r in wh.rows(
         "SELECT external_id, question_type, source_question_type, source_category, answer, adversarial_answer, "
         "question_time, correct_choice_id FROM questions")}
-    assert q["conv-mini:q0"][:3] == ("pattern", "multi_hop", 1)
-    assert q["conv-mini:q1"][:3] == ("single_point_factual", "temporal", 2)
-    assert q["conv-mini:q2"][:3] == ("inferential", "open_domain", 3)
-    assert q["conv-mini:q3"][:4] == ("single_point_factual", "single_hop", 4, "3")
-    assert q["conv-mini:q4"][:5] == ("unanswerable", "adversarial", 5, locomo.NOT_MENTIONED, "went to the marathon")
+    assert q["conv-mini:q0"][:3] == ("pattern", "multi_hop", "1")
+    assert q["conv-mini:q1"][:3] == ("single_point_factual", "temporal", "2")
+    assert q["conv-mini:q2"][:3] == ("inferential", "open_domain", "3")
+    assert q["conv-mini:q3"][:4] == ("single_point_factual", "single_hop", "4", "3")
+    assert q["conv-mini:q4"][:5] == ("unanswerable", "adversarial", "5", locomo.NOT_MENTIONED, "went to the marathon")
     last_turn = dt.datetime(2023, 6, 27, 10, 39)
     assert {v[5] for v in q.values()} == {last_turn + dt.timedelta(days=1)}  # asked after the last session
     assert {v[6] for v in q.values()} == {None}  # free text: no choices
@@ -86,6 +88,24 @@ def test_questions_keep_category_and_point_at_their_turns(wh: Warehouse) -> None
     statement = wh.scalar("SELECT e.statement FROM questions q JOIN question_evidence qe USING (question_id) "
                           "JOIN evidence e USING (evidence_id) WHERE q.external_id = 'conv-mini:q1'")
     assert statement == "Ben: I ran the half marathon on Sunday, finished in 1:52!"
+
+
+def test_turns_keep_their_session_speaker_session_date_and_images(wh: Warehouse) -> None:
+    """The fields LoCoMo's protocols and memory systems read beside the text (migration 0023)."""
+    import_files(wh, "locomo", [MINI], "mini")
+    got = {r[0]: r[1:] for r in wh.rows("SELECT external_id, session_key, speaker, session_date, attachments::VARCHAR "
+                                        "FROM traces")}
+    assert got["conv-mini:D1:3"] == ("session_1", "Ana", dt.datetime(2023, 5, 8, 13, 56), json.dumps(
+        [{"caption": "a photo of a lopsided clay bowl on a table", "url": "https://example.org/bowl.jpg"}]))
+    assert got["conv-mini:D2:3"][3] == json.dumps([{"caption": "a photography of a man holding a medal", "url": None}])
+    assert got["conv-mini:D1:1"][3] is None
+    (persona,) = load_benchmark(wh, wh.scalar("SELECT benchmark_id FROM benchmarks"))
+    turn = next(t for t in persona.traces if t.content.startswith("Ana: Look what I made"))
+    assert (turn.session_key, turn.speaker, turn.session_date) == ("session_1", "Ana", dt.datetime(2023, 5, 8, 13, 56))
+    assert turn.attachments == (Attachment("a photo of a lopsided clay bowl on a table", "https://example.org/bowl.jpg"),)
+    q4 = next(q for q in persona.questions if q.question == wh.scalar(
+        "SELECT question FROM questions WHERE external_id = 'conv-mini:q4'"))
+    assert q4.source_category == "5"
 
 
 def test_malformed_references_are_split_normalised_or_reported_with_their_path(wh: Warehouse) -> None:

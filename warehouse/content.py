@@ -71,6 +71,8 @@ _DELETE_PERSONA = _DELETE_QA + (
     "DELETE FROM event_seeds WHERE persona_id = ?",
     "DELETE FROM relations WHERE persona_id = ?",
     "DELETE FROM personas WHERE persona_id = ?",
+    # texts stored once for many traces (trace_texts), once no trace holds them any more
+    "DELETE FROM trace_texts WHERE text_id NOT IN (SELECT text_id FROM traces WHERE text_id IS NOT NULL)",
 )
 
 

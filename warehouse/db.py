@@ -155,6 +155,10 @@ class Warehouse:
         Lighter than :meth:`upsert`, which holds much more memory for the conflict check on big rows."""
         return self._insert("INSERT", table, rows)
 
+    def insert_missing(self, table: str, rows: Sequence[Mapping[str, Any]] | pl.DataFrame) -> int:
+        """Insert the rows whose key is not there yet (content-addressed rows: one already there is equal)."""
+        return self._insert("INSERT OR IGNORE", table, rows)
+
     def _insert(self, verb: str, table: str, rows: Sequence[Mapping[str, Any]] | pl.DataFrame) -> int:
         frame = rows if isinstance(rows, pl.DataFrame) else _frame(rows)
         if frame.height == 0:

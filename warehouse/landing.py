@@ -62,6 +62,9 @@ class Landing:
     # come from the cache (`interrupted`), a worker's persona run behind a bundle (`completed`)
     call_runs: RunStatus = "interrupted"
     checkpoint: str | None = None  # fault hook passed after the transaction (kill/resume tests)
+    # the personas are known to be new (a streamed import's batch): nothing to delete first, and their rows
+    # are inserted table by table for the whole batch at once
+    fresh: bool = False
 
 
 def unchanged(wh: Warehouse, scope: Scope, persona_id: str, digest: str | None) -> bool:
@@ -82,11 +85,31 @@ def new_calls(wh: Warehouse, calls: Sequence[CallRecord]) -> list[CallRecord]:
     return [c for c in calls if c.call_id not in known]
 
 
+def _write_personas(wh: Warehouse, landing: Landing, todo: Sequence[PersonaLanding]) -> None:
+    """Each persona's rows replace its earlier ones (with its landed hash); fresh personas are inserted."""
+    tables, delete, hashes = _SCOPES[landing.scope]
+    # texts stored once for many traces (content-addressed): one already there is kept as it is
+    wh.insert_missing("trace_texts", [r for p in todo for r in p.rows.tables.get("trace_texts", [])])
+    if landing.fresh:
+        for table in tables:
+            wh.insert(table, [r for p in todo for r in p.rows.tables.get(table, [])])
+        return
+    for p in todo:
+        delete(wh, p.rows.persona_id)
+        for table in tables:
+            if table in p.rows.tables:
+                wh.upsert(table, p.rows.tables[table])
+        if p.digest is not None:
+            record = {"persona_id": p.rows.persona_id, "benchmark_id": landing.benchmark_id, "content_hash": p.digest}
+            if p.summary is not None:
+                record["summary"] = json.dumps(p.summary)
+            wh.upsert(hashes, [record])
+
+
 def land(wh: Warehouse, landing: Landing) -> list[str]:
     """Write ``landing`` in one transaction; returns the ids of the personas whose content was written
     (personas whose recorded hash equals theirs are skipped). Calls already in the ledger (a cached
     result's) are not written again, so a re-run that changes nothing writes nothing."""
-    tables, delete, hashes = _SCOPES[landing.scope]
     todo = [p for p in landing.personas if not unchanged(wh, landing.scope, p.rows.persona_id, p.digest)]
     calls = new_calls(wh, landing.calls)
     if not todo and not calls and not landing.drop_personas and landing.benchmark is None:
@@ -96,16 +119,7 @@ def land(wh: Warehouse, landing: Landing) -> list[str]:
             wh.upsert("benchmarks", [dict(landing.benchmark)])
         for pid in landing.drop_personas:
             delete_persona(wh, pid)
-        for p in todo:
-            delete(wh, p.rows.persona_id)
-            for table in tables:
-                if table in p.rows.tables:
-                    wh.upsert(table, p.rows.tables[table])
-            if p.digest is not None:
-                record = {"persona_id": p.rows.persona_id, "benchmark_id": landing.benchmark_id, "content_hash": p.digest}
-                if p.summary is not None:
-                    record["summary"] = json.dumps(p.summary)
-                wh.upsert(hashes, [record])
+        _write_personas(wh, landing, todo)
         wh.upsert("llm_calls", [c.row() for c in calls])
         adopt_runs(wh, calls, "qa" if landing.scope == "qa" else "generate", landing.benchmark_id, landing.call_runs)
         if landing.completes:

@@ -134,3 +134,24 @@ def leaderboard(result: EvaluationResult) -> str:
 def evaluation(result: EvaluationResult) -> None:
     reused(result)
     typer.echo(leaderboard(result))
+    if result.protocols:
+        typer.echo(protocols(result))
+
+
+def protocols(result: EvaluationResult) -> str:
+    """The standard protocols' rows, one line each: the metrics with their 95% intervals."""
+    from clonemem.schemas.results import PROTOCOL_METRICS
+
+    lines = ["standard protocols (mean [95% CI]; n questions):"]
+    for r in result.protocols:
+        where = f"{r.granularity} " if r.granularity else ""
+        group = f"{r.group} ({r.category})" if r.category is not None else r.group
+        shown = []
+        for metric in PROTOCOL_METRICS:
+            value, ci = r.value(metric), getattr(r, f"{metric}_ci")
+            if value is not None:
+                interval = f" [{ci[0]:.3f}, {ci[1]:.3f}]" if ci else ""
+                shown.append(f"{metric} {value:.3f}{interval}")
+        lines.append(f"  {r.protocol:<11} {r.system:<14} {where}k={r.k:<3} {group:<28} n={r.n:<5} "
+                     + ("; ".join(shown) or "unscored"))
+    return "\n".join(lines)

@@ -11,6 +11,7 @@ import polars as pl
 
 from clonemem.qa.cues import CUE_ITEMS_SQL
 from clonemem.schemas.results import Provenance
+from clonemem.warehouse import leaderboard as W
 from clonemem.warehouse.guard import GuardedConnection as Db
 
 # The tables every page relies on; a warehouse without them was not made by clonemem (or is empty).
@@ -189,7 +190,7 @@ def traces(db: Db, persona_id: str, media: list[str], first: object, last: objec
     return db.frame("""
         WITH t AS (
             SELECT trace_id, external_id, event_date, medium, is_noise, content
-            FROM traces WHERE persona_id = $p AND list_contains($media, medium)
+            FROM v_traces WHERE persona_id = $p AND list_contains($media, medium)
               AND event_date::DATE BETWEEN $first AND $last),
         cites AS (
             SELECT et.trace_id, qe.question_id FROM question_evidence qe JOIN evidence_traces et USING (evidence_id)
@@ -207,7 +208,7 @@ def trace(db: Db, trace_id: str) -> pl.DataFrame:
     return db.frame("""
         SELECT t.trace_id, t.external_id, t.event_date, t.medium, t.is_noise, t.content, t.intent, t.audience,
                t.key_information::VARCHAR AS key_information, d.title AS detailed_event
-        FROM traces t LEFT JOIN detailed_events d USING (detailed_event_id) WHERE t.trace_id = ?""", [trace_id])
+        FROM v_traces t LEFT JOIN detailed_events d USING (detailed_event_id) WHERE t.trace_id = ?""", [trace_id])
 
 
 def trace_citations(db: Db, trace_id: str) -> pl.DataFrame:
@@ -406,7 +407,7 @@ def trace_labels(db: Db, trace_ids: list[str]) -> pl.DataFrame:
     """External id, medium, date and the first characters of the given traces."""
     return db.frame("""
         SELECT trace_id, external_id, medium, event_date, left(content, 160) AS excerpt
-        FROM traces WHERE list_contains(?, trace_id)""", [trace_ids])
+        FROM v_traces WHERE list_contains(?, trace_id)""", [trace_ids])
 
 
 def question_answers(db: Db, eval_run_id: str, question_id: str) -> pl.DataFrame:
@@ -431,6 +432,22 @@ def question_scores(db: Db, eval_run_id: str, question_id: str) -> pl.DataFrame:
                                WHEN utilization_failure = 1 THEN 'use' WHEN correct = 1 THEN 'correct' END AS diagnosis
         FROM eval_question_scores WHERE eval_run_id = ? AND question_id = ? ORDER BY system, k""",
                     [eval_run_id, question_id])
+
+
+def question_protocol_scores(db: Db, eval_run_id: str, question_id: str) -> pl.DataFrame:
+    """One question's scores under the standard protocols (migration 0024): per protocol, system,
+    k and granularity (``qa``: the answer at k; ``turn``/``session``: retrieval at that cut-off),
+    each metric's value (null: unscored, with the reason), and what the protocol scored (its answer
+    and judge label)."""
+    return db.frame("""
+        SELECT s.protocol, s.protocol_version, s.system, s.k, s.granularity, s.metric, s.value,
+               s.reason, a.answer_text, a.judge_label, a.judge_reason, a.given
+        FROM eval_protocol_scores s
+        LEFT JOIN eval_protocol_answers a ON a.eval_run_id = s.eval_run_id
+             AND a.protocol = s.protocol AND a.system = s.system AND a.k = s.k
+             AND a.question_id = s.question_id AND s.granularity = 'qa'
+        WHERE s.eval_run_id = ? AND s.question_id = ?
+        ORDER BY s.protocol, s.system, s.granularity, s.k, s.metric""", [eval_run_id, question_id])
 
 
 def eval_systems(db: Db, eval_run_id: str) -> pl.DataFrame:
@@ -626,6 +643,17 @@ def metric_history(db: Db, benchmark_id: str) -> pl.DataFrame:
         FROM eval_metrics m JOIN eval_runs e USING (eval_run_id)
         WHERE e.benchmark_id = ? AND m.group_by = 'all'
         ORDER BY e.started_at, e.eval_run_id, m.system, m.k, m.metric""", [benchmark_id])
+
+
+def system_evaluations(db: Db, benchmark_id: str) -> pl.DataFrame:
+    """Every (evaluation, system) of a benchmark with what makes rows comparable and their provenance
+    (``clonemem.warehouse.leaderboard.system_evaluations``: the command line and the artifact read the same)."""
+    return W.system_evaluations(db.frame, benchmark_id)
+
+
+def system_metrics(db: Db, pairs: list[tuple[str, str]], group_by: str = "all") -> pl.DataFrame:
+    """The aggregated metrics of (evaluation, system) pairs (``warehouse.leaderboard.system_metrics``)."""
+    return W.system_metrics(db.frame, pairs, group_by)
 
 
 def eval_identities(db: Db, benchmark_id: str, table_columns: list[str]) -> pl.DataFrame:

@@ -224,7 +224,8 @@ def file_retrieval(system: str, persona: PersonaData, lines: Mapping[str, FileRe
                    supports: Supports | None) -> Retrieval:
     """The persona's retrieval as the file gives it (a question without a line retrieved nothing), and
     each question's read diagnosis from those items."""
-    out = Retrieval(system, persona.persona_id, build_seconds=0.0, llm_calls=0, llm_tokens=0, items=0)
+    # built and run elsewhere: its build time and LLM spend are not known here (blank, not 0)
+    out = Retrieval(system, persona.persona_id, build_seconds=None, llm_calls=None, llm_tokens=None, items=0)
     for q in persona.questions:
         line = lines.get(q.question_id, FileRetrieval())
         out.results[q.question_id] = QuestionRetrieval(tuple(i.text for i in line.items),
@@ -233,6 +234,10 @@ def file_retrieval(system: str, persona: PersonaData, lines: Mapping[str, FileRe
         if supports is not None:
             out.diagnosis[q.question_id] = diagnose_read(list(zip(q.statements, q.evidence_sets)), line.items,
                                                          supports, line.written)
+    # the write step of a line that does not say is blank, with or without evidence (else a benchmark with
+    # questions lacking evidence showed 0.000 where one without such questions showed blank)
+    out.write_unknown = frozenset(q.question_id for q in persona.questions
+                                  if lines.get(q.question_id, FileRetrieval()).written is None)
     return out
 
 

@@ -9,11 +9,11 @@ import datetime as dt
 import json
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from dataclasses import dataclass, field
-from typing import NamedTuple
+from dataclasses import dataclass, field, replace
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -24,7 +24,7 @@ from clonemem.evaluation.diagnosis import EvidenceDiagnosis, Supports, diagnose_
 from clonemem.evaluation.replay import Replay, schedule
 from clonemem.llm.types import LLMError, ProviderRejected, StageNotCovered, about, estimate_tokens
 from clonemem.memory import SYSTEMS
-from clonemem.memory.base import BuildContext, MemoryTrace, QuestionView, declared_only
+from clonemem.memory.base import Attachment, BuildContext, MemoryTrace, QuestionView, declared_only
 from clonemem.memory.coverage import write_coverage
 from clonemem.memory.errors import MemorySystemFailed
 from clonemem.schemas.config import FULL_CONTEXT_TOKENS
@@ -62,6 +62,9 @@ class EvalQuestion:
     evidence_sets: tuple[tuple[str, ...], ...]  # each evidence item's trace ids
     statements: tuple[str, ...]
     privacy: PrivacyTask | None = None
+    # what an imported source said beyond the project's fields (the standard protocols read them)
+    source_category: str | None = None  # LoCoMo '1'..'5'; LongMemEval / PersonaMem question_type
+    evidence_sessions: tuple[str, ...] = ()  # session keys holding the answer (LongMemEval answer_session_ids)
 
     def view(self) -> QuestionView:
         gold = tuple(dict.fromkeys(t for s in self.evidence_sets for t in s))
@@ -91,27 +94,36 @@ def load_benchmark(wh: Warehouse, benchmark_id: str) -> list[PersonaData]:
     for pid, key, name, language in wh.rows("SELECT persona_id, person_key, person_name, coalesce(language, 'en') "
                                             "FROM personas WHERE benchmark_id = ? ORDER BY seq", [benchmark_id]):
         names = relation_names(wh, pid)
-        traces = tuple(MemoryTrace(t, m, d, c, tuple(privacy.trace_reach(r, a, m, names))) for t, m, d, c, a, r in wh.rows(
-            "SELECT trace_id, medium, event_date, content, audience, reached FROM traces WHERE persona_id = ? "
-            "ORDER BY event_date, trace_id", [pid]))
+        traces = tuple(
+            MemoryTrace(t, m, d, c, tuple(privacy.trace_reach(r, a, m, names)), sk, sp, sd, _attachments(at))
+            for t, m, d, c, a, r, sk, sp, sd, at in wh.rows(
+                "SELECT trace_id, medium, event_date, content, audience, reached, session_key, speaker, session_date, "
+                "attachments::VARCHAR FROM v_traces WHERE persona_id = ? ORDER BY event_date, trace_id", [pid]))
         tasks = privacy_tasks(wh, pid)
         questions = []
-        for qid, q, qtype, dim, qtime, ans, correct, choices, ev in wh.rows(
+        for qid, q, qtype, dim, qtime, ans, correct, choices, ev, category, sessions in wh.rows(
             "SELECT q.question_id, q.question, q.question_type, q.dimension, q.question_time, q.answer, q.correct_choice_id, "
             " coalesce((SELECT list({'id': c.choice_id, 'text': c.text} ORDER BY c.seq) FROM question_choices c "
             "           WHERE c.question_id = q.question_id), []), "
             " coalesce((SELECT list({'statement': e.statement, 'ids': coalesce((SELECT list(et.trace_id ORDER BY et.seq) "
             "           FROM evidence_traces et WHERE et.evidence_id = e.evidence_id), [])} ORDER BY qe.seq) "
-            "           FROM question_evidence qe JOIN evidence e USING (evidence_id) WHERE qe.question_id = q.question_id), []) "
+            "           FROM question_evidence qe JOIN evidence e USING (evidence_id) WHERE qe.question_id = q.question_id), []), "
+            " q.source_category, q.evidence_sessions::VARCHAR "
             "FROM questions q WHERE q.persona_id = ? ORDER BY q.seq", [pid]):
             questions.append(EvalQuestion(
                 qid, pid, q, qtype, dim, qtime, ans, correct, tuple(Choice(id=c["id"], text=c["text"]) for c in choices),
-                tuple(tuple(e["ids"]) for e in ev), tuple(e["statement"] for e in ev), tasks.get(qid)))
+                tuple(tuple(e["ids"]) for e in ev), tuple(e["statement"] for e in ev), tasks.get(qid),
+                category, tuple(json.loads(sessions)) if sessions else ()))
         release_ids = dict(wh.rows("SELECT trace_id, external_id FROM traces WHERE persona_id = ? UNION ALL "
                                    "SELECT question_id, external_id FROM questions WHERE persona_id = ?", [pid, pid]))
         out.append(PersonaData(pid, key, name, language, traces, tuple(questions),
                                key if keys[key] == 1 else f"{key}@{language}", release_ids))
     return out
+
+
+def _attachments(stored: str | None) -> tuple[Attachment, ...]:
+    """The JSON list of {caption, url} stored with a trace (traces.attachments)."""
+    return tuple(Attachment(a.get("caption"), a.get("url")) for a in json.loads(stored)) if stored else ()
 
 
 def privacy_tasks(wh: Warehouse, persona_id: str) -> dict[str, PrivacyTask]:
@@ -140,15 +152,19 @@ class QuestionRetrieval(NamedTuple):
 class Retrieval:
     system: str
     persona_id: str
-    build_seconds: float
-    llm_calls: int
-    llm_tokens: int
+    # None: not known (a results file: its system was built and run elsewhere)
+    build_seconds: float | None
+    llm_calls: int | None
+    llm_tokens: int | None
     items: int
     results: dict[str, QuestionRetrieval] = field(default_factory=dict)
     # question_id -> (texts, trace ids per item, latency ms; None when not measured: a results file)
     kinds: dict[str, tuple[str, ...]] = field(default_factory=dict)  # question_id -> each item's kind
     diagnosis: dict[str, tuple[EvidenceDiagnosis, ...] | None] = field(default_factory=dict)  # write, read rank
     write_coverage: float | None = None  # share of the persona's traces its stored memory represents
+    # questions whose write step is not known (a results file's line without `written`); a class-level
+    # default, so retrievals cached before it still read
+    write_unknown: frozenset[str] = frozenset()
 
 
 @contextmanager
@@ -178,13 +194,16 @@ def _asked(system: str, questions: Iterator[EvalQuestion]) -> Iterator[EvalQuest
 
 def build_and_retrieve(system: str, persona: PersonaData, k_max: int, llm: Callable, seed: int,
                        usage: Callable[[], tuple[int, int]], full_context_tokens: int = FULL_CONTEXT_TOKENS,
-                       supports: Supports | None = None, replay: bool = False) -> Retrieval:
+                       supports: Supports | None = None, replay: bool = False, ks: Sequence[int] = (),
+                       memo: Callable[[str, Callable[[], Any]], Any] | None = None) -> Retrieval:
     """Build, retrieve for every question, and (given ``supports``, the judge's support check) diagnose
     each question's evidence: written in the stored memory, and at which rank it was read. A failure of
     the system's code raises :class:`MemorySystemFailed`.
 
     With ``replay`` (always, for a ``replay_only`` system) the traces are fed in time order between the
-    questions (``clonemem.evaluation.replay``) instead of built at once."""
+    questions (``clonemem.evaluation.replay``) instead of built at once. ``ks``: the depths the answers will be
+    scored at (a remote system is told them); ``memo``: replies a remote system gave an interrupted run of
+    this evaluation (:attr:`BuildContext.memo`)."""
     factory = SYSTEMS.get(system)  # an unknown or unimportable name is the user's error, not the system's
     with system_work(system, "creating it"):
         memory = factory()
@@ -194,6 +213,7 @@ def build_and_retrieve(system: str, persona: PersonaData, k_max: int, llm: Calla
         step = activity.counting(declared_only(system, memory.llm_stages, llm))
         ctx = BuildContext(llm=step, language=persona.language, seed=seed, full_context_tokens=full_context_tokens,
                            persona_id=persona.public_id, release_ids=persona.release_ids,
+                           persona_name=persona.name, memo=memo,
                            progress=lambda phase, done, total: activity.update(done, total, f"building ({phase})",
                                                                                "traces"))
         if replay:
@@ -214,7 +234,7 @@ def build_and_retrieve(system: str, persona: PersonaData, k_max: int, llm: Calla
             with about(question_id=q.question_id, system=system), \
                     system_work(system, f"retrieve for question {q.question_id}"):
                 t0 = time.perf_counter()
-                items = memory.retrieve(q.view(), k_max)
+                items = memory.retrieve(replace(q.view(), ks=tuple(sorted(set(ks)))), k_max)
                 latency = (time.perf_counter() - t0) * 1000
                 results[q.question_id] = QuestionRetrieval(tuple(i.text for i in items),
                                                            tuple(i.trace_ids for i in items), latency)
@@ -360,7 +380,8 @@ def question_metrics(system: str, k: int, q: EvalQuestion, retrieval: Retrieval,
         right = bool(row["choice_accuracy"])
     else:
         right = None if j.get("qa_consistency") is None else j["qa_consistency"] >= 2
-    row.update(verdict(retrieval.diagnosis.get(q.question_id), len(context_for(system, texts, k)), right))
+    row.update(verdict(retrieval.diagnosis.get(q.question_id), len(context_for(system, texts, k)), right,
+                       write_known=q.question_id not in retrieval.write_unknown))
     return row
 
 

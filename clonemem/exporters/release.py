@@ -1,7 +1,10 @@
 """Export of a benchmark in the CloneMem release format (the README, "Release format"): one JSON file
 per persona, each written atomically. Questions carry the source's labels (``inference``), so an
 imported release is reproduced byte for byte; a question with a source category (a LoCoMo import)
-also carries ``locomo_category`` and ``adversarial_answer``, which the release importer reads back.
+also carries ``locomo_category`` (LoCoMo) or ``source_category`` (another source) and ``adversarial_answer``,
+a turn of a conversational source its ``session_key``, ``speaker``, ``session_date`` and ``attachments``, a
+question its ``evidence_sessions``, and the file the top-level ``source_format``: the release importer
+reads them all back.
 """
 
 from __future__ import annotations
@@ -39,10 +42,11 @@ def export_persona(wh: Warehouse, pid: str, questions_key: str = "questions") ->
     names = relation_names(wh, pid)
     context = [
         {"id": ext, "medium": medium, "event_date": _iso(date), "content": content,
-         **({"reached": privacy.trace_reach(reached, audience, medium, names)} if reached is not None or names else {})}
-        for ext, medium, date, content, audience, reached in wh.rows(
-            "SELECT external_id, medium, event_date, content, audience, reached FROM traces WHERE persona_id = ? "
-            "ORDER BY seq, external_id", [pid])
+         **({"reached": privacy.trace_reach(reached, audience, medium, names)} if reached is not None or names else {}),
+         **_turn_fields(session_key, speaker, session_date, attachments)}
+        for ext, medium, date, content, audience, reached, session_key, speaker, session_date, attachments in wh.rows(
+            "SELECT external_id, medium, event_date, content, audience, reached, session_key, speaker, session_date, "
+            "attachments FROM v_traces WHERE persona_id = ? ORDER BY seq, external_id", [pid])
     ]
     ext_of = dict(wh.rows("SELECT trace_id, external_id FROM traces WHERE persona_id = ?", [pid]))
     q_traces = _grouped(wh.rows(
@@ -59,9 +63,10 @@ def export_persona(wh: Warehouse, pid: str, questions_key: str = "questions") ->
         "WHERE q.persona_id = ? ORDER BY qe.question_id, qe.seq", [pid]))
     privacy_tasks = _privacy_tasks(wh, pid)
     questions = []
-    for (qid, ext, question, qtype, qtime, answer, dim, correct, category, trap) in wh.rows(
+    locomo = "locomo" in _formats(wh, bid)
+    for (qid, ext, question, qtype, qtime, answer, dim, correct, category, trap, sessions) in wh.rows(
         "SELECT question_id, external_id, question, coalesce(source_question_type, question_type), question_time, "
-        "answer, dimension, correct_choice_id, source_category, adversarial_answer "
+        "answer, dimension, correct_choice_id, source_category, adversarial_answer, evidence_sessions::VARCHAR "
         "FROM questions WHERE persona_id = ? ORDER BY seq, external_id", [pid]):
         item = {
             "id": ext, "question": question, "question_type": qtype, "question_time": _iso(qtime),
@@ -72,18 +77,48 @@ def export_persona(wh: Warehouse, pid: str, questions_key: str = "questions") ->
             "choices": q_choices.get(qid, []),
             "correct_choice_id": correct,
         }
-        if category is not None:  # extra fields (other readers ignore them): a LoCoMo import survives export
-            item["locomo_category"] = category
+        # extra fields (other readers ignore them): an import from another format survives export
+        if category is not None and locomo and category.isdigit():
+            item["locomo_category"] = int(category)
+        elif category is not None:
+            item["source_category"] = category
         if trap is not None:
             item["adversarial_answer"] = trap
+        if sessions is not None:
+            item["evidence_sessions"] = json.loads(sessions)
         if qid in privacy_tasks:  # a privacy task: its boundary, over the positions of its evidence
             item["privacy"] = privacy_tasks[qid]
         questions.append(item)
     out: dict = {FIELD: RELEASE.version, "person_name": person_name, "person_id": person_key, "context": context, questions_key: questions}
     source, offline = wh.rows("SELECT source, is_offline FROM benchmarks WHERE benchmark_id = ?", [bid])[0]
+    formats = _formats(wh, bid)
+    if source == "imported" and len(formats) == 1 and formats[0] != "clonemem":
+        # Extra top-level field: the source format, read back by the release importer, so the copy keeps
+        # its question-type mapping and the standard protocols its format is scored by.
+        out["source_format"] = formats[0]
     if source == "generated":
         # Extra top-level field (importers ignore unknown fields): provenance, and the offline label.
         out["generated_by"] = {"pipeline": "clonemem", "offline": bool(offline)}
+    return out
+
+
+def _formats(wh: Warehouse, bid: str) -> list[str]:
+    config = wh.scalar("SELECT config_json::VARCHAR FROM benchmarks WHERE benchmark_id = ?", [bid])
+    return list((json.loads(config) if config else {}).get("formats", []))
+
+
+def _turn_fields(session_key: str | None, speaker: str | None, session_date: dt.datetime | None,
+                 attachments: str | None) -> dict:
+    """What a conversational source said of a turn, where stored (a published CloneMem file has none)."""
+    out: dict = {}
+    if session_key is not None:
+        out["session_key"] = session_key
+    if speaker is not None:
+        out["speaker"] = speaker
+    if session_date is not None:
+        out["session_date"] = _iso(session_date)
+    if attachments is not None:
+        out["attachments"] = json.loads(attachments)
     return out
 
 

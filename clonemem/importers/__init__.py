@@ -23,6 +23,8 @@ IMPORTERS: Registry[type[Importer]] = Registry(
     accepts=lambda c: isinstance(c, type) and issubclass(c, Importer), expected="an Importer subclass")
 IMPORTERS.add_lazy("release", "clonemem.importers.release:ReleaseImporter")
 IMPORTERS.add_lazy("locomo", "clonemem.importers.locomo:LocomoImporter")
+IMPORTERS.add_lazy("longmemeval", "clonemem.importers.longmemeval:LongMemEvalImporter")
+IMPORTERS.add_lazy("personamem", "clonemem.importers.personamem:PersonaMemImporter")
 
 
 def importer(name: str) -> Importer:
@@ -38,6 +40,9 @@ def import_files(wh: Warehouse, format_name: str, paths: Sequence[str | Path], n
                  mode: ImportMode = "create") -> ImportSummary:
     """Parse every file with the named importer (collecting all problems), then land them all or nothing
     into an open warehouse (library use; the CLI and deployments run the import flow)."""
-    from clonemem.importers.base import load_personas
+    from clonemem.importers.base import StreamingImporter, expand_paths, load_personas, load_stream
 
-    return load_personas(wh, importer(format_name).parse_paths(paths), name, mode)
+    found = importer(format_name)
+    if isinstance(found, StreamingImporter):  # never held whole: landed in batches as it is read
+        return load_stream(wh, found, expand_paths(paths, found.suffixes), name, mode)
+    return load_personas(wh, found.parse_paths(paths), name, mode)

@@ -12,17 +12,19 @@ from __future__ import annotations
 
 import codecs
 import datetime as dt
+import io
 import json
 import re
 from abc import ABC, abstractmethod
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import ClassVar, TypeVar
+from typing import BinaryIO, ClassVar, TypeVar
 
 from clonemem.errors import UserError
-from clonemem.ids import benchmark_id, content_id, persona_id
+from clonemem.ids import benchmark_id, content_id, persona_id, stable_hash
 from clonemem.schemas import question_types
 from clonemem.schemas.config import DIMENSIONS
 from clonemem.schemas.imports import ImportMode, ImportNote, ImportSummary
@@ -34,8 +36,9 @@ from clonemem.warehouse.landing import Landing, PersonaLanding, land
 MAX_REPORTED_PROBLEMS = 20
 
 __all__ = ["ImportFailed", "ImportMode", "ImportNote", "ImportSummary", "Importer", "ParsedPersona", "Problem",
-           "QuestionSource", "check_benchmark_name", "decode_text", "detect_language", "expand_paths",
-           "import_into_warehouse", "json_path", "load_personas", "parse_each", "persona_rows", "read_bytes",
+           "QuestionSource", "StreamingImporter", "check_benchmark_name", "decode_text",
+           "detect_language", "expand_paths", "import_into_warehouse", "import_stream", "json_path", "load_personas",
+           "load_stream", "parse_each", "persona_rows", "read_bytes",
            "read_text", "validation_message"]
 
 
@@ -188,10 +191,11 @@ def detect_language(file_name: str | None, texts: Iterable[str]) -> str | None:
 class QuestionSource:
     """What the importer decided about one question beyond the release format: the project's question
     type (each format maps its own labels), and the source's own extras (warehouse columns
-    ``source_category`` and ``adversarial_answer``)."""
+    ``source_category`` and ``adversarial_answer``): the category as text (LoCoMo's '1'..'5', LongMemEval's
+    and PersonaMem's question_type labels)."""
 
     question_type: str
-    category: int | None = None
+    category: str | None = None
     adversarial_answer: str | None = None
     privacy: ReleasePrivacy | None = None  # a privacy task's boundary (the release importer reads it back)
 
@@ -207,6 +211,7 @@ class ParsedPersona:
     source_format: str = "clonemem"
     notes: tuple[ImportNote, ...] = ()
     sources: tuple[QuestionSource, ...] = ()
+    narrative: str | None = None  # who the person is, as the source says it (PersonaMem's system message)
 
     def __post_init__(self) -> None:
         if len(self.sources) != len(self.release.items):
@@ -227,6 +232,16 @@ class Importer(ABC):
     description: ClassVar[str]  # one line for help texts
     source_format: ClassVar[str]  # recorded in the benchmark's config_json `formats`
     suffixes: ClassVar[tuple[str, ...]] = (".json",)  # files picked up from a folder
+    streams: ClassVar[bool] = False  # a StreamingImporter: its files are never held whole
+    # the standard protocols a benchmark of this format is scored by (clonemem.evaluation's protocols,
+    # looked up through the benchmark's config_json `formats` and this registry)
+    protocols: ClassVar[tuple[str, ...]] = ()
+
+    @classmethod
+    def project_type(cls, category: str | None, label: str, question_id: str = "") -> str:
+        """The project's question type for a question of this format with the source's category, label and
+        id (how the release importer maps a question exported from a benchmark of this format back)."""
+        return question_types.aliases().get(label, label)
 
     @abstractmethod
     def parse_text(self, text: str, file: str) -> list[ParsedPersona]:
@@ -238,9 +253,55 @@ class Importer(ABC):
     def parse_file(self, path: str | Path) -> list[ParsedPersona]:
         return self.parse_bytes(read_bytes(path), str(path))
 
+    def group(self, files: Sequence[Path]) -> list[tuple[Path, ...]]:
+        """The files read together (a format of several kinds of file, e.g. PersonaMem's questions CSV and
+        its contexts JSONL); by default each file alone. Raise :class:`ImportFailed` for a file left over."""
+        return [(f,) for f in files]
+
+    def parse_group(self, data: Sequence[bytes], files: Sequence[str]) -> list[ParsedPersona]:
+        """Every persona of one group of files (their bytes and names, in :meth:`group`'s order)."""
+        return [p for d, f in zip(data, files, strict=True) for p in self.parse_bytes(d, f)]
+
     def parse_paths(self, paths: Sequence[str | Path]) -> list[ParsedPersona]:
         """Every file under the paths, parsed; all problems of all files in one error."""
-        return parse_each(expand_paths(paths, self.suffixes), self.parse_file)
+        groups = self.group(expand_paths(paths, self.suffixes))
+        return parse_each(groups, lambda g: self.parse_group([read_bytes(f) for f in g], [str(f) for f in g]))
+
+
+class StreamingImporter(Importer):
+    """A format whose files are too big to hold (LongMemEval's list of instances, hundreds of MB): a file is
+    read item by item and landed in batches inside the import's one transaction, which a problem anywhere
+    rolls back (:func:`load_stream`); every trace text is stored once."""
+
+    streams: ClassVar[bool] = True
+
+    @abstractmethod
+    def iter_stream(self, stream: BinaryIO, file: str, problems: list[Problem]) -> Iterator[ParsedPersona]:
+        """The personas of one file, one at a time; a bad item adds its problems and is skipped."""
+
+    def iter_file(self, path: Path, problems: list[Problem]) -> Iterator[ParsedPersona]:
+        try:
+            with path.open("rb") as stream:
+                yield from self.iter_stream(stream, str(path), problems)
+        except OSError as exc:
+            problems.append(Problem(str(path), "$", f"cannot read file: {exc.strerror or exc}"))
+
+    def parse_bytes(self, data: bytes, file: str) -> list[ParsedPersona]:
+        problems: list[Problem] = []
+        parsed = list(self.iter_stream(io.BytesIO(data), file, problems))
+        if problems:
+            raise ImportFailed(problems)
+        return parsed
+
+    def parse_file(self, path: str | Path) -> list[ParsedPersona]:
+        problems: list[Problem] = []
+        parsed = list(self.iter_file(Path(path), problems))
+        if problems:
+            raise ImportFailed(problems)
+        return parsed
+
+    def parse_text(self, text: str, file: str) -> list[ParsedPersona]:
+        return self.parse_bytes(text.encode("utf-8"), file)
 
 
 F = TypeVar("F")
@@ -271,7 +332,9 @@ def _naive_utc(value: dt.datetime) -> dt.datetime:
     return value.astimezone(dt.UTC).replace(tzinfo=None)
 
 
-def persona_rows(persona: ParsedPersona, benchmark_name: str, seq: int) -> PersonaRows:
+def persona_rows(persona: ParsedPersona, benchmark_name: str, seq: int, texts: set[str] | None = None) -> PersonaRows:
+    """A persona's rows. With ``texts`` (the text ids landed so far), each trace's text is stored once for
+    all (``trace_texts``, content-addressed; the trace keeps its ``text_id`` and an empty ``content``)."""
     release = persona.release
     bid = benchmark_id(benchmark_name)
     pid = persona_id(benchmark_name, release.person_id, persona.language)
@@ -282,15 +345,25 @@ def persona_rows(persona: ParsedPersona, benchmark_name: str, seq: int) -> Perso
     rows.add("personas", {
         "persona_id": pid, "benchmark_id": bid, "person_key": release.person_id, "seq": seq,
         "person_name": release.person_name, "language": persona.language, "big_five": None, "profile": None,
-        "narrative": None, "timeline_start": min(dates, default=None), "timeline_end": max(dates, default=None),
+        "narrative": persona.narrative, "timeline_start": min(dates, default=None), "timeline_end": max(dates, default=None),
         "source_file": source_file,
     })
     for i, t in enumerate(release.context):
+        content, text_id = t.content, None
+        if texts is not None:
+            content, text_id = "", stable_hash(t.content, 32)
+            if text_id not in texts:
+                texts.add(text_id)
+                rows.add("trace_texts", {"text_id": text_id, "content": t.content})
         rows.add("traces", {
             "trace_id": trace_key[t.id], "persona_id": pid, "external_id": t.id, "seq": i, "medium": t.medium,
-            "event_date": dates[i], "content": t.content, "detailed_event_id": None, "intent": None,
+            "event_date": dates[i], "content": content, "text_id": text_id, "detailed_event_id": None, "intent": None,
             "audience": None, "key_information": None, "is_noise": False,
             "reached": None if t.reached is None else json.dumps(t.reached, ensure_ascii=False),
+            "session_key": t.session_key, "speaker": t.speaker,
+            "session_date": None if t.session_date is None else _naive_utc(t.session_date),
+            "attachments": None if t.attachments is None else json.dumps(
+                [a.model_dump() for a in t.attachments], ensure_ascii=False),
         })
     for qi, (q, source) in enumerate(zip(release.items, persona.sources, strict=True)):
         qid = content_id(pid, "question", q.id)
@@ -302,6 +375,8 @@ def persona_rows(persona: ParsedPersona, benchmark_name: str, seq: int) -> Perso
             "question_time": _naive_utc(q.question_time), "answer": q.answer, "correct_choice_id": q.correct_choice_id,
             "arc_id": None, "segment_id": None, "plan": None, "source_question_type": q.question_type,
             "source_category": source.category, "adversarial_answer": source.adversarial_answer,
+            "evidence_sessions": None if q.evidence_sessions is None else json.dumps(q.evidence_sessions,
+                                                                                     ensure_ascii=False),
         })
         for ti, tid in enumerate(q.digital_trace_ids):
             rows.add("question_traces", {"question_id": qid, "seq": ti, "trace_id": trace_key[tid]})
@@ -359,14 +434,48 @@ def _check_batch(personas: Sequence[ParsedPersona]) -> None:
         raise ImportFailed(problems)
 
 
-def load_personas(wh: Warehouse, personas: Sequence[ParsedPersona], name: str,
-                  mode: ImportMode = "create") -> ImportSummary:
-    """Land parsed personas as benchmark ``name`` in one transaction.
+@dataclass
+class _Target:
+    """Where an import lands: the benchmark, what it holds already, and what the import may do with it."""
 
-    An existing benchmark is refused unless ``mode`` is ``replace`` (its content is swapped atomically)
-    or ``append`` (the personas are added; one that is already there is refused)."""
+    name: str
+    bid: str
+    old_personas: list[tuple[str, str, str | None, str]]
+    old_config: dict
+    existing: bool
+    appending: bool
+    first_seq: int
+
+    def clash(self, p: ParsedPersona) -> Problem | None:
+        """An appended persona the benchmark holds already."""
+        held = {(key, lang): f for _, key, lang, f in self.old_personas} if self.appending else {}
+        if p.key not in held:
+            return None
+        return Problem(p.file, "$.person_id", f"person {p.release.person_id!r} ({p.language}) is already in "
+                                              f"benchmark {self.name!r} (from {held[p.key]}); use --replace")
+
+    def benchmark_row(self, tally: _Tally) -> dict:
+        keep = self.appending
+        files = tally.files | (set(self.old_config.get("files", [])) if keep else set())
+        formats = tally.formats | (set(self.old_config.get("formats", [])) if keep else set())
+        languages = tally.language_set | ({lang for _, _, lang, _ in self.old_personas} if keep else set())
+        return {"benchmark_id": self.bid, "name": self.name, "source": "imported", "is_offline": False,
+                "language": next(iter(languages)) if len(languages) == 1 else None,
+                "config_json": json.dumps({"files": sorted(files), "formats": sorted(formats)}, ensure_ascii=False),
+                "gate_status": "pending"}  # new content: any earlier gate verdict no longer applies
+
+    @property
+    def drop(self) -> list[str]:
+        return [pid for pid, *_ in self.old_personas] if self.existing and not self.appending else []
+
+    @property
+    def mode(self) -> str:
+        return "appended" if self.appending else "replaced" if self.existing else "created"
+
+
+def _target(wh: Warehouse, name: str, mode: ImportMode) -> _Target:
+    """The benchmark an import writes; an existing one is refused unless replaced or appended to."""
     check_benchmark_name(name)
-    _check_batch(personas)
     bid = benchmark_id(name)
     existing = wh.rows("SELECT source, config_json::VARCHAR FROM benchmarks WHERE benchmark_id = ?", [bid])
     old_personas: list[tuple[str, str, str | None, str]] = []
@@ -383,52 +492,145 @@ def load_personas(wh: Warehouse, personas: Sequence[ParsedPersona], name: str,
                                "WHERE benchmark_id = ? ORDER BY seq", [bid])
         old_config = json.loads(config_json) if config_json else {}
     appending = bool(existing) and mode == "append"
-    if appending:
-        held = {(key, lang): f for _, key, lang, f in old_personas}
-        clashes = [Problem(p.file, "$.person_id", f"person {p.release.person_id!r} ({p.language}) is already in "
-                                                  f"benchmark {name!r} (from {held[p.key]}); use --replace")
-                   for p in personas if p.key in held]
-        if clashes:
-            raise ImportFailed(clashes)
-    first_seq = len(old_personas) if appending else 0
+    first_seq = 0
     if appending:
         first_seq = (wh.scalar("SELECT coalesce(max(seq) + 1, 0) FROM personas WHERE benchmark_id = ?", [bid]) or 0)
-    all_rows = [persona_rows(p, name, first_seq + i) for i, p in enumerate(personas)]
-    files = {Path(p.file).name for p in personas} | (set(old_config.get("files", [])) if appending else set())
-    formats = {p.source_format for p in personas} | (set(old_config.get("formats", [])) if appending else set())
-    languages = {p.language for p in personas} | ({lang for _, _, lang, _ in old_personas} if appending else set())
-    land(wh, Landing(
-        bid, "persona", [PersonaLanding(rows) for rows in all_rows], completes=True,
-        benchmark={"benchmark_id": bid, "name": name, "source": "imported", "is_offline": False,
-                   "language": next(iter(languages)) if len(languages) == 1 else None,
-                   "config_json": json.dumps({"files": sorted(files), "formats": sorted(formats)}, ensure_ascii=False),
-                   "gate_status": "pending"},  # new content: any earlier gate verdict no longer applies
-        drop_personas=[pid for pid, *_ in old_personas] if existing and not appending else ()))
-    return _summary(wh, bid, name, personas, "appended" if appending else "replaced" if existing else "created")
+    return _Target(name, bid, old_personas, old_config, bool(existing), appending, first_seq)
 
 
-def _summary(wh: Warehouse, bid: str, name: str, personas: Sequence[ParsedPersona], mode: str) -> ImportSummary:
-    questions = [(q, s) for p in personas for q, s in zip(p.release.items, p.sources, strict=True)]
-    unknown: Counter[str] = Counter()
-    relabelled: Counter[str] = Counter()
-    for q, source in questions:
-        if source.question_type not in question_types.names():
-            unknown[source.question_type] += 1
-        elif source.question_type != q.question_type:
-            relabelled[f"{q.question_type} -> {source.question_type}"] += 1
+def load_personas(wh: Warehouse, personas: Sequence[ParsedPersona], name: str,
+                  mode: ImportMode = "create") -> ImportSummary:
+    """Land parsed personas as benchmark ``name`` in one transaction.
+
+    An existing benchmark is refused unless ``mode`` is ``replace`` (its content is swapped atomically)
+    or ``append`` (the personas are added; one that is already there is refused)."""
+    check_benchmark_name(name)
+    _check_batch(personas)
+    target = _target(wh, name, mode)
+    clashes = [c for p in personas if (c := target.clash(p)) is not None]
+    if clashes:
+        raise ImportFailed(clashes)
+    all_rows = [persona_rows(p, name, target.first_seq + i) for i, p in enumerate(personas)]
+    tally = _Tally()
+    for p in personas:
+        tally.add(p)
+    land(wh, Landing(target.bid, "persona", [PersonaLanding(rows) for rows in all_rows], completes=True,
+                     benchmark=target.benchmark_row(tally), drop_personas=target.drop))
+    return _summary(wh, target.bid, name, tally, target.mode)
+
+
+@dataclass
+class _Tally:
+    """What an import's summary counts, added up persona by persona (a streamed import holds none of them)."""
+
+    personas: int = 0
+    traces: int = 0
+    questions: int = 0
+    free_text_only: int = 0
+    evidence_without_traces: int = 0
+    questions_without_evidence: int = 0
+    unknown: Counter[str] = field(default_factory=Counter)
+    relabelled: Counter[str] = field(default_factory=Counter)
+    languages: Counter[str] = field(default_factory=Counter)
+    language_set: set[str | None] = field(default_factory=set)
+    files: set[str] = field(default_factory=set)
+    formats: set[str] = field(default_factory=set)
+    notes: list[ImportNote] = field(default_factory=list)
+
+    def add(self, p: ParsedPersona) -> None:
+        self.personas += 1
+        self.traces += len(p.release.context)
+        self.languages[p.language or "unknown"] += 1
+        self.language_set.add(p.language)
+        self.files.add(Path(p.file).name)
+        self.formats.add(p.source_format)
+        self.notes.extend(p.notes)
+        for q, source in zip(p.release.items, p.sources, strict=True):
+            self.questions += 1
+            self.free_text_only += not q.choices
+            self.questions_without_evidence += not q.evidence
+            self.evidence_without_traces += sum(1 for e in q.evidence if not e.digital_trace_ids)
+            if source.question_type not in question_types.names():
+                self.unknown[source.question_type] += 1
+            elif source.question_type != q.question_type:
+                self.relabelled[f"{q.question_type} -> {source.question_type}"] += 1
+
+
+def _summary(wh: Warehouse, bid: str, name: str, tally: _Tally, mode: str) -> ImportSummary:
     totals = wh.rows("SELECT personas, traces, questions FROM v_benchmarks WHERE id = ?", [bid])[0]
     return ImportSummary(
-        benchmark_id=bid, name=name, personas=len(personas),
-        traces=sum(len(p.release.context) for p in personas), questions=len(questions),
-        free_text_only=sum(1 for q, _ in questions if not q.choices),
-        unknown_question_types=dict(sorted(unknown.items())),
-        evidence_without_traces=sum(1 for q, _ in questions for e in q.evidence if not e.digital_trace_ids),
+        benchmark_id=bid, name=name, personas=tally.personas, traces=tally.traces, questions=tally.questions,
+        free_text_only=tally.free_text_only, unknown_question_types=dict(sorted(tally.unknown.items())),
+        evidence_without_traces=tally.evidence_without_traces,
         mode=mode, total_personas=totals[0], total_traces=totals[1], total_questions=totals[2],
-        languages=dict(sorted(Counter(p.language or "unknown" for p in personas).items())),
-        relabelled=dict(sorted(relabelled.items())),
-        questions_without_evidence=sum(1 for q, _ in questions if not q.evidence),
-        notes=tuple(n for p in personas for n in p.notes),
+        languages=dict(sorted(tally.languages.items())), relabelled=dict(sorted(tally.relabelled.items())),
+        questions_without_evidence=tally.questions_without_evidence, notes=tuple(tally.notes),
     )
+
+
+STREAM_BATCH = 25  # personas landed per insert of a streamed import (LongMemEval: ~600 traces each)
+
+
+def load_stream(wh: Warehouse, importer: StreamingImporter, files: Sequence[Path], name: str,
+                mode: ImportMode = "create") -> ImportSummary:
+    """Land a streaming format's files as benchmark ``name`` in one transaction, a batch of personas at a
+    time (never all of them held), every trace text stored once (``trace_texts``). The files are read once:
+    after a first problem nothing more is landed, the rest is read for its problems, and the transaction
+    rolls back, so a bad file stores nothing."""
+    target = _target(wh, name, mode)
+    tally, texts, seen = _Tally(), set[str](), dict[tuple[str, str | None], str]()
+    problems: list[Problem] = []
+    batch: list[PersonaLanding] = []
+
+    def flush(drop: Sequence[str] = ()) -> None:
+        if not problems:
+            land(wh, Landing(target.bid, "persona", batch, fresh=True, drop_personas=drop))
+        batch.clear()
+
+    with wh.transaction():
+        flush(target.drop)  # a replaced benchmark's personas go first
+        for file in files:
+            for p in importer.iter_file(file, problems):
+                if p.key in seen:
+                    problems.append(Problem(p.file, "$.person_id", f"person {p.release.person_id!r} is also in "
+                                                                   f"{seen[p.key]}; every scope needs its own id"))
+                elif (clash := target.clash(p)) is not None:
+                    problems.append(clash)
+                seen.setdefault(p.key, p.file)
+                if problems:
+                    continue
+                batch.append(PersonaLanding(persona_rows(p, name, target.first_seq + tally.personas, texts)))
+                tally.add(p)
+                if len(batch) >= STREAM_BATCH:
+                    flush()
+        if problems:
+            raise ImportFailed(problems)
+        flush()
+        land(wh, Landing(target.bid, "persona", [], completes=True, benchmark=target.benchmark_row(tally)))
+    return _summary(wh, target.bid, name, tally, target.mode)
+
+
+def import_stream(warehouse_path: str | Path, importer: StreamingImporter, paths: Sequence[str | Path], name: str,
+                  mode: ImportMode = "create", *, wait_s: float | None = None) -> ImportSummary:
+    """A streaming format's import (:func:`load_stream`): the files are read once, as they are landed, in
+    one transaction; a bad file rolls it back, and a failed import into a new warehouse leaves no file."""
+    check_benchmark_name(name)
+    files = expand_paths(paths, importer.suffixes)  # a missing file fails before the warehouse is opened
+    with _new_warehouse_removed_on_failure(warehouse_path) as path, Warehouse.open_writer(path, wait_s=wait_s) as wh:
+        return load_stream(wh, importer, files, name, mode)
+
+
+@contextmanager
+def _new_warehouse_removed_on_failure(warehouse_path: str | Path) -> Iterator[Path]:
+    path = Path(warehouse_path).expanduser().resolve()
+    existed = path.exists()
+    try:
+        yield path
+    except BaseException:
+        if not existed:
+            for leftover in (path, path.with_name(path.name + ".wal"), path.with_name(path.name + ".lock")):
+                leftover.unlink(missing_ok=True)
+        raise
 
 
 def import_into_warehouse(warehouse_path: str | Path, parse: Callable[[], Sequence[ParsedPersona]], name: str,
@@ -437,13 +639,5 @@ def import_into_warehouse(warehouse_path: str | Path, parse: Callable[[], Sequen
     warehouse that did not exist leaves no file behind (nor its lock file)."""
     check_benchmark_name(name)
     personas = parse()
-    path = Path(warehouse_path).expanduser().resolve()
-    existed = path.exists()
-    try:
-        with Warehouse.open_writer(path, wait_s=wait_s) as wh:
-            return load_personas(wh, personas, name, mode)
-    except BaseException:
-        if not existed:
-            for leftover in (path, path.with_name(path.name + ".wal"), path.with_name(path.name + ".lock")):
-                leftover.unlink(missing_ok=True)
-        raise
+    with _new_warehouse_removed_on_failure(warehouse_path) as path, Warehouse.open_writer(path, wait_s=wait_s) as wh:
+        return load_personas(wh, personas, name, mode)

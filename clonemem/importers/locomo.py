@@ -6,13 +6,14 @@ Both published layouts: one JSON object per conversation (``speaker_a``, ``speak
 
 A conversation becomes one persona; each dialog turn one trace (medium ``conversation_turn``) dated by
 its session, one minute apart so the order is kept, its id ``<sample>:<dia_id>``; an image caption
-stays with its turn. Each question becomes a free-text item asked a day after the last turn, one
+stays with its turn (and is kept apart too: ``traces.attachments``, with the image urls); each trace
+keeps its session (``session_N``), speaker and session date. Each question becomes a free-text item asked a day after the last turn, one
 evidence item per referenced turn. Evidence references that are not one clean turn id are split,
 normalised or, when they name no turn, reported with their JSON path; all of it is counted in the
 import summary and stored in ``import_notes``.
 
-Registered as ``locomo``. Its own fields: the category (stored in ``questions.source_category``, its
-label in ``source_question_type``) and the adversarial trap answer (``questions.adversarial_answer``);
+Registered as ``locomo``. Its own fields: the category (stored as text '1'..'5' in
+``questions.source_category``, its label in ``source_question_type``) and the adversarial trap answer (``questions.adversarial_answer``);
 its type mapping is :data:`CATEGORIES`.
 """
 
@@ -40,7 +41,13 @@ from clonemem.importers.base import (
 )
 from clonemem.schemas import question_types
 from clonemem.schemas.config import CONVERSATION_TURN
-from clonemem.schemas.release import ReleaseEvidence, ReleaseFile, ReleaseQuestion, ReleaseTrace
+from clonemem.schemas.release import (
+    ReleaseAttachment,
+    ReleaseEvidence,
+    ReleaseFile,
+    ReleaseQuestion,
+    ReleaseTrace,
+)
 
 SOURCE_FORMAT = "locomo"
 
@@ -57,10 +64,11 @@ CATEGORIES: dict[int, tuple[str, str]] = {
 }
 
 
-def project_type(category: int | None, label: str) -> str:
+def project_type(category: int | str | None, label: str) -> str:
     """The project's type for a LoCoMo category (another category keeps its label, and is flagged)."""
-    if category in CATEGORIES:
-        return CATEGORIES[category][1]
+    number = int(category) if isinstance(category, str) and category.isdigit() else category
+    if number in CATEGORIES:
+        return CATEGORIES[number][1]
     return question_types.aliases().get(label, label)
 
 
@@ -89,6 +97,14 @@ class LocomoTurn(_Locomo):
     dia_id: str
     text: str
     blip_caption: str | None = None
+    img_url: list[str] | str | None = None
+
+    def attachments(self) -> list[ReleaseAttachment] | None:
+        """The images shared with the turn: one per url, each with the turn's caption."""
+        urls: list[str | None] = [self.img_url] if isinstance(self.img_url, str) else list(self.img_url or [])
+        if not urls and not self.blip_caption:
+            return None
+        return [ReleaseAttachment(caption=self.blip_caption, url=u) for u in urls or [None]]
 
 
 class LocomoQA(_Locomo):
@@ -167,9 +183,9 @@ class _Sample:
                 self.problem(f"{self.conv_path}.{date_key}", f"session date {got} (expected e.g. '1:56 pm on 8 May, 2023')")
                 continue
             for i, raw_turn in enumerate(turns):
-                self.read_turn(raw_turn, f"{path}[{i}]", start + i * TURN_SPACING)
+                self.read_turn(raw_turn, f"{path}[{i}]", start + i * TURN_SPACING, key, start)
 
-    def read_turn(self, raw: Any, path: str, when: dt.datetime) -> None:
+    def read_turn(self, raw: Any, path: str, when: dt.datetime, session: str, session_date: dt.datetime) -> None:
         try:
             turn = LocomoTurn.model_validate(raw)
         except ValidationError as exc:
@@ -187,7 +203,8 @@ class _Sample:
         content = f"{turn.speaker}: {turn.text}"
         if turn.blip_caption:
             content += f" [shares a photo: {turn.blip_caption}]"
-        trace = ReleaseTrace(id=trace_id, medium=MEDIUM, event_date=when, content=content)
+        trace = ReleaseTrace(id=trace_id, medium=MEDIUM, event_date=when, content=content, session_key=session,
+                             speaker=turn.speaker, session_date=session_date, attachments=turn.attachments())
         self.traces.append(trace)
         self.by_turn.setdefault(canonical, trace)
 
@@ -245,7 +262,7 @@ class _Sample:
                 answer=answer, dimension=DIMENSION, digital_trace_ids=[t.id for t in turns],
                 evidence=[ReleaseEvidence(statement=t.content, digital_trace_ids=[t.id]) for t in turns],
                 choices=[], correct_choice_id=None),
-                QuestionSource(project_type(item.category, label), item.category, trap)))
+                QuestionSource(project_type(item.category, label), str(item.category), trap)))
         return out
 
     def persona(self) -> ParsedPersona:
@@ -302,6 +319,11 @@ class LocomoImporter(Importer):
     name: ClassVar[str] = "locomo"
     description: ClassVar[str] = "LoCoMo conversations (one conversation per file, or locomo10.json)"
     source_format: ClassVar[str] = SOURCE_FORMAT
+    protocols: ClassVar[tuple[str, ...]] = ("locomo", "mem0")
+
+    @classmethod
+    def project_type(cls, category: str | None, label: str, question_id: str = "") -> str:
+        return project_type(category, label)
 
     def parse_text(self, text: str, file: str) -> list[ParsedPersona]:
         return parse_locomo_text(text, file)

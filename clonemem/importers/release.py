@@ -44,19 +44,33 @@ class _ExportedQuestion(ReleaseQuestion):
     """A release question plus the per-question extras the exporter writes for a question that has a
     source category (``clonemem/exporters/release.py``); other readers ignore them."""
 
-    locomo_category: int | None = None
+    locomo_category: int | None = None  # a LoCoMo question's category (1-5)
+    source_category: str | None = None  # another source's category (LongMemEval's, PersonaMem's type)
     adversarial_answer: str | None = None
 
-    def source(self) -> QuestionSource:
+    def source(self, source_format: str | None) -> QuestionSource:
         if self.locomo_category is not None:
             return QuestionSource(locomo.project_type(self.locomo_category, self.question_type),
-                                  self.locomo_category, self.adversarial_answer)
-        return QuestionSource(project_type(self.question_type), None, self.adversarial_answer, self.privacy)
+                                  str(self.locomo_category), self.adversarial_answer)
+        if self.source_category is not None and source_format is not None:
+            return QuestionSource(_format_type(source_format, self.source_category, self.question_type, self.id),
+                                  self.source_category, self.adversarial_answer, self.privacy)
+        return QuestionSource(project_type(self.question_type), self.source_category, self.adversarial_answer,
+                              self.privacy)
+
+
+def _format_type(source_format: str, category: str, label: str, question_id: str) -> str:
+    """The type the format's own importer gives a question (an unregistered format: the label as it is)."""
+    from clonemem.importers import IMPORTERS
+
+    found = IMPORTERS.get(source_format) if source_format in IMPORTERS else None
+    return found.project_type(category, label, question_id) if isinstance(found, type) else project_type(label)
 
 
 class _ReleaseFileIn(ReleaseFile):
     questions: list[_ExportedQuestion] | None = None  # type: ignore[assignment]  # narrows the parent's list type for export extras
     qa_items: list[_ExportedQuestion] | None = None  # type: ignore[assignment]  # narrows the parent's list type for export extras
+    source_format: str | None = None  # an export of a benchmark imported from another format names it
 
 
 def parse_release_text(data: bytes | str, file: str) -> ReleaseFile:
@@ -175,15 +189,21 @@ def _choices(q: ReleaseQuestion, base: str, file: str) -> list[Problem]:
     return problems
 
 
+def _source_format(release: ReleaseFile) -> str | None:
+    return release.source_format if isinstance(release, _ReleaseFileIn) else None
+
+
 def _sources(release: ReleaseFile) -> tuple[QuestionSource, ...]:
-    return tuple(q.source() if isinstance(q, _ExportedQuestion) else QuestionSource(project_type(q.question_type))
+    fmt = _source_format(release)
+    return tuple(q.source(fmt) if isinstance(q, _ExportedQuestion) else QuestionSource(project_type(q.question_type))
                  for q in release.items)
 
 
 def parse_release_persona(path: str | Path, text: str | None = None) -> ParsedPersona:
     rel = parse_release_text(read_text(path) if text is None else text, str(path))
+    # a file exported from a benchmark imported from another format keeps that format (its protocols)
     return ParsedPersona(str(path), rel, detect_language(str(path), (t.content for t in rel.context)),
-                         SOURCE_FORMAT, sources=_sources(rel))
+                         _source_format(rel) or SOURCE_FORMAT, sources=_sources(rel))
 
 
 class ReleaseImporter(Importer):

@@ -1,6 +1,7 @@
 """Question inspector: one question with its options and evidence, and what each evaluated system
 retrieved at k (gold traces marked), answered, chose, how the judge scored it and where it failed
-(write, read or use); the questions can be narrowed to those a chosen system failed."""
+(write, read or use), and its scores under the benchmark's standard protocols; the questions can be
+narrowed to those a chosen system failed."""
 
 from __future__ import annotations
 
@@ -159,11 +160,37 @@ def _systems(session: Session, question_id: str, evaluation: tuple[str, int] | N
         st.dataframe(ranked.select("system", "rank", "gold", "external_id", "medium", "event_date", "excerpt"),
                      hide_index=True, height=320)
     _answers(answers, models)
+    _protocols(session, eval_run_id, question_id, k, models)
     unscored = judged.filter(~pl.col("scored"))
     judge = " (offline judge)" if models.judge_offline else ""
     with st.expander(f"Judge verdicts{judge} ({unscored.height} unscored)"):
         st.dataframe(judged, hide_index=True)
     _exchanges(session, eval_run_id, question_id, k)
+
+
+def _protocols(session: Session, eval_run_id: str, question_id: str, k: int,
+               models: EvalModels) -> None:
+    """The question's scores under the benchmark's standard protocols (LoCoMo's F1, mem0's F1 /
+    BLEU-1 / J, LongMemEval's judged accuracy and retrieval, PersonaMem's accuracy): answer scores
+    at k with the answer each protocol scored, retrieval scores at every cut-off."""
+    if session.db is None or not session.columns("eval_protocol_scores"):
+        return  # a warehouse from before migration 0024
+    scores = Q.question_protocol_scores(session.db, eval_run_id, question_id)
+    scores = scores.filter((pl.col("granularity") != "qa") | (pl.col("k") == k))
+    if scores.height == 0:
+        return
+    by = [who for who, offline in (("offline answerer", models.answerer_offline),
+                                   ("offline judge", models.judge_offline)) if offline]
+    st.markdown(f"**Standard protocols**{' (' + ', '.join(by) + ')' if by else ''}: answer scores "
+                f"at k = {k} (granularity qa), retrieval scores at each cut-off k")
+    index = ["protocol", "system", "granularity", "k", "answer_text", "judge_label"]
+    wide = scores.pivot(on="metric", index=index, values="value", aggregate_function="first")
+    st.dataframe(wide.rename({"answer_text": "answer scored"}), hide_index=True)
+    unscored = scores.filter(pl.col("value").is_null())
+    if unscored.height:
+        with st.expander(f"Unscored protocol metrics ({unscored.height})"):
+            shown = unscored.select("protocol", "system", "granularity", "k", "metric", "reason")
+            st.dataframe(shown, hide_index=True)
 
 
 def _exchanges(session: Session, eval_run_id: str, question_id: str, k: int) -> None:

@@ -107,7 +107,14 @@ class LiveModelAPI(ModelAPI):
                                 status=status)
 
     def connection_error(self, exc: Exception) -> TransientError:
-        return TransientError(f"{self.ref}: {type(exc).__name__}: {self.redact(str(exc)) or 'connection failed'}")
+        """No reply: a timeout (every SDK names its timeout errors so) or a failed connection."""
+        kind = "timeout" if "timeout" in type(exc).__name__.lower() else "connection"
+        return TransientError(f"{self.ref}: {type(exc).__name__}: {self.redact(str(exc)) or 'connection failed'}",
+                              kind=kind)
+
+    def timeout_for(self, request: GenerateRequest) -> float:
+        """The attempt's bound (the wrapper's, else the configured ``timeout_s``), for the SDK's request."""
+        return request.timeout_s if request.timeout_s is not None else self.settings.timeout_s
 
 
 def _short(message: str, limit: int = 200) -> str:
