@@ -16,11 +16,13 @@ fails the check; ``--update`` rewrites the baseline and refuses to let it grow, 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import os
 import re
 import shutil
 import subprocess
 import sys
+import tempfile
 from collections import Counter
 from pathlib import Path
 
@@ -55,6 +57,24 @@ def namespace_tree(into: Path, overlay: dict[str, str] | None = None) -> Path:
     return pkg
 
 
+def shared_tree() -> Path:
+    """The namespace tree of the repository as it is, for every check that needs one: built once per
+    set of entries (its folder is named by them), atomically, and never removed while another check
+    may be reading it (`make lint` and the recipe tests may run at once)."""
+    entries = sorted(e.name for e in (ROOT / "clonemem").iterdir() if e.name != "__pycache__")
+    key = hashlib.sha256("\n".join([*entries, *MAPPED]).encode()).hexdigest()[:12]
+    final = ROOT / ".mypy_cache" / f"namespace-{key}"
+    if not final.exists():
+        final.parent.mkdir(parents=True, exist_ok=True)
+        building = Path(tempfile.mkdtemp(prefix="namespace-", dir=final.parent))
+        namespace_tree(building)
+        try:
+            building.rename(final)
+        except OSError:  # another check built it meanwhile: use theirs
+            shutil.rmtree(building, ignore_errors=True)
+    return final / "clonemem"
+
+
 def _unfold(folder: Path) -> None:
     """A linked folder becomes a real one holding links to its entries."""
     if not folder.is_symlink():
@@ -70,13 +90,16 @@ def _unfold(folder: Path) -> None:
 def repo_path(path: str, tree: Path) -> str:
     """``<tmp>/clonemem/flows/x.py`` -> ``flows/x.py``; ``<tmp>/clonemem/cli.py`` -> ``clonemem/cli.py``."""
     prefix = str(tree) + "/"
-    parts = Path(path[len(prefix):] if path.startswith(prefix) else path).parts
+    # mypy's cache may name a module by a tree it saw before (another namespace-* folder)
+    earlier = re.search(r"/\.mypy_cache/namespace[^/]*/clonemem/(.*)$", path)
+    inside = path[len(prefix):] if path.startswith(prefix) else earlier[1] if earlier else path
+    parts = Path(inside).parts
     return "/".join(parts if parts and parts[0] in MAPPED else ("clonemem", *parts))
 
 
 def run_mypy() -> tuple[Counter[Key], list[str]]:
     # a fixed place (mypy's incremental cache keeps the paths it saw), inside the ignored cache folder
-    tree = namespace_tree(ROOT / ".mypy_cache" / "namespace")
+    tree = shared_tree()
     done = subprocess.run(
         [sys.executable, "-m", "mypy", "--config-file", str(ROOT / "pyproject.toml"),
          "--cache-dir", str(ROOT / ".mypy_cache"), "--no-error-summary", "--show-absolute-path", str(tree)],
@@ -108,7 +131,7 @@ def mypy_only(files: list[str], tree: Path, cache: Path) -> subprocess.Completed
 def check_only(files: list[str]) -> int:
     """mypy over ``files`` alone (modules outside the project that import it: a plugin, a recipe), with
     the project's settings and the namespace laid out for their imports; every error counts."""
-    done = mypy_only(files, namespace_tree(ROOT / ".mypy_cache" / "namespace"), ROOT / ".mypy_cache")
+    done = mypy_only(files, shared_tree(), ROOT / ".mypy_cache")
     if done.returncode not in (0, 1):
         sys.exit(f"mypy did not run: {done.stderr.strip() or done.stdout.strip()}")
     print(done.stdout, end="")
