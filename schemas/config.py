@@ -394,7 +394,7 @@ def load_config(path: str | Path | None = None, *, check_keys: bool = True, allo
     else:
         path = Path(path)
         source = str(path)
-        data = _read_toml(path, source)
+        data = _read_with_bases(path, ())
         if not data and not allow_empty:
             raise ConfigError(f"{source}: the config file is empty; add settings, or pass --allow-empty-config "
                               "to run on the defaults")
@@ -415,6 +415,48 @@ def load_config(path: str | Path | None = None, *, check_keys: bool = True, allo
 
 
 MAX_CONFIG_BYTES = 1_000_000  # a run config is a few kB; anything near this is not one
+# `extends = "other.toml"` (relative to the file): start from that file's settings; this file's values
+# win, tables merge key by key (a preset repeats only what it changes)
+EXTENDS = "extends"
+# settings that are paths: relative in a file means relative to that file, also when it is extended
+_PATHS = (("warehouse",), ("generation", "seed_pool"))
+
+
+def _read_with_bases(path: Path, below: tuple[Path, ...]) -> dict:
+    """The settings of a config file, over those of the file it ``extends`` (and so on)."""
+    source = str(path)
+    data = _read_toml(path, source)
+    base = data.pop(EXTENDS, None)
+    if base is None:
+        return data
+    if not isinstance(base, str) or not base.strip():
+        raise ConfigError(f"{source}: extends: the path of another config file, got {base!r}")
+    target = path.parent / base
+    chain = (*below, path)
+    if target.resolve() in {p.resolve() for p in chain}:
+        raise ConfigError(f"{source}: extends: {base} is already being read "
+                          f"({' -> '.join(str(p) for p in (*chain, target))})")
+    try:
+        inherited = _read_with_bases(target, chain)
+    except ConfigError as exc:
+        raise ConfigError(f"{source}: extends {base}: {exc}") from None
+    for keys in _PATHS:  # the base's relative paths stay relative to the base's folder
+        holder = inherited
+        for key in keys[:-1]:
+            nested = holder.get(key)
+            holder = nested if isinstance(nested, dict) else {}
+        value = holder.get(keys[-1])
+        if isinstance(value, str) and not Path(value).expanduser().is_absolute():
+            holder[keys[-1]] = str(target.parent / value)
+    return _merged(inherited, data)
+
+
+def _merged(base: dict, over: dict) -> dict:
+    """``base`` with ``over``'s values; a table present in both is merged key by key."""
+    out = dict(base)
+    for key, value in over.items():
+        out[key] = _merged(out[key], value) if isinstance(value, dict) and isinstance(out.get(key), dict) else value
+    return out
 
 
 def _read_toml(path: Path, source: str) -> dict:

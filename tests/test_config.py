@@ -121,3 +121,65 @@ def test_field_errors_and_missing_keys_are_listed_together(tmp_path: Path, monke
     assert any(line.startswith("  generation.colour: unknown field") for line in lines)
     assert any("models.generator: anthropic/claude-haiku-4-5 needs an API key in $ANTHROPIC_API_KEY" in line
                for line in lines)
+
+
+# -- extends ----------------------------------------------------------------------------------------
+
+GYM_EXTRA_WHOLE = """
+name = "gym-extra"
+seed = 42
+[generation]
+personas = 2
+language = "en"
+span_years = 1.0
+major_events = 4
+[gym]
+periods = 20
+states_per_question = 3
+turns_per_exposure = 10
+questions = 10
+variables = 6
+k = 10
+min_exposure_rate = 0.95
+reference = "oracle_states"
+[providers.offline]
+latency_ms = 0
+"""
+
+
+def test_the_extra_gym_preset_is_the_base_with_what_it_changes() -> None:
+    import tomllib
+
+    from clonemem.schemas.config import RunConfig
+
+    presets = Path(__file__).parent.parent / "configs"
+    extra_text = (presets / "gym-extra.toml").read_text("utf-8")
+    assert "[generation]" not in extra_text  # written once, in the base
+    assert load_config(presets / "gym-extra.toml") == RunConfig.model_validate(tomllib.loads(GYM_EXTRA_WHOLE))
+
+
+def test_a_config_extends_another_key_by_key_with_paths_relative_to_each_file(tmp_path: Path) -> None:
+    (tmp_path / "presets").mkdir()
+    (tmp_path / "presets" / "base.toml").write_text(
+        'name = "base"\nwarehouse = "data/wh.duckdb"\n[generation]\npersonas = 3\nlanguage = "zh"\n', "utf-8")
+    child = tmp_path / "child.toml"
+    child.write_text('extends = "presets/base.toml"\nname = "child"\n[generation]\npersonas = 1\n', "utf-8")
+    config = load_config(child)
+    assert (config.name, config.generation.personas, config.generation.language) == ("child", 1, "zh")
+    assert config.warehouse == tmp_path / "presets" / "data" / "wh.duckdb"  # relative to the base's file
+
+
+def test_a_bad_extends_is_one_error_naming_the_files(tmp_path: Path) -> None:
+    a, b = tmp_path / "a.toml", tmp_path / "b.toml"
+    a.write_text('extends = "b.toml"\nname = "a"\n', "utf-8")
+    b.write_text('extends = "a.toml"\nname = "b"\n', "utf-8")
+    with pytest.raises(ConfigError) as circle:
+        load_config(a)
+    assert str(circle.value) == (f"{a}: extends b.toml: {b}: extends: a.toml is already being read "
+                                 f"({a} -> {b} -> {a})")
+    a.write_text('extends = "missing.toml"\nname = "a"\n', "utf-8")
+    with pytest.raises(ConfigError, match=rf"^{a}: extends missing.toml: {tmp_path}/missing.toml: no such config file$"):
+        load_config(a)
+    a.write_text('extends = 3\nname = "a"\n', "utf-8")
+    with pytest.raises(ConfigError, match=r"a.toml: extends: the path of another config file, got 3$"):
+        load_config(a)

@@ -7,6 +7,7 @@ is written there, and the query and the table row are added for the test's durat
 from __future__ import annotations
 
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 import polars as pl
@@ -17,34 +18,21 @@ from clonemem.dashboard import APP
 from clonemem.dashboard import queries as Q
 from clonemem.warehouse.guard import GuardedConnection
 from tests.dashboard_kit import AppTest, benchmark_id, frame, imported_warehouse, sql, texts
+from tests.test_recipes import recipe_blocks
 
-TOY_VIEW = '''"""Traces by medium: how many traces of the chosen benchmark each medium has."""
-
-from __future__ import annotations
-
-import streamlit as st
-
-from clonemem.dashboard import queries as Q
-from clonemem.dashboard.context import Session, run_page
-
-TITLE = "Traces by medium"
+# the recipe's own code, as docs/architecture.md gives it: the query (step 1) and the view (step 2)
+QUERY, TOY_VIEW = recipe_blocks("Add a dashboard page")
 
 
-def render(session: Session) -> None:
-    st.dataframe(Q.traces_by_medium(session.db, session.benchmark["benchmark_id"]), hide_index=True)
+def _recipe_query() -> Callable[[GuardedConnection, str], pl.DataFrame]:
+    """Step 1 of the recipe: the page's one SQL read, a named function with bound parameters, defined
+    as it would be in `queries.py` (its names are the module's)."""
+    namespace: dict[str, object] = {"pl": pl, "Db": GuardedConnection}
+    exec(QUERY, namespace)  # the documented code itself, nothing from outside the repository
+    return namespace["traces_by_medium"]  # type: ignore[return-value]  # defined by the block above
 
 
-if __name__ == "__main__":
-    run_page(TITLE, render, about="How many traces of the benchmark each medium has.")
-'''
-
-
-def traces_by_medium(db: GuardedConnection, benchmark_id: str) -> pl.DataFrame:
-    """Step 1 of the recipe: the page's one SQL read, a named function with bound parameters."""
-    return db.frame("""
-        SELECT t.medium, count(*) AS traces
-        FROM traces t JOIN personas p USING (persona_id)
-        WHERE p.benchmark_id = ? GROUP BY ALL ORDER BY traces DESC, medium""", [benchmark_id])
+traces_by_medium = _recipe_query()
 
 
 @pytest.fixture

@@ -162,7 +162,7 @@ def test_gym_runs_the_base_preset_offline_end_to_end(tmp_path: Path) -> None:
                   "memory score by evaluation position", "misses by cause", "on- vs off-policy", "upper bound"):
         assert shown in got.output
     report = json.loads(out.read_text())
-    assert set(report) == {"results", "bounds", "rank_change", "exposure_rate"}
+    assert set(report) == {"format_version", "results", "bounds", "rank_change", "exposure_rate"}
     assert [set(r) for r in report["results"]] == [{"system", "accuracy", "accuracy_ci", "memory_score",
                                                     "accuracy_by_position"}] * 2
     assert set(report["bounds"]) == {"random", "upper"} and report["exposure_rate"] == 1.0

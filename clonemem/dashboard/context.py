@@ -10,7 +10,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, overload
 
 import polars as pl
 import streamlit as st
@@ -41,8 +41,9 @@ def warehouse_path(argv: list[str] | None = None) -> Path:
 
 
 @dataclass
-class Session:
-    """One render's view of the warehouse."""
+class Opened:
+    """One render's view of the warehouse, as it is being opened: the connection and the benchmark may
+    be missing (the problem says why). Pages get a :class:`Session` instead, made once both are checked."""
 
     path: Path
     db: GuardedConnection | None = None
@@ -60,14 +61,42 @@ class Session:
         return self.db is not None and self.db.is_snapshot
 
 
-_current: ContextVar[Session | None] = ContextVar("clonemem_dashboard_session", default=None)
+@dataclass(frozen=True)
+class WarehouseSession:
+    """What a page about the whole warehouse reads (``run_page(..., needs_benchmark=False)``): the
+    warehouse, open and readable."""
+
+    path: Path
+    db: GuardedConnection
+    schema: dict[str, list[str]]  # table -> columns, read once per render
+    catalog: pl.DataFrame  # the rows of ``Q.benchmarks``
+    chosen: dict[str, Any] | None  # the benchmark picked in the sidebar, if any
+    benchmark_problem: str | None  # e.g. an unknown ?benchmark= name
+
+    def columns(self, table: str) -> list[str]:
+        return self.schema.get(table, [])
+
+    @property
+    def snapshot(self) -> bool:
+        return self.db.is_snapshot
+
+
+@dataclass(frozen=True)
+class Session(WarehouseSession):
+    """What a page about the chosen benchmark reads (``run_page``'s default): also the benchmark (its
+    row of ``Q.benchmarks``), chosen and known."""
+
+    benchmark: dict[str, Any]
+
+
+_current: ContextVar[Opened | None] = ContextVar("clonemem_dashboard_session", default=None)
 
 
 @contextmanager
-def open_session(path: Path) -> Iterator[Session]:
+def open_session(path: Path) -> Iterator[Opened]:
     """Open the warehouse read-only for one render and close it afterwards (a writer in another process
-    is never blocked for longer than a page takes). Problems become ``Session.problem``, never exceptions."""
-    session = Session(path=path)
+    is never blocked for longer than a page takes). Problems become ``Opened.problem``, never exceptions."""
+    session = Opened(path=path)
     token = _current.set(session)
     try:
         try:
@@ -94,14 +123,14 @@ def open_session(path: Path) -> Iterator[Session]:
             session.db.close()
 
 
-def current() -> Session:
+def current() -> Opened:
     session = _current.get()
     if session is None:  # a page script run on its own, not through app.py
         raise RuntimeError("dashboard pages run inside clonemem/dashboard/app.py (`clonemem dashboard`)")
     return session
 
 
-def choose_benchmark(session: Session) -> None:
+def choose_benchmark(session: Opened) -> None:
     """The sidebar's benchmark picker; ``?benchmark=NAME-or-ID`` in the URL chooses one too."""
     if session.problem or session.catalog.height == 0:
         return
@@ -131,29 +160,44 @@ def _label(catalog: pl.DataFrame, name: str) -> str:
     return f"{name} ({row['source']}, gate {row['gate_status']}{offline})"
 
 
-def run_page(title: str, render: Callable[[Session], None], *, needs_benchmark: bool = True,
+@overload
+def run_page(title: str, render: Callable[[Session], None], *, needs_benchmark: Literal[True] = True,
+             about: str | None = None) -> None: ...
+
+
+@overload
+def run_page(title: str, render: Callable[[WarehouseSession], None], *, needs_benchmark: Literal[False],
+             about: str | None = None) -> None: ...
+
+
+def run_page(title: str, render: Callable[[Any], None], *, needs_benchmark: bool = True,
              about: str | None = None) -> None:
     """Render one page: its title, then ``render(session)``; a warehouse or benchmark that cannot be
-    read shows a clear message instead of a traceback."""
+    read shows a clear message instead of a traceback. ``render`` gets a :class:`Session` (the chosen
+    benchmark in ``session.benchmark``), or for a page about the whole warehouse a
+    :class:`WarehouseSession`: what was checked here is typed as present there."""
     st.title(title)
     if about:
         st.caption(about)
-    session = current()
-    if session.problem:
-        st.warning(session.problem)
+    opened = current()
+    if opened.problem or opened.db is None:
+        st.warning(opened.problem or f"cannot open warehouse {opened.path}")
         return
+    page = WarehouseSession(opened.path, opened.db, opened.schema, opened.catalog, opened.benchmark,
+                            opened.benchmark_problem)
     if needs_benchmark:
-        if session.benchmark_problem:
-            st.error(session.benchmark_problem)
+        if opened.benchmark_problem:
+            st.error(opened.benchmark_problem)
             return
-        if session.benchmark is None:
-            st.info(f"No benchmarks in {session.path} yet: create one with `clonemem demo`, "
+        if opened.benchmark is None:
+            st.info(f"No benchmarks in {opened.path} yet: create one with `clonemem demo`, "
                     "`clonemem import-release FILE --name NAME` or `clonemem import-locomo PATH --name NAME`.")
             return
+        page = Session(**vars(page), benchmark=opened.benchmark)
     try:
-        render(session)
+        render(page)
     except (SqlRefused, WarehouseError) as exc:
-        st.error(f"Cannot read this page from {session.path.name}: {exc}")
+        st.error(f"Cannot read this page from {opened.path.name}: {exc}")
 
 
 def run_label(started_at: Any, run_id: str, detail: str) -> str:

@@ -8,7 +8,7 @@ import streamlit as st
 
 from clonemem.dashboard import charts
 from clonemem.dashboard import queries as Q
-from clonemem.dashboard.context import Session, run_page
+from clonemem.dashboard.context import WarehouseSession, run_page
 from clonemem.dashboard.links import count, count_columns
 
 TITLE = "Benchmarks"
@@ -16,7 +16,7 @@ COUNTS = ("personas", "traces", "questions", "calls", "failed_calls", "input_tok
           "unpriced_calls")
 
 
-def render(session: Session) -> None:
+def render(session: WarehouseSession) -> None:
     catalog = session.catalog
     if catalog.height == 0:
         st.info(f"No benchmarks in {session.path} yet: create one with `clonemem demo`, "
@@ -32,8 +32,8 @@ def render(session: Session) -> None:
     _selected(session)
 
 
-def _selected(session: Session) -> None:
-    bench = session.benchmark
+def _selected(session: WarehouseSession) -> None:
+    bench = session.chosen
     if bench is None:
         if session.benchmark_problem:
             st.error(session.benchmark_problem)

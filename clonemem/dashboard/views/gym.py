@@ -12,12 +12,12 @@ import streamlit as st
 
 from clonemem.dashboard import charts
 from clonemem.dashboard import queries as Q
-from clonemem.dashboard.context import Session, pick_run, run_page
+from clonemem.dashboard.context import WarehouseSession, pick_run, run_page
 
 TITLE = "Gym"
 
 
-def render(session: Session) -> None:
+def render(session: WarehouseSession) -> None:
     db = session.db
     assert db is not None
     if not session.columns("gym_runs"):
@@ -37,7 +37,7 @@ def render(session: Session) -> None:
     _conversation(session, run_id)
 
 
-def _scores(session: Session, run_id: str) -> None:
+def _scores(session: WarehouseSession, run_id: str) -> None:
     db = session.db
     assert db is not None
     positions = Q.gym_position_metrics(db, run_id)
@@ -55,7 +55,7 @@ def _scores(session: Session, run_id: str) -> None:
     st.dataframe(Q.gym_overall(db, run_id), hide_index=True)
 
 
-def _conversation(session: Session, run_id: str) -> None:
+def _conversation(session: WarehouseSession, run_id: str) -> None:
     db = session.db
     assert db is not None
     st.subheader("Conversation viewer")

@@ -13,7 +13,7 @@ import streamlit as st
 from clonemem.dashboard import analysis as A
 from clonemem.dashboard import charts, links
 from clonemem.dashboard import queries as Q
-from clonemem.dashboard.context import Session, run_page
+from clonemem.dashboard.context import WarehouseSession, run_page
 from clonemem.warehouse.runs import orphaned
 
 TITLE = "Runs"
@@ -30,11 +30,11 @@ COUNTS = ("llm_calls", "failed_calls", "llm_tokens", "summary.cached_steps", "su
           "summary.llm_calls", "summary.landed", "summary.unchanged", "summary.personas", "summary.traces")
 
 
-def render(session: Session) -> None:
+def render(session: WarehouseSession) -> None:
     db = session.db
-    only = session.benchmark is not None and st.toggle(
-        f"Only benchmark {session.benchmark['name']!r}", value=False, key="runs_only")
-    name = session.benchmark["name"] if only else None
+    only = session.chosen is not None and st.toggle(
+        f"Only benchmark {session.chosen['name']!r}", value=False, key="runs_only")
+    name = session.chosen["name"] if only and session.chosen is not None else None
     pipeline = _with_orphans(_only(Q.run_rows(db, "runs", session.columns("runs")), name))
     evaluations = _only(Q.run_rows(db, "eval_runs", session.columns("eval_runs")), name)
     summaries = _summaries(Q.run_summaries(db, session.columns("runs")))

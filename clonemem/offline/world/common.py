@@ -6,6 +6,7 @@ import random
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 from clonemem.offline.world.lexicon import Archetype, Lexicon, load
 from clonemem.schemas.generation import ArcBrief, PersonaBrief, Relation
@@ -24,7 +25,11 @@ def cap(text: str) -> str:
     return text[:1].upper() + text[1:] if text else text
 
 
-def pick(rng: random.Random, items: Sequence[str]) -> str:
+T = TypeVar("T")
+
+
+def pick(rng: random.Random, items: Sequence[T]) -> T:
+    """One of ``items``, drawn by ``rng`` (strings, lexicon entries, arcs: whatever the list holds)."""
     return items[rng.randrange(len(items))]
 
 

@@ -56,7 +56,7 @@ def detailed_events(call: OfflineCall) -> DetailedEventsOut:
     for date in _dates(inp.phase.start_date, inp.phase.end_date, inp.count, rng):
         slots = persona_slots(inp.persona, inp.relations, lex, rng)
         # most days of a phase are about its primary arc; some about the persona's other threads
-        focus = primary if rng.random() < 0.6 else pick(rng, inp.arcs)  # type: ignore[arg-type]  # arcs are plain dicts of the offline world
+        focus = primary if rng.random() < 0.6 else pick(rng, inp.arcs)
         arche, state = arc_state(focus, lex, phase_state_index(focus, inp.phase_index, inp.phase_count))
         if rng.random() < 0.5 and state.facts:
             fact = fill(pick(rng, state.facts), slots)
@@ -65,7 +65,7 @@ def detailed_events(call: OfflineCall) -> DetailedEventsOut:
             activity = fill(pick(rng, lex.domain_activities.get(arche.domain, lex.domain_activities["hobby"])), slots)
             fact = fill(lex.s("evidence_fact_activity"), {**slots, "activity": activity})
         evidence = [EvidenceDraft(kind="fact", statement=_sentence(fact), arc_keys=[focus.key])]
-        emo_arc = pick(rng, by_dim.get("emotion", [focus]))  # type: ignore[arg-type]  # arcs are plain dicts of the offline world
+        emo_arc = pick(rng, by_dim.get("emotion", [focus]))
         _, emo_state = arc_state(emo_arc, lex, phase_state_index(emo_arc, inp.phase_index, inp.phase_count))
         feeling = pick(rng, emo_state.feelings + state.feelings)
         evidence.append(EvidenceDraft(
@@ -73,7 +73,7 @@ def detailed_events(call: OfflineCall) -> DetailedEventsOut:
             statement=_sentence(fill(lex.s("evidence_emotion"), {**slots, "feeling": feeling,
                                                                  "context": slots["subj"] + ("" if lex.language == "zh" else " ") + activity})),
         ))
-        op_arc = pick(rng, by_dim.get("opinion", [focus]))  # type: ignore[arg-type]  # arcs are plain dicts of the offline world
+        op_arc = pick(rng, by_dim.get("opinion", [focus]))
         _, op_state = arc_state(op_arc, lex, phase_state_index(op_arc, inp.phase_index, inp.phase_count))
         template = lex.s("evidence_opinion") if rng.random() < 0.6 else lex.s("evidence_opinion_alt")
         evidence.append(EvidenceDraft(kind="opinion", arc_keys=[op_arc.key],
