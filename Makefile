@@ -34,9 +34,10 @@ test-slow: $(DEV)
 	$(PY) -m pytest -m "slow and not timing" -n 2 --dist loadfile --durations=20
 	$(PY) -m pytest -m "slow and timing" --durations=5
 
-# static checks: ruff (configured in pyproject.toml) and mypy against its baseline (tools/check_types.py)
+# static checks: ruff's lint and format (configured in pyproject.toml) and mypy with no error (tools/check_types.py)
 lint: $(DEV)
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
 	$(PY) tools/check_types.py
 
 bench: $(DEV)

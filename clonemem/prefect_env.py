@@ -137,7 +137,9 @@ def die_with_parent_server() -> None:
 
     global _prefects_run_uvicorn
     _prefects_run_uvicorn = server_module.SubprocessASGIServer._run_uvicorn_command
-    server_module.SubprocessASGIServer._run_uvicorn_command = run_uvicorn_under_watchdog
+    # a patch of the library's method, checked against its version above (setattr: mypy forbids
+    # assigning to a method, which is exactly what this does on purpose)
+    setattr(server_module.SubprocessASGIServer, "_run_uvicorn_command", run_uvicorn_under_watchdog)
     _patched = True
 
 

@@ -25,7 +25,10 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Any, Protocol, TextIO
+from typing import TYPE_CHECKING, Any, Protocol, TextIO
+
+if TYPE_CHECKING:
+    from rich.progress import TaskID  # rich loads only when bars are shown
 
 # the CLI shows what is under way after this many seconds without a progress line (at most 10 s apart)
 QUIET_S = 5.0
@@ -89,7 +92,7 @@ class Bars:
 
         self._progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                                   TimeElapsedColumn(), console=Console(file=out), transient=False)
-        self._tasks: dict[str, int] = {}
+        self._tasks: dict[str, TaskID] = {}
         self.shown_at = time.monotonic()
 
     def update(self, task: str, done: int, total: int) -> None:

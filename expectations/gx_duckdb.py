@@ -45,7 +45,9 @@ def patch_duckdb_connection() -> None:
             self._connection.rollback()
             raise
 
-    engine_module.SqlAlchemyExecutionEngine.get_connection = get_connection
+    # a patch of GX's method, checked against its version first (setattr: mypy forbids assigning to a
+    # method, which is exactly what this does on purpose)
+    setattr(engine_module.SqlAlchemyExecutionEngine, "get_connection", get_connection)
     _patched = True
 
 

@@ -6,11 +6,12 @@ import time
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 from prefect import flow
 from prefect.context import FlowRunContext
 from prefect.futures import as_completed
-from prefect.task_runners import ThreadPoolTaskRunner
+from prefect.task_runners import TaskRunner, ThreadPoolTaskRunner
 from prefect.utilities.annotations import opaque
 
 from clonemem import progress, runtime
@@ -34,8 +35,11 @@ from clonemem.tasks.evaluation import (
 from clonemem.tasks.reporting import heartbeat, log, publish_leaderboard
 from clonemem.tasks.runs import evaluation_record, tracked
 
+# typed: left to infer, the runner's future type is Never, which the decorator's signature refuses
+THREADS: TaskRunner[Any] = ThreadPoolTaskRunner(max_workers=8)
 
-@flow(name="evaluate", task_runner=ThreadPoolTaskRunner(max_workers=8))
+
+@flow(name="evaluate", task_runner=THREADS)
 def evaluate_flow(warehouse_path: str, benchmark: str, systems: list[str] | None = None, ks: list[int] | None = None,
                   force: bool = False, config: RunConfig | str | None = None, limit: int | None = None,
                   sample: int | None = None, sample_seed: int = 0) -> EvaluationResult:
@@ -74,8 +78,8 @@ def _evaluate(warehouse_path: str, benchmark: str, systems: list[str], ks: list[
                                                                   tuple(ks), None if cacheable(s) else resume)
                       for s in systems for p in personas}
         retrievals = _collect(retrieving, "evaluation: build and retrieve (system × persona)")
-        answering = {(s, k, p.persona_id): answer_task.submit(s, k, opaque(p),
-                                                                   opaque(retrievals[(s, p.persona_id)].value))
+        answering = {(s, k, p.persona_id): answer_task.submit(  # type: ignore[call-overload]  # opaque()
+                         s, k, opaque(p), opaque(retrievals[(s, p.persona_id)].value))
                      for s in systems for k in ks for p in personas}
         answers = _collect(answering, "evaluation: answer and judge (system × k × persona)")
         # the standard protocols' own answers and judges (none for a benchmark without protocols)

@@ -4,9 +4,10 @@ built-in system's evaluation, under the name given, with the file's name and sha
 from __future__ import annotations
 
 import time
+from typing import Any
 
 from prefect import flow
-from prefect.task_runners import ThreadPoolTaskRunner
+from prefect.task_runners import TaskRunner, ThreadPoolTaskRunner
 from prefect.utilities.annotations import opaque
 
 from clonemem import runtime
@@ -26,8 +27,11 @@ from clonemem.tasks.results_file import (
     read_results_task,
 )
 
+# typed: left to infer, the runner's future type is Never, which the decorator's signature refuses
+THREADS: TaskRunner[Any] = ThreadPoolTaskRunner(max_workers=8)
 
-@flow(name="evaluate-results-file", task_runner=ThreadPoolTaskRunner(max_workers=8))
+
+@flow(name="evaluate-results-file", task_runner=THREADS)
 def evaluate_results_file_flow(warehouse_path: str, benchmark: str, path: str, name: str, ks: list[int] | None = None,
                                force: bool = False, config: RunConfig | str | None = None,
                                allow_missing: bool = False, replace: bool = False,
@@ -52,10 +56,11 @@ def evaluate_results_file_flow(warehouse_path: str, benchmark: str, path: str, n
     ks = list(run.ks)
     with runtime.use(runtime.Runtime(cfg, run_id=run.eval_run_id, warehouse=warehouse_path)):
         lines = {p.persona_id: resolved.by_persona.get(p.persona_id, {}) for p in personas}
-        reading = {p.persona_id: file_retrieve_task.submit(name, opaque(p), opaque(lines[p.persona_id]))
+        reading = {p.persona_id: file_retrieve_task.submit(  # type: ignore[call-overload]  # opaque()
+                       name, opaque(p), opaque(lines[p.persona_id]))
                    for p in personas}
         retrievals = {(name, pid): f.result() for pid, f in reading.items()}
-        answering = {(name, k, p.persona_id): file_answer_task.submit(
+        answering = {(name, k, p.persona_id): file_answer_task.submit(  # type: ignore[call-overload]  # opaque()
             name, k, opaque(p), opaque(retrievals[(name, p.persona_id)].value), opaque(lines[p.persona_id]))
             for k in ks for p in personas}
         answers = {key: f.result() for key, f in answering.items()}

@@ -44,6 +44,7 @@ from clonemem.evaluation.run import (
 from clonemem.evaluation.sample import quick_run
 from clonemem.llm.types import CallRecord, Paid
 from clonemem.memory import SYSTEMS, remote
+from clonemem.memory.base import declared
 from clonemem.schemas.config import FULL_CONTEXT_TOKENS, ConfigError, RunConfig
 from clonemem.schemas.results import EvaluationResult
 from clonemem.stages import STAGES
@@ -209,7 +210,7 @@ def remote_resume(benchmark_id: str, renew: bool = False) -> str:
 
 def cacheable(system: str) -> bool:
     """Whether ``system``'s retrievals may be served from the task cache (not a remote service's)."""
-    return bool(SYSTEMS.get(system).cacheable)
+    return declared(SYSTEMS.get(system), "cacheable")
 
 
 def retrieval_task(system: str) -> Task:

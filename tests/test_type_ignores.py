@@ -1,5 +1,5 @@
-"""Every `type: ignore` in the product's code names its error code and says why (mypy's baseline may
-only shrink: tools/check_types.py; an ignore without a reason would hide an error without a word)."""
+"""Every `type: ignore` in the product's code names its error code and says why (mypy must report no
+error: tools/check_types.py; an ignore without a reason would hide an error without a word)."""
 
 from __future__ import annotations
 

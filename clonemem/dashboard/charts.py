@@ -20,6 +20,10 @@ def spend(frame: pl.DataFrame) -> alt.Chart:
                  alt.Tooltip("cost_usd:Q", format=".4f")]).properties(height=alt.Step(30))
 
 
+# what altair's layer(...).properties(...) is typed as returning
+Layered = alt.LayerChart | alt.FacetChart
+
+
 def timeline(arcs: pl.DataFrame, phases: pl.DataFrame, events: pl.DataFrame) -> alt.LayerChart:
     """One persona's plan on a time axis: each arc's anchor states between major events, the phases
     (coloured by the stress of the snapshot they end on) and the major events as rules."""
@@ -72,7 +76,7 @@ def outcomes_by_type(funnel_frame: pl.DataFrame) -> alt.Chart:
     ).properties(width=230, height=alt.Step(22))
 
 
-def with_interval(frame: pl.DataFrame, *, value: str, category: str, title: str, chance: float | None = None) -> alt.LayerChart:
+def with_interval(frame: pl.DataFrame, *, value: str, category: str, title: str, chance: float | None = None) -> Layered:
     """A point per category with its 95% interval as an error bar, and an optional chance line."""
     base = alt.Chart(frame).encode(y=alt.Y(f"{category}:N", title=None, axis=alt.Axis(labelLimit=220)))
     layers: list[alt.Chart] = [
@@ -88,7 +92,7 @@ def with_interval(frame: pl.DataFrame, *, value: str, category: str, title: str,
     return alt.layer(*layers).properties(height=alt.Step(36))
 
 
-def composition(frame: pl.DataFrame) -> alt.LayerChart:
+def composition(frame: pl.DataFrame) -> Layered:
     """Questions per type × dimension as a heat map with counts."""
     base = alt.Chart(frame).encode(x=alt.X("dimension:N", title=None), y=alt.Y("question_type:N", title=None))
     return alt.layer(
@@ -136,7 +140,7 @@ def privacy_tradeoff(frame: pl.DataFrame) -> alt.FacetChart:
     return layer.properties(width=300, height=300).facet(column=alt.Column("k:O", title="k"))
 
 
-def by_group(frame: pl.DataFrame, metric: str, group: str) -> alt.LayerChart:
+def by_group(frame: pl.DataFrame, metric: str, group: str) -> Layered:
     """One metric per group (question type or dimension) and system, with 95% intervals."""
     base = alt.Chart(frame).encode(y=alt.Y("group_value:N", title=group), yOffset="system:N",
                                    color=alt.Color("system:N"))
@@ -148,7 +152,7 @@ def by_group(frame: pl.DataFrame, metric: str, group: str) -> alt.LayerChart:
     ).properties(height=max(200, 14 * frame.height))
 
 
-def compare_runs(frame: pl.DataFrame, metric: str) -> alt.LayerChart:
+def compare_runs(frame: pl.DataFrame, metric: str) -> Layered:
     """Two evaluation runs side by side: one point per (system, run) with its interval."""
     base = alt.Chart(frame).encode(y=alt.Y("system:N", title=None), yOffset="run:N", color=alt.Color("run:N"))
     return alt.layer(
@@ -159,7 +163,7 @@ def compare_runs(frame: pl.DataFrame, metric: str) -> alt.LayerChart:
     ).properties(height=max(160, 30 * frame["system"].n_unique()))
 
 
-def retrieved(frame: pl.DataFrame) -> alt.LayerChart:
+def retrieved(frame: pl.DataFrame) -> Layered:
     """What each system retrieved at k: one cell per (system, rank), gold traces marked, each cell naming
     its trace by its id in the source file (a LoCoMo turn id such as ``D1:3``; every LoCoMo trace has the
     same medium, so the medium would tell the cells apart nowhere)."""
@@ -199,7 +203,7 @@ def gym_positions(frame: pl.DataFrame, title: str) -> alt.Chart:
         tooltip=["system:N", "position:O", alt.Tooltip("value:Q", format=".3f")])
 
 
-def history(series: pl.DataFrame, changes: pl.DataFrame, metric: str, order: list[str]) -> alt.LayerChart:
+def history(series: pl.DataFrame, changes: pl.DataFrame, metric: str, order: list[str]) -> Layered:
     """One metric of each system across evaluations: a point per evaluation with its 95% interval, joined
     by a line, and a dashed rule at each evaluation where some system's provenance changed (the changes
     in its tooltip). The axis is the evaluations in order (``order``: their labels, "3 · 11-27 15:42"),

@@ -96,7 +96,8 @@ def install() -> None:
     def guarded_app(*args: Any, **kwargs: Any) -> ASGIApp:
         return LoopbackOnly(build(*args, **kwargs))
 
-    starlette_server.create_starlette_app = guarded_app
+    # Streamlit's own app builder, wrapped (setattr: mypy forbids replacing a module's function)
+    setattr(starlette_server, "create_starlette_app", guarded_app)
     net_util.get_internal_ip = lambda: None
     net_util.get_external_ip = lambda: None
 

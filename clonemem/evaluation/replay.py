@@ -66,12 +66,14 @@ class Replay:
             yield from step.questions
 
 
-def replay_refused(factory: type[MemorySystem], extractor_live: bool) -> str | None:
+def replay_refused(factory: Callable[[], MemorySystem], extractor_live: bool) -> str | None:
     """Why ``factory`` may not be replayed, or None. A system that calls an LLM while building and has no
     ``ingest`` of its own would be rebuilt over its whole history at every question time (the default
     ``ingest``): cheap offline, a multiple of the build's price with a live model."""
-    if extractor_live and factory.llm_stages and factory.ingest is MemorySystem.ingest:
-        return (f"memory system {factory.name!r} calls an LLM while building and has no incremental ingest: "
+    stages = getattr(factory, "llm_stages", ())
+    own_ingest = getattr(factory, "ingest", MemorySystem.ingest) is not MemorySystem.ingest
+    if extractor_live and stages and not own_ingest:
+        return (f"memory system {getattr(factory, 'name', factory)!r} calls an LLM while building and has no incremental ingest: "
                 "replaying it with a live extractor model would pay for its history again at every question "
                 "time; evaluate it without evaluation.replay")
     return None

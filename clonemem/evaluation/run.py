@@ -24,7 +24,14 @@ from clonemem.evaluation.diagnosis import EvidenceDiagnosis, Supports, diagnose_
 from clonemem.evaluation.replay import Replay, schedule
 from clonemem.llm.types import LLMError, ProviderRejected, StageNotCovered, about, estimate_tokens
 from clonemem.memory import SYSTEMS
-from clonemem.memory.base import Attachment, BuildContext, MemoryTrace, QuestionView, declared_only
+from clonemem.memory.base import (
+    Attachment,
+    BuildContext,
+    MemoryTrace,
+    QuestionView,
+    declared,
+    declared_only,
+)
 from clonemem.memory.coverage import write_coverage
 from clonemem.memory.errors import MemorySystemFailed
 from clonemem.schemas.config import FULL_CONTEXT_TOKENS
@@ -207,7 +214,7 @@ def build_and_retrieve(system: str, persona: PersonaData, k_max: int, llm: Calla
     factory = SYSTEMS.get(system)  # an unknown or unimportable name is the user's error, not the system's
     with system_work(system, "creating it"):
         memory = factory()
-    replay = replay or factory.replay_only
+    replay = replay or declared(factory, "replay_only")
     with progress.doing(f"{system} for persona {persona.person_key}") as activity:
         # only declared stages: what the cache key covers; counted for the progress heartbeat
         step = activity.counting(declared_only(system, memory.llm_stages, llm))
@@ -376,6 +383,7 @@ def question_metrics(system: str, k: int, q: EvalQuestion, retrieval: Retrieval,
     j = outcome.judge
     row.update(M.judged(j.get("qa_consistency"), j.get("mem_covered"), len(q.statements), j.get("mem_helpful")))
     # answered right: the choice for multiple-choice items, the judge's consistency for free-text ones
+    right: bool | None
     if q.correct_choice_id is not None:
         right = bool(row["choice_accuracy"])
     else:

@@ -336,7 +336,7 @@ class Model:
     def _refused(self) -> LLMError | None:
         """Why this model's calls stop without sending: its key or request was refused, or the run gave up
         on the provider (it stopped answering)."""
-        refused: LLMError | None = getattr(self.api, "refused", None)
+        refused = self.api.refused
         return refused if refused is not None else self.health.gave_up
 
     def _complete(self, request: GenerateRequest, rec: CallRecord, call: _CallBudget) -> GenerateResult:

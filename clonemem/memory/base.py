@@ -172,6 +172,12 @@ SYSTEMS: Registry[Callable[[], MemorySystem]] = Registry(
     accepts=callable, expected="a MemorySystem class or a factory returning one")
 
 
+def declared(factory: Callable[[], MemorySystem], flag: str) -> bool:
+    """A class-level flag (``cacheable``, ``replay_only``, ...) of a registered factory: a
+    ``MemorySystem`` class declares it, a factory function may not, and then has the base's value."""
+    return bool(getattr(factory, flag, getattr(MemorySystem, flag)))
+
+
 def declared_stages(system: str) -> tuple[Stage, ...]:
     """The stages memory system ``system`` declares (``llm_stages`` on its factory, read as declared:
     a factory without the attribute is an error, never "no stages", which would key its LLM-made

@@ -19,7 +19,7 @@ from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 from urllib.parse import parse_qs, urlsplit
 
 from pydantic import BaseModel, ValidationError
@@ -237,15 +237,17 @@ class _Handler(BaseHTTPRequestHandler):
         raw = self._body()  # read first: an unread body would corrupt the kept-alive connection's next request
         path = urlsplit(self.path).path
         if path == "/v1/reset":
-            return self.service.reset(_parse(ResetRequest, raw))
+            self.service.reset(_parse(ResetRequest, raw))
+            return None
         if path == "/v1/ingest":
-            return self.service.ingest(_parse(IngestRequest, raw))
+            self.service.ingest(_parse(IngestRequest, raw))
+            return None
         if path == "/v1/query":
             return self.service.query(_parse(QueryRequest, raw))
-        return _refuse(HTTPStatus.NOT_FOUND, f"no such call: POST {path}")
+        _refuse(HTTPStatus.NOT_FOUND, f"no such call: POST {path}")
 
 
-def _refuse(status: HTTPStatus, message: str) -> None:
+def _refuse(status: HTTPStatus, message: str) -> NoReturn:
     raise Refused(status, message)
 
 

@@ -5,6 +5,8 @@ narrowed to those a chosen system failed."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import polars as pl
 import streamlit as st
 
@@ -226,7 +228,10 @@ def _answers(answers: pl.DataFrame, models: EvalModels) -> None:
 def _ks(value: object) -> list[int]:
     if value is None:
         return []
-    return [int(k) for k in (value.to_list() if isinstance(value, pl.Series) else value)]
+    items = value.to_list() if isinstance(value, pl.Series) else value
+    if not isinstance(items, Iterable):
+        raise TypeError(f"k values must be a list, got {type(items).__name__}")
+    return [int(k) for k in items]
 
 
 if __name__ == "__main__":

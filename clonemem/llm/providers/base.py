@@ -41,6 +41,11 @@ class ModelAPI(ABC):
         only then do concurrent calls help (computing ones would just take turns on the GIL)."""
         return True
 
+    # set by the wrapper when the provider refused this model's key or request: the steps still
+    # waiting for it stop without sending (clonemem/llm/model.py); a class default, so a plugin's
+    # provider that does not call this __init__ has it too
+    refused: LLMError | None = None
+
     def __init__(self, model: str) -> None:
         self.model = model
 
