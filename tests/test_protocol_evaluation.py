@@ -197,3 +197,23 @@ def test_a_bad_predictions_file_stores_nothing(mini: Path, tmp_path: Path) -> No
         )
     with Warehouse.open_reader(mini) as wh:
         assert {t: wh.scalar(f"SELECT count(*) FROM {t}") for t in EVAL_TABLES} == before
+
+
+PERSONAMEM = Path(__file__).parent / "fixtures" / "personamem"
+
+
+def test_a_personamem_benchmark_is_scored_by_multiple_choice_accuracy(tmp_path: Path) -> None:
+    from clonemem.flows.evaluation import evaluate_flow
+
+    path = tmp_path / "wh.duckdb"
+    with Warehouse.open_writer(path) as wh:
+        import_files(wh, "personamem", [PERSONAMEM / "questions_mini.csv",
+                                        PERSONAMEM / "shared_contexts_mini.jsonl"], "pm")
+        types = dict(wh.rows("SELECT source_category, count(*) FROM questions GROUP BY 1"))
+    result = evaluate_flow(str(path), "pm", ["oracle"], [5], force=True, config=RunConfig())
+    rows = {r.group: r for r in result.protocols}
+    assert {r.protocol for r in result.protocols} == {"personamem"}
+    assert set(rows) == {"overall", *types}
+    assert {g: r.n for g, r in rows.items() if g != "overall"} == types
+    # the same picks as CloneMem's choice accuracy (PersonaMem's "(c)" and the option ids agree)
+    assert rows["overall"].accuracy == pytest.approx(result.scores("oracle", 5).choice_accuracy)
