@@ -43,7 +43,10 @@ def instances(persona: ParsedPersona, per_conversation: int | None = None) -> li
         sessions.setdefault(t.session_key or "session_0", []).append(t)
     speakers = list(dict.fromkeys(t.speaker for t in release.context))
     out = []
-    for q, source in list(zip(release.items, persona.sources, strict=True))[:per_conversation]:
+    items = list(zip(release.items, persona.sources, strict=True))
+    if per_conversation is not None and per_conversation < len(items):  # spread over all categories
+        items = [items[i * len(items) // per_conversation] for i in range(per_conversation)]
+    for q, source in items:
         evidence = set(q.digital_trace_ids)
         answer_keys = {key for key, turns in sessions.items() if any(t.id in evidence for t in turns)}
         ids, dates, haystack = [], [], []
@@ -77,7 +80,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("out", type=Path)
     parser.add_argument("sources", type=Path, nargs="*", help="LoCoMo files (default: the development ones)")
-    parser.add_argument("--per-conversation", type=int, default=None, help="at most N questions a conversation")
+    parser.add_argument("--per-conversation", type=int, default=None,
+                        help="at most N questions a conversation, evenly spread over its list")
     args = parser.parse_args()
     sources = args.sources or sorted(DEV.glob("*.json"))
     print(json.dumps({"instances": convert(sources, args.out, args.per_conversation), "out": str(args.out)}))

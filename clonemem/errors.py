@@ -54,7 +54,7 @@ def exit_code_for(exc: BaseException) -> ExitCode:
     return exc.exit_code if isinstance(exc, UserError) else ExitCode.ERROR
 
 
-def _chain(exc: BaseException) -> list[BaseException]:
+def causes(exc: BaseException) -> list[BaseException]:
     """``exc``, then what it wraps, breadth first: causes, contexts and the members of exception groups
     (Prefect and anyio re-raise a task's error wrapped, or inside a group)."""
     seen: list[BaseException] = []
@@ -72,50 +72,12 @@ def _chain(exc: BaseException) -> list[BaseException]:
 def significant(exc: BaseException) -> BaseException:
     """The error that decides the exit code: the first memory-system failure, budget stop or busy
     warehouse found in ``exc``'s chain, else ``exc`` itself."""
-    chain = _chain(exc)
+    chain = causes(exc)
     for code in (ExitCode.BUDGET, ExitCode.SYSTEMS_FAILED, ExitCode.BUSY):
         for e in chain:
             if exit_code_for(e) == code:
                 return e
     return exc
-
-
-def unreachable_prefect_api(exc: BaseException) -> str | None:
-    """The Prefect API's URL when ``exc`` says it cannot be reached (Prefect's own "Failed to reach API
-    at URL", or a refused connection to it), else None."""
-    import re
-
-    for e in _chain(exc):
-        found = re.search(r"Failed to reach API at (\S+?)\.?$", str(e).strip())
-        if isinstance(e, RuntimeError) and found:
-            return found.group(1)
-    url = prefect_api_url()
-    for e in _chain(exc):
-        if type(e).__name__ in {"ConnectError", "ConnectTimeout"} and type(e).__module__.startswith("httpx"):
-            try:
-                target = str(e.request.url)  # type: ignore[attr-defined]  # httpx errors carry the request; checked by the except
-            except (AttributeError, RuntimeError):  # no request attached: not attributable
-                continue
-            if url and target.startswith(url.rstrip("/")):
-                return url
-    return None
-
-
-def prefect_api_url() -> str | None:
-    """The API this process talks to: ``PREFECT_API_URL``, else the temporary server it started."""
-    import os
-    import sys
-
-    if os.environ.get("PREFECT_API_URL"):
-        return os.environ["PREFECT_API_URL"]
-    from clonemem.prefect_env import temporary_server_url
-
-    if temporary_server_url():
-        return temporary_server_url()
-    server = sys.modules.get("prefect.server.api.server")
-    for instance in getattr(getattr(server, "SubprocessASGIServer", None), "_instances", {}).values():
-        return str(instance.api_url)
-    return None
 
 
 def one_line(exc: BaseException) -> str:

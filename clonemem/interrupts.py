@@ -4,8 +4,12 @@ A terminal's Ctrl-C sends SIGINT to the whole foreground process group. The ephe
 runs in its own session (``clonemem.prefect_env``), so only this process gets it; this module then:
 
 - raises KeyboardInterrupt in the main thread (as Python does), and remembers the interrupt, so an
-  error it causes on the way out (a stopped query, a refused connection) still counts as the
-  interrupt and not as a failure;
+  error it causes on the way out (a stopped query, a refused connection, an error of Prefect's engine
+  caught mid-step) still counts as the interrupt and not as a failure (a run's row ends
+  ``interrupted``);
+- but not inside an import: a C extension whose initialisation is interrupted (duckdb's, by a
+  KeyboardInterrupt raised in the Python code it runs) aborts the whole process (SIGABRT, exit -6, a
+  traceback). The interrupt is raised as soon as the import is done (a thread sends the signal again);
 - tells work running in C code at once, from a watcher thread woken by the signal's wakeup fd (a
   DuckDB query runs Python's signal handlers only when it returns): see ``interrupting``;
 - leaves without waiting for worker threads (Prefect's task threads would finish their whole batch),
@@ -21,6 +25,7 @@ import os
 import signal
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from types import FrameType
@@ -32,6 +37,7 @@ KEPT_READING = "interrupted: nothing was written"
 
 _received = threading.Event()
 _raised = threading.Event()  # KeyboardInterrupt was raised in the main thread (once is enough)
+_resent = threading.Event()  # the SIGINT on its way is ours, sent again after an import: not a second Ctrl-C
 _finishing = threading.Event()  # the command is done and its process is leaving: nothing left to unwind
 _writes = False
 _leaving = threading.Lock()
@@ -79,8 +85,32 @@ def _on_sigint(signum: int, frame: FrameType | None) -> None:
     _received.set()
     if _finishing.is_set() or _raised.is_set():
         return  # the watcher thread leaves
+    if importing(frame):
+        threading.Thread(target=_resend_after_import, name="clonemem-interrupt-resend", daemon=True).start()
+        return
     _raised.set()
     raise KeyboardInterrupt
+
+
+def importing(frame: FrameType | None) -> bool:
+    """Whether ``frame`` runs inside an import (importlib's frames are on its stack)."""
+    while frame is not None:
+        if frame.f_code.co_filename.startswith("<frozen importlib"):
+            return True
+        frame = frame.f_back
+    return False
+
+
+def _resend_after_import(poll_s: float = 0.02) -> None:
+    """Send SIGINT to the main thread again once it is out of the import it was in (see the module's doc)."""
+    main = threading.main_thread().ident
+    assert main is not None
+    while not (_raised.is_set() or _finishing.is_set()):
+        if not importing(sys._current_frames().get(main)):
+            _resent.set()
+            signal.pthread_kill(main, signal.SIGINT)
+            return
+        time.sleep(poll_s)
 
 
 def _watch(fd: int) -> None:
@@ -94,6 +124,9 @@ def _watch(fd: int) -> None:
             return
         for signum in data:
             if signum != signal.SIGINT:
+                continue
+            if _resent.is_set():  # ours, after an import: the same Ctrl-C
+                _resent.clear()
                 continue
             count += 1
             if count > 1 or _finishing.is_set():

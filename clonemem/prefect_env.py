@@ -9,6 +9,7 @@ from __future__ import annotations
 import atexit
 import importlib.util
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -17,6 +18,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+
+from clonemem.errors import causes
+from clonemem.thirdparty import written_for
 
 DEFAULTS = {
     # The ephemeral server takes 10-20 s to start on 2 cores; the default timeout (20 s) is too tight.
@@ -76,10 +80,15 @@ sys.argv[0] = "uvicorn"
 runpy.run_module("uvicorn", run_name="__main__", alter_sys=True)
 """
 
+# The version of Prefect whose server internals this module relies on (``SubprocessASGIServer``: its
+# ``_run_uvicorn_command``, its arguments and environment, its ``_instances``): checked before use.
+PREFECT_VERSION = "3.8.8"
+
 _pipe_write_end: int | None = None
 _pipe_read_end: int | None = None
 _servers: list = []  # the server processes started here (subprocess.Popen)
 _patched = False  # Prefect's server start is patched (``die_with_parent_server``)
+_prefects_run_uvicorn: Any = None  # the method it replaced
 # started ahead of the first flow: its API URL, process and startup timeout; then the URL in use
 _early: tuple[str, subprocess.Popen, float] | None = None
 _early_url: str | None = None
@@ -114,28 +123,34 @@ def die_with_parent_server() -> None:
     global _patched
     if _patched or _early is not None or os.environ.get("PREFECT_API_URL"):
         return  # (an early server is used through its URL: ``on_early_server``)
+    written_for("prefect", PREFECT_VERSION, "clonemem.prefect_env (the ephemeral server's start)")
     from prefect.server.api import server as server_module
+    from prefect.settings import get_current_settings
 
     _watchdog_pipe()
-    original = server_module.SubprocessASGIServer._run_uvicorn_command
 
-    def run_uvicorn_under_watchdog(self) -> subprocess.Popen:
-        real_popen = subprocess.Popen
+    # The method as Prefect 3.8.8 writes it, with its one Popen replaced by the watchdog's: nothing
+    # global is swapped, so a Popen in another thread meanwhile is Python's own.
+    def run_uvicorn_under_watchdog(self: Any) -> subprocess.Popen:
+        args, env = server_command(int(self.port), get_current_settings())
+        return _popen_under_watchdog(args, env=env)
 
-        def popen(*a, **kwargs):
-            args = kwargs.pop("args", None) if not a else a[0]
-            if list(args[1:3]) != ["-m", "uvicorn"]:
-                return real_popen(args, *a[1:], **kwargs)
-            return _popen_under_watchdog(list(args[3:]), **kwargs)
-
-        server_module.subprocess.Popen = popen
-        try:
-            return original(self)
-        finally:
-            server_module.subprocess.Popen = real_popen
-
+    global _prefects_run_uvicorn
+    _prefects_run_uvicorn = server_module.SubprocessASGIServer._run_uvicorn_command
     server_module.SubprocessASGIServer._run_uvicorn_command = run_uvicorn_under_watchdog
     _patched = True
+
+
+def server_command(port: int, settings: Any) -> tuple[list[str], dict[str, str]]:
+    """The uvicorn arguments and the environment Prefect's ``SubprocessASGIServer`` gives the
+    temporary server it starts on ``port`` (Prefect 3.8.8's ``_run_uvicorn_command``)."""
+    spec = importlib.util.find_spec("prefect")
+    assert spec is not None and spec.origin is not None, "prefect is imported, so it has a spec"
+    args = ["--app-dir", str(Path(spec.origin).parent.parent), "--factory",
+            "prefect.server.api.server:create_app", "--host", "127.0.0.1", "--port", str(port),
+            "--log-level", "error", "--lifespan", "on"]
+    env = {**os.environ, **_SERVER_ENV, **settings.to_environment_variables(exclude_unset=True)}
+    return args, env
 
 
 # -- the ephemeral server starts while the command still loads ---------------------------------------
@@ -154,17 +169,14 @@ def start_server_early() -> None:
     global _early
     if _early is not None or _in_use() or _prefects_own_running() or os.environ.get("PREFECT_API_URL"):
         return  # one starting, or one this process already runs (a command run in process again, as tests do)
+    written_for("prefect", PREFECT_VERSION, "clonemem.prefect_env (the ephemeral server's start)")
     from prefect.settings import get_current_settings
 
     settings = get_current_settings()
-    spec = importlib.util.find_spec("prefect")
-    if settings.api.url or not settings.server.ephemeral.enabled or spec is None or spec.origin is None:
+    if settings.api.url or not settings.server.ephemeral.enabled:
         return
     port = _free_port()
-    # the arguments and environment Prefect's SubprocessASGIServer gives the server it starts
-    args = ["--app-dir", str(Path(spec.origin).parent.parent), "--factory", "prefect.server.api.server:create_app",
-            "--host", "127.0.0.1", "--port", str(port), "--log-level", "error", "--lifespan", "on"]
-    env = {**os.environ, **_SERVER_ENV, **settings.to_environment_variables(exclude_unset=True)}
+    args, env = server_command(port, settings)
     _early = (f"http://127.0.0.1:{port}/api", _popen_under_watchdog(args, env=env),
               float(settings.server.ephemeral.startup_timeout_seconds))
     atexit.register(stop_servers)  # after Prefect's own exit handlers (registered later, run first)
@@ -207,6 +219,7 @@ def _in_use() -> str | None:
 
 def _prefects_own_running() -> bool:
     """Whether Prefect's own temporary server already runs in this process (a flow ran before)."""
+    written_for("prefect", PREFECT_VERSION, "clonemem.prefect_env (the ephemeral server's registry)")
     server = sys.modules.get("prefect.server.api.server")
     instances = getattr(getattr(server, "SubprocessASGIServer", None), "_instances", {})
     return any(getattr(i, "running", False) for i in instances.values())
@@ -248,3 +261,37 @@ def stop_servers(grace_s: float = 1.5) -> None:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+
+
+# -- which API a failure could not reach ---------------------------------------------------------------
+
+
+def unreachable_prefect_api(exc: BaseException) -> str | None:
+    """The Prefect API's URL when ``exc`` says it cannot be reached (Prefect's own "Failed to reach API
+    at URL", or a refused connection to it), else None."""
+    for e in causes(exc):
+        found = re.search(r"Failed to reach API at (\S+?)\.?$", str(e).strip())
+        if isinstance(e, RuntimeError) and found:
+            return found.group(1)
+    url = prefect_api_url()
+    for e in causes(exc):
+        if type(e).__name__ in {"ConnectError", "ConnectTimeout"} and type(e).__module__.startswith("httpx"):
+            try:
+                target = str(e.request.url)  # type: ignore[attr-defined]  # httpx errors carry the request; checked by the except
+            except (AttributeError, RuntimeError):  # no request attached: not attributable
+                continue
+            if url and target.startswith(url.rstrip("/")):
+                return url
+    return None
+
+
+def prefect_api_url() -> str | None:
+    """The API this process talks to: ``PREFECT_API_URL``, else the temporary server it started."""
+    if os.environ.get("PREFECT_API_URL"):
+        return os.environ["PREFECT_API_URL"]
+    if temporary_server_url():
+        return temporary_server_url()
+    server = sys.modules.get("prefect.server.api.server")
+    for instance in getattr(getattr(server, "SubprocessASGIServer", None), "_instances", {}).values():
+        return str(instance.api_url)
+    return None

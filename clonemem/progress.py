@@ -5,10 +5,14 @@ evaluated); the CLI listens and draws rich progress bars on a terminal or prints
 otherwise; with no listener (a deployment run, a library call) reporting does nothing: those runs
 have their per-stage summary lines in the flow log instead.
 
-Long parts of a run (a memory system building a persona's memory can take minutes) are also
-:func:`doing` *activities*: while a :func:`heartbeat` is on, a thread logs every ``every_s`` seconds
-what is being done and how far it got ("building mem0 for persona p1: 120/400 traces, 37 LLM steps,
-running 1 min 40 s"), so a flow log never goes quiet while slow systems build.
+Long parts of a run (a memory system building a persona's memory can take minutes, a persona's
+generation hundreds of LLM steps) are also :func:`doing` *activities*, named with the stage they belong
+to (:func:`staged`): while a :func:`heartbeat` is on, a thread logs every ``every_s`` seconds what is
+being done and how far it got ("evaluation: building mem0 for persona p1: 120/400 traces, 37 LLM steps,
+running 1 min 40 s"), so a flow log never goes quiet while slow systems build; and while the CLI shows
+progress (:func:`shown`), the same lines reach the terminal whenever nothing else was shown for
+:data:`QUIET_S` seconds, so a command never looks stuck (a count that does not move for minutes says
+nothing of what is under way).
 """
 
 from __future__ import annotations
@@ -22,6 +26,9 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any, Protocol, TextIO
+
+# the CLI shows what is under way after this many seconds without a progress line (at most 10 s apart)
+QUIET_S = 5.0
 
 
 class Listener(Protocol):
@@ -59,13 +66,18 @@ class PlainLines:
     def __init__(self, out: TextIO = sys.stderr, every_s: float = 5.0) -> None:
         self.out, self.every_s = out, every_s
         self._last: dict[str, float] = {}
+        self.shown_at = time.monotonic()  # when a line was last shown (see `Ticker`)
 
     def update(self, task: str, done: int, total: int) -> None:
         now = time.monotonic()
         if done < total and now - self._last.get(task, -1e9) < self.every_s:
             return
         self._last[task] = now
-        print(f"  {task}: {done}/{total}", file=self.out, flush=True)
+        self.say(f"{task}: {done}/{total}")
+
+    def say(self, line: str) -> None:
+        print(f"  {line}", file=self.out, flush=True)
+        self.shown_at = time.monotonic()
 
 
 class Bars:
@@ -78,11 +90,18 @@ class Bars:
         self._progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                                   TimeElapsedColumn(), console=Console(file=out), transient=False)
         self._tasks: dict[str, int] = {}
+        self.shown_at = time.monotonic()
 
     def update(self, task: str, done: int, total: int) -> None:
         if task not in self._tasks:
             self._tasks[task] = self._progress.add_task(task, total=total)
         self._progress.update(self._tasks[task], completed=done, total=total)
+        self.shown_at = time.monotonic()
+
+    def say(self, line: str) -> None:
+        """A line above the bars (they stay at the bottom)."""
+        self._progress.console.print(f"  {line}", highlight=False, markup=False)
+        self.shown_at = time.monotonic()
 
     def __enter__(self) -> Bars:
         self._progress.start()
@@ -92,17 +111,55 @@ class Bars:
         self._progress.stop()
 
 
+class Display(Listener, Protocol):
+    shown_at: float
+
+    def say(self, line: str) -> None: ...
+
+
 @contextmanager
-def shown(out: TextIO | None = None) -> Iterator[None]:
-    """Show progress for the duration: bars on a terminal, plain lines otherwise. The default is the
-    standard error of the moment, not of import time (a test runner swaps it per command)."""
+def shown(out: TextIO | None = None, quiet_s: float = QUIET_S) -> Iterator[None]:
+    """Show progress for the duration: bars on a terminal, plain lines otherwise; and, after ``quiet_s``
+    seconds without a line, what is under way (:func:`ticking`). The default is the standard error of
+    the moment, not of import time (a test runner swaps it per command)."""
     out = out or sys.stderr
     if out.isatty():
-        with Bars(out) as bars, listening(bars):
+        with Bars(out) as bars, listening(bars), ticking(bars, quiet_s):
             yield
     else:
-        with listening(PlainLines(out)):
+        plain = PlainLines(out)
+        with listening(plain), ticking(plain, quiet_s):
             yield
+
+
+@contextmanager
+def ticking(display: Display, quiet_s: float) -> Iterator[None]:
+    """While the block runs, whenever ``display`` showed nothing for ``quiet_s`` seconds, show one line per
+    count under way and activity (stage, what, how far: the board's lines), or that the command is still
+    starting. The board is this block's unless one is on already (the activities of the flows it runs
+    report to it)."""
+    board = _board.get() or _Board()
+    token = None if _board.get() is board else _board.set(board)
+    stop = threading.Event()
+    started = time.monotonic()
+
+    def tick() -> None:
+        while not stop.wait(min(1.0, quiet_s / 2)):
+            if time.monotonic() - display.shown_at < quiet_s:
+                continue
+            with _lock:
+                for line in board.lines() or [f"starting: {_elapsed(time.monotonic() - started)}"]:
+                    display.say(line)
+
+    thread = threading.Thread(target=tick, name="clonemem-progress", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
+        if token is not None:
+            _board.reset(token)
 
 
 # -- activities and the heartbeat that logs them ------------------------------------------------------
@@ -120,7 +177,18 @@ class Activity:
     def __init__(self, what: str, phase: str = "", total: int | None = None, unit: str = "") -> None:
         self.what, self.phase, self.total, self.unit = what, phase, total, unit
         self.done, self.steps, self.started = 0, 0, time.monotonic()
+        self.stage = _stage.get()  # the stage it belongs to ("generation", "evaluation"), named in its line
+        self.finished = False
         self._lock = threading.Lock()
+
+    def grow(self, n: int = 1) -> None:
+        """``n`` more units to do (work whose size is found as it goes, such as a persona's LLM steps)."""
+        with self._lock:
+            self.total = (self.total or 0) + n
+
+    def finish(self) -> None:
+        """Done: no longer shown (its block may go on with other work)."""
+        self.finished = True
 
     def update(self, done: int, total: int | None = None, phase: str | None = None, unit: str | None = None) -> None:
         with self._lock:
@@ -145,6 +213,8 @@ class Activity:
         with self._lock:
             done, total, steps, phase, unit = self.done, self.total, self.steps, self.phase, self.unit
         text = f"{phase} {self.what}".strip()
+        if self.stage and not text.startswith(self.stage):
+            text = f"{self.stage}: {text}"
         if total is not None:
             text += f": {done}/{total} {unit}".rstrip()
         if steps:
@@ -179,13 +249,24 @@ class _Board:
 
     def lines(self) -> list[str]:
         with self._lock:
-            shown = list(self.activities.values())
+            shown = [a for a in self.activities.values() if not a.finished]
             tallies = dict(self.tallies)
         return ([f"{task}: {done}/{total} done" for task, (done, total) in tallies.items() if done < total]
                 + [a.line() for a in shown])
 
 
 _board: ContextVar[_Board | None] = ContextVar("clonemem_activities", default=None)
+_stage: ContextVar[str] = ContextVar("clonemem_stage", default="")
+
+
+@contextmanager
+def staged(name: str) -> Iterator[None]:
+    """The activities begun inside belong to stage ``name`` (their lines say so)."""
+    token = _stage.set(name)
+    try:
+        yield
+    finally:
+        _stage.reset(token)
 
 
 @contextmanager
@@ -205,9 +286,11 @@ def doing(what: str, phase: str = "", total: int | None = None, unit: str = "") 
 def heartbeat(log: Callable[[str], None], every_s: float, name: str) -> Iterator[None]:
     """While the block runs, log every ``every_s`` seconds one line per activity under way (or, with
     none, how far the block's tasks got): ``name: still working: ...``. The logging thread runs in a
-    copy of this context (a flow run's logger reaches it)."""
-    board = _Board()
-    token = _board.set(board)
+    copy of this context (a flow run's logger reaches it). The board is the one on already, if any (the
+    CLI's: it shows the same activities), else its own."""
+    board = _board.get() or _Board()
+    token = None if _board.get() is board else _board.set(board)
+    stage = _stage.set(name)
     stop = threading.Event()
 
     def beat() -> None:
@@ -224,4 +307,6 @@ def heartbeat(log: Callable[[str], None], every_s: float, name: str) -> Iterator
     finally:
         stop.set()
         thread.join()
-        _board.reset(token)
+        _stage.reset(stage)
+        if token is not None:
+            _board.reset(token)

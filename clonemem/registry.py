@@ -98,7 +98,7 @@ class Registry(Generic[T]):
 
     def _load_plugins(self) -> None:
         """Add the entry points of this registry's group as lazy entries (once; built-ins win)."""
-        if self._plugins_loaded:
+        if self._plugins_loaded or self.entry_point_group is None:
             return
         self._plugins_loaded = True
         from importlib.metadata import entry_points

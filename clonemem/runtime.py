@@ -16,7 +16,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from clonemem.llm.model import Budget, CallSink, MemorySink, Model, get_model
+from clonemem.llm.model import Budget, CallSink, MemorySink, Model, ProviderHealth, get_model
 from clonemem.llm.types import CallRecord, LLMError, Paid
 from clonemem.schemas.config import Role, RunConfig
 
@@ -35,6 +35,8 @@ class Runtime:
     warehouse: str | None = None  # where the run's results land (its calls are that warehouse's spend)
     on_start: Callable[[], None] | None = None  # records the run before its first call goes out
     _models: dict[str, Model] = field(default_factory=dict)
+    _health: dict[str, ProviderHealth] = field(default_factory=dict)  # per provider, shared by its roles
+    _made: MemorySink = field(default_factory=MemorySink)  # every call the run made (see `made`)
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _start_lock: threading.Lock = field(default_factory=threading.Lock)
     _started: bool = False
@@ -56,9 +58,17 @@ class Runtime:
     def model(self, role: Role) -> Model:
         with self._lock:
             if role not in self._models:
+                provider = self.config.models.ref(role).provider
+                health = self._health.setdefault(provider, ProviderHealth())
                 self._models[role] = get_model(self.config, role, sink=self.sink, run_id=self.run_id,
-                                               budget=self.budget)
+                                               budget=self.budget, health=health)
             return self._models[role]
+
+    def made(self) -> tuple[CallRecord, ...]:
+        """Every call this run made through a recorder, failed ones and those of failed work included:
+        what its content's landings did not take lands with the run's final row (nothing spent goes
+        unrecorded)."""
+        return _stamped(tuple(self._made.records), self.warehouse)
 
 
 # Context variables, not module globals: a Prefect task thread and a step pool's thread run in a copy of
@@ -94,6 +104,17 @@ def current() -> Runtime:
     return runtime
 
 
+class _Both:
+    """Records a call in two sinks: the recorder's (its task's result) and the run's (:meth:`Runtime.made`)."""
+
+    def __init__(self, first: CallSink, second: CallSink) -> None:
+        self.first, self.second = first, second
+
+    def record(self, rec: CallRecord) -> None:
+        self.first.record(rec)
+        self.second.record(rec)
+
+
 class Recorder:
     """The models of the current run, with every call recorded here: a task returns its result with
     the calls that produced it (:class:`Paid`), so both land (and are cached) together. ``covers``
@@ -102,10 +123,11 @@ class Recorder:
     def __init__(self, runtime: Runtime, covers: Mapping[str, str] | None = None) -> None:
         self._runtime = runtime
         self._sink = MemorySink()
+        self._both = _Both(self._sink, runtime._made)
         self._covers = covers
 
     def model(self, role: Role) -> Model:
-        return self._runtime.model(role).recording_to(self._sink, self._covers)
+        return self._runtime.model(role).recording_to(self._both, self._covers)
 
     def run(self, stage: Stage[In, Out], inp: In) -> Out:
         """Run ``stage`` through its role's model, recording the calls here."""

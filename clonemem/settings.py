@@ -95,3 +95,11 @@ def current() -> Settings:
         fault_kill_at=os.environ.get(FAULT_KILL_AT),
         heartbeat_s=_heartbeat(),
     )
+
+
+def warehouse(flag: str | Path | None = None, config: str | Path | None = None) -> Path:
+    """The warehouse a command uses, by the one rule: the ``--warehouse`` flag, else
+    ``$CLONEMEM_WAREHOUSE``, else the run config's ``warehouse`` (commands that read one), else
+    ``./clonemem.duckdb``."""
+    chosen = flag or current().warehouse or config or DEFAULT_WAREHOUSE
+    return Path(chosen).expanduser()

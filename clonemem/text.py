@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from functools import lru_cache
+from typing import Protocol
 
 _SENTENCE = re.compile(r"(?<=[.!?。！？])\s*")
 _WORD = re.compile(r"[A-Za-z][A-Za-z'\-]*|\d+")
@@ -40,8 +41,12 @@ def words(text: str) -> list[str]:
 _LATIN = re.compile(r"[^\W_]+(?:['’][^\W_]+)*")
 
 
+class _Stemmer(Protocol):
+    def stemWords(self, words: list[str]) -> list[str]: ...  # PyStemmer's name
+
+
 @lru_cache(maxsize=1)
-def _english() -> tuple[frozenset[str], object, frozenset[str], frozenset[str]]:
+def _english() -> tuple[frozenset[str], _Stemmer, frozenset[str], frozenset[str]]:
     """NLTK's English stop words and Chinese stop words (both as bm25s ships them), the Snowball stemmer."""
     import Stemmer
     from bm25s.stopwords import STOPWORDS_CHINESE, STOPWORDS_EN_PLUS
@@ -76,7 +81,7 @@ def content_words(text: str) -> list[str]:
 def keyphrases(text: str, limit: int = 8) -> list[str]:
     """The most frequent content words, ties broken by first appearance (deterministic)."""
     toks = content_words(text)
-    first = {}
+    first: dict[str, int] = {}
     for i, tok in enumerate(toks):
         first.setdefault(tok, i)
     counts = Counter(toks)

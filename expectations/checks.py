@@ -124,7 +124,7 @@ def _no_rows(sql: str, description: str) -> Callable[[dict], Any]:
     return lambda p: _gx().UnexpectedRowsExpectation(unexpected_rows_query=_fill(sql, p), description=description)
 
 
-def _between(column: str, low: Callable[[dict], float], high: Callable[[dict], float]) -> Callable[[dict], Any]:
+def _between(column: str, low: Callable[[dict], float | None], high: Callable[[dict], float | None]) -> Callable[[dict], Any]:
     return lambda p: _gx().ExpectColumnValuesToBeBetween(column=column, min_value=low(p), max_value=high(p))
 
 

@@ -12,6 +12,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from clonemem.thirdparty import written_for
+
+# the version of GX whose internals this module relies on (the execution engine's `get_connection`, the
+# `_connection` it keeps, the engines found by scanning the heap): checked before each use
+GX_VERSION = "1.24.1"
+_WHAT = "clonemem.expectations.gx_duckdb (GX's DuckDB connection)"
 _patched = False
 
 
@@ -19,6 +25,7 @@ def patch_duckdb_connection() -> None:
     global _patched
     if _patched:
         return
+    written_for("great-expectations", GX_VERSION, _WHAT)
     from great_expectations.execution_engine import sqlalchemy_execution_engine as engine_module
 
     original = engine_module.SqlAlchemyExecutionEngine.get_connection
@@ -56,6 +63,7 @@ def close_engine(execution_engine: object) -> None:
 def close_all_engines() -> None:
     """GX builds execution engines of its own (checkpoints reload datasources from the context), so
     find every one and close it: DuckDB refuses the writer while they hold the file."""
+    written_for("great-expectations", GX_VERSION, _WHAT)
     import gc
 
     import sqlalchemy

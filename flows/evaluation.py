@@ -18,49 +18,60 @@ from clonemem.schemas.config import RunConfig, resolve_config
 from clonemem.schemas.results import EvaluationResult
 from clonemem.tasks.evaluation import (
     answer_task,
+    cacheable,
     evaluated_systems,
     evaluation_run,
     land_task,
     load_task,
     protocol_answer_task,
     protocol_data_task,
+    questions_asked,
+    remote_resume,
+    replayed,
     retrieval_depth,
     retrieval_task,
 )
 from clonemem.tasks.reporting import heartbeat, log, publish_leaderboard
+from clonemem.tasks.runs import evaluation_record, tracked
 
 
 @flow(name="evaluate", task_runner=ThreadPoolTaskRunner(max_workers=8))
 def evaluate_flow(warehouse_path: str, benchmark: str, systems: list[str] | None = None, ks: list[int] | None = None,
-                  force: bool = False, config: RunConfig | str | None = None) -> EvaluationResult:
-    """Score ``systems`` (default: the config's) at each k on ``benchmark`` (its id or name)."""
+                  force: bool = False, config: RunConfig | str | None = None, limit: int | None = None,
+                  sample: int | None = None, sample_seed: int = 0) -> EvaluationResult:
+    """Score ``systems`` (default: the config's) at each k on ``benchmark`` (its id or name); a quick run
+    asks the first ``limit`` questions, or ``sample`` of them drawn by type with ``sample_seed``."""
     cfg = resolve_config(config)
     ks = sorted(set(ks or cfg.evaluation.k))
     # remote systems are registered under their label while the run lasts; unknown names, and systems
     # that may not be replayed, fail here, before any work
     with evaluated_systems(systems or cfg.evaluation.systems, cfg) as systems:
-        result = _evaluate(warehouse_path, benchmark, systems, ks, force, cfg)
-    publish_leaderboard(result)
+        result = _evaluate(warehouse_path, benchmark, systems, ks, force, cfg, (limit, sample, sample_seed))
+    publish_leaderboard(result, warehouse_path)
     return result
 
 
 def _evaluate(warehouse_path: str, benchmark: str, systems: list[str], ks: list[int], force: bool,
-              cfg: RunConfig) -> EvaluationResult:
+              cfg: RunConfig, quick: tuple[int | None, int | None, int] = (None, None, 0)) -> EvaluationResult:
     started = time.perf_counter()
-    bid, name, personas = load_task(warehouse_path, benchmark, force)
+    bid, name, every = load_task(warehouse_path, benchmark, force)
+    personas, content_hash, sampled = questions_asked(every, *quick)
     protocols = protocol_data_task(warehouse_path, bid, cfg.evaluation.protocols)
-    run = evaluation_run(bid, name, systems, ks, force, cfg)
+    run = evaluation_run(bid, name, systems, ks, force, cfg, content_hash=content_hash, sample=sampled)
     # Values, not futures, go in: ``opaque`` spares Prefect walking every trace and question of them
     # for dependencies (it was a third of a bm25 run's time); the cache key still hashes the values.
     # slow systems build for minutes: the log says what is under way at least every 30 s
-    with runtime.use(runtime.Runtime(cfg, run_id=run.eval_run_id, warehouse=warehouse_path)), heartbeat("evaluation"), \
+    rt = runtime.Runtime(cfg, run_id=run.eval_run_id, warehouse=warehouse_path)
+    # a failed evaluation lands nothing of its results, but its row says how it ended, with the calls it made
+    with tracked(warehouse_path, evaluation_record(run), rt.made), runtime.use(rt), heartbeat("evaluation"), \
             tasks_in_flight(cfg.evaluation.workers):
         budget = cfg.evaluation.full_context_tokens
-        replay = cfg.evaluation.replay
+        # a remote system's replies are kept until this evaluation finishes: a resumed run does not ask again
+        resume = remote_resume(bid) if any(not cacheable(s) for s in systems) else None
         # a ranking-scoring protocol reads deeper than k
         depth = retrieval_depth(ks, protocols, cfg)
-        retrieving = {(s, p.persona_id): retrieval_task(s).submit(s, opaque(p), depth, budget,
-                                                                   replay)
+        retrieving = {(s, p.persona_id): retrieval_task(s).submit(s, opaque(p), depth, budget, replayed(s, cfg),
+                                                                  tuple(ks), None if cacheable(s) else resume)
                       for s in systems for p in personas}
         retrievals = _collect(retrieving, "evaluation: build and retrieve (system × persona)")
         answering = {(s, k, p.persona_id): answer_task.submit(s, k, opaque(p),
@@ -84,6 +95,8 @@ def _evaluate(warehouse_path: str, benchmark: str, systems: list[str], ks: list[
                        opaque({k: v.value for k, v in retrievals.items()}),
                        opaque({k: v.value for k, v in answers.items()}), opaque(calls),
                        opaque(protocols), opaque({k: v.value for k, v in protocol_answers.items()}))
+    if resume is not None:
+        remote_resume(bid, renew=True)  # finished: the next evaluation asks the servers again
     return result.model_copy(update={"seconds": round(time.perf_counter() - started, 2)})
 
 

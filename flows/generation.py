@@ -40,13 +40,13 @@ def generate_flow(warehouse_path: str, config: RunConfig | str | None = None) ->
     run = begin_run_task(warehouse_path, begun)
     tally = generation_tally(cfg, run.run_id)
     rt = runtime.Runtime(cfg, run_id=run.run_id, warehouse=warehouse_path, on_start=opener(warehouse_path, run))
-    with tracked(warehouse_path, run), runtime.use(rt):
+    with tracked(warehouse_path, run, rt.made), runtime.use(rt):
         generate_and_land(warehouse_path, cfg, tally)
     result = tally.result(time.perf_counter() - started)
     if changed or result.landed or result.llm_calls or result.failures or run.resumed_from:
         # a run that changed nothing writes nothing, so the warehouse stays byte-for-byte the same
         record_run_task(warehouse_path, run.finished("completed", summary_json=result.model_dump_json()),
-                        tally.failure_records())
+                        tally.failure_records(), rt.made())  # with the calls of personas that failed
     log(result.summary())
     return result
 

@@ -36,7 +36,7 @@ def gym_flow(warehouse_path: str | None, systems: list[str], config: RunConfig |
     run = begin_run_task(warehouse_path, begun) if warehouse_path else begun
     rt = runtime.Runtime(cfg, run_id=run.run_id, warehouse=warehouse_path,
                          on_start=opener(warehouse_path, run) if warehouse_path else None)
-    with tracked(warehouse_path, run) if warehouse_path else nullcontext(), runtime.use(rt):
+    with tracked(warehouse_path, run, rt.made) if warehouse_path else nullcontext(), runtime.use(rt):
         made = [blueprint_task(cfg, p) for p in personas]
         blueprints = [m.value for m in made]
         gate = gate_task(blueprints, cfg.gym.min_exposure_rate)

@@ -26,7 +26,7 @@ def qa_flow(warehouse_path: str, config: RunConfig | str | None = None) -> QARes
     bid, run_id = tally.benchmark_id, begun.run_id
     run = begin_run_task(warehouse_path, begun)
     rt = runtime.Runtime(cfg, run_id=run_id, warehouse=warehouse_path, on_start=opener(warehouse_path, run))
-    with tracked(warehouse_path, run), runtime.use(rt), runtime.step_pool(cfg.qa.workers) as pool:
+    with tracked(warehouse_path, run, rt.made), runtime.use(rt), runtime.step_pool(cfg.qa.workers) as pool:
         store = step_store()
         personas = segments_task(warehouse_path, bid, cfg.qa)
         for n, persona in enumerate(personas):
@@ -37,6 +37,7 @@ def qa_flow(warehouse_path: str, config: RunConfig | str | None = None) -> QARes
     result = tally.result(cue_stats_task(warehouse_path, bid), time.perf_counter() - started)
     if result.landed or result.llm_calls or result.failed_items or run.resumed_from:
         # a run that changed nothing writes nothing (the warehouse stays byte-for-byte the same)
-        record_run_task(warehouse_path, run.finished("completed", summary_json=result.model_dump_json()))
+        record_run_task(warehouse_path, run.finished("completed", summary_json=result.model_dump_json()),
+                        calls=rt.made())
     publish_qa(result, cfg.name)
     return result

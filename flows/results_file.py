@@ -15,6 +15,7 @@ from clonemem.schemas.results_file import ResultsFileScored
 from clonemem.tasks.evaluation import land_task, load_task, protocol_answer_task, protocol_data_task
 from clonemem.tasks.reporting import log, publish_leaderboard
 from clonemem.tasks.results_file import (
+    check_name_reuse,
     check_system_name,
     file_answer_task,
     file_retrieve_task,
@@ -29,12 +30,13 @@ from clonemem.tasks.results_file import (
 @flow(name="evaluate-results-file", task_runner=ThreadPoolTaskRunner(max_workers=8))
 def evaluate_results_file_flow(warehouse_path: str, benchmark: str, path: str, name: str, ks: list[int] | None = None,
                                force: bool = False, config: RunConfig | str | None = None,
-                               allow_missing: bool = False, predictions_format: str | None = None,
-                               key: str | None = None) -> ResultsFileScored:
-    """Score the retrievals (and choices, answers) in the JSONL file ``path`` as the system
-    ``name``; with ``predictions_format``, another harness's predictions in a benchmark's own layout
-    (``clonemem.evaluation.predictions``), scored by the benchmark's protocols (a question without
-    a prediction is left unscored)."""
+                               allow_missing: bool = False, replace: bool = False,
+                               predictions_format: str | None = None, key: str | None = None) -> ResultsFileScored:
+    """Score the retrievals (and choices, answers) in the JSONL file ``path`` as the system ``name``; a name
+    that already holds another file's results on the benchmark needs ``replace``. With
+    ``predictions_format``, another harness's predictions in a benchmark's own layout
+    (``clonemem.evaluation.predictions``), scored by the benchmark's protocols (a question without a
+    prediction is left unscored)."""
     cfg = resolve_config(config)
     check_system_name(name)
     started = time.perf_counter()
@@ -44,8 +46,9 @@ def evaluate_results_file_flow(warehouse_path: str, benchmark: str, path: str, n
     else:
         resolved = read_predictions_task(warehouse_path, bid, path, predictions_format, key,
                                          allow_missing)
+    check_name_reuse(warehouse_path, bid, bname, resolved, name, replace)
     protocols = protocol_data_task(warehouse_path, bid, cfg.evaluation.protocols)
-    run = file_run(bid, bname, name, resolved, ks, force, cfg)
+    run = file_run(bid, bname, name, resolved, ks, force, cfg, personas)
     ks = list(run.ks)
     with runtime.use(runtime.Runtime(cfg, run_id=run.eval_run_id, warehouse=warehouse_path)):
         lines = {p.persona_id: resolved.by_persona.get(p.persona_id, {}) for p in personas}
@@ -77,6 +80,6 @@ def evaluate_results_file_flow(warehouse_path: str, benchmark: str, path: str, n
     kind = "predictions" if predictions_format else "results"
     log(f"{kind} file {resolved.file} (sha256 {resolved.sha256}) scored as {name!r}: "
         f"{resolved.lines} lines, {len(resolved.missing)} questions missing")
-    publish_leaderboard(result)
+    publish_leaderboard(result, warehouse_path)
     return ResultsFileScored(evaluation=result, system=name, file=resolved.file, sha256=resolved.sha256,
                              lines=resolved.lines, missing=len(resolved.missing), ks=tuple(ks))

@@ -16,6 +16,7 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from clonemem.errors import UserError
+from clonemem.schemas.names import name_problem
 from clonemem.schemas.question_types import names as _declared_question_types
 from clonemem.schemas.question_types import rotating as _rotating_question_types
 
@@ -47,6 +48,10 @@ Medium = Literal[
     "diary", "social_media", "chat_private", "chat_group", "email", "memo", "search_history", "calendar_event",
 ]
 MEDIA: tuple[str, ...] = Medium.__args__  # type: ignore[attr-defined]  # a Literal's members
+# A trace that is one turn of a recorded dialogue (LoCoMo's import): not the writer's own voice, and
+# consecutive turns make a session. The one name of the medium for importers, systems and offline world.
+CONVERSATION_TURN = "conversation_turn"
+DIALOGUE_MEDIA: frozenset[str] = frozenset({CONVERSATION_TURN})
 
 NonNegInt = Annotated[int, Field(ge=0)]
 PosInt = Annotated[int, Field(ge=1)]
@@ -110,6 +115,10 @@ class RoleModels(_Section):
         return ModelRef(getattr(self, role))
 
 
+# a call's default total deadline, in attempt timeouts: room for a slow reply, a retry and their backoff
+CALL_DEADLINE_TIMEOUTS = 3.0
+
+
 class LiveProviderSettings(_Section):
     """Settings of a live (networked) provider."""
 
@@ -117,13 +126,23 @@ class LiveProviderSettings(_Section):
     api_key_secret: str | None = Field(None, description="Prefect Secret block holding the key (instead of env)")
     base_url: str | None = None
     max_concurrency: PosInt = 4
-    timeout_s: Annotated[float, Field(gt=0)] = 120.0
-    max_retries: NonNegInt = 5
+    timeout_s: Annotated[float, Field(gt=0)] = Field(120.0, description="each attempt's bound, in seconds")
+    # One budget per call, kept by the LLM wrapper alone (the SDK's and the step's own retries are off):
+    # at most 1 + max_retries + max_validation_retries attempts, all within call_deadline_s.
+    max_retries: NonNegInt = Field(5, description="attempts after a timeout, a failed connection, 429 or 5xx")
     max_validation_retries: NonNegInt = 2
+    call_deadline_s: Annotated[float, Field(gt=0)] | None = Field(
+        None, description=f"a call's total bound in seconds, retries and waits included; default "
+                          f"{CALL_DEADLINE_TIMEOUTS:g} x timeout_s")
     backoff_base_s: Annotated[float, Field(ge=0)] = 1.0
     backoff_max_s: Annotated[float, Field(ge=0)] = 60.0
     structured_output: Literal["native", "prompt"] = "native"
     max_output_tokens: PosInt = 8192
+
+    @property
+    def deadline_s(self) -> float:
+        """The call deadline in force: the configured one, else :data:`CALL_DEADLINE_TIMEOUTS` timeouts."""
+        return self.call_deadline_s if self.call_deadline_s is not None else CALL_DEADLINE_TIMEOUTS * self.timeout_s
 
 
 class OfflineSettings(_Section):
@@ -252,9 +271,15 @@ class EvaluationConfig(_Section):
     # remote memory systems (docs/memory-protocol.md) by name: name -> base URL; evaluate one by naming
     # it in ``systems`` / ``--systems`` (which also take a URL, or NAME=URL, directly)
     remote: dict[str, str] = Field(default_factory=dict)
-    remote_timeout_s: Annotated[float, Field(gt=0)] = 60.0  # per HTTP connect and read
+    # one attempt of a call, from connecting to the reply's last byte (not per read: a trickled reply ends too)
+    remote_timeout_s: Annotated[float, Field(gt=0)] = 60.0
     remote_retries: NonNegInt = 3  # transport errors and 5xx, with exponential backoff
     remote_concurrency: PosInt = 4  # calls in flight per remote system
+    # a reply's body larger than this stops the evaluation (exit 5); no more than this is read
+    remote_max_reply_bytes: PosInt = 8 * 1024 * 1024
+    # how long a server that indexes asynchronously (/v1/info features: async_indexing) may take to say
+    # GET /v1/ready after an ingest
+    remote_ready_s: Annotated[float, Field(gt=0)] = 120.0
     # The field's standard protocols (README "Standard protocols"): None computes the ones the
     # benchmark's importer declares; a list of names computes exactly those ([] none); a list of
     # changes adds ("+name") or drops ("-name") from the declared ones.
@@ -317,8 +342,8 @@ class RunConfig(_Section):
     @field_validator("name")
     @classmethod
     def _name(cls, v: str) -> str:
-        if not v.strip():
-            raise ValueError("must not be empty")
+        if (problem := name_problem(v)) is not None:  # the benchmark is found by it
+            raise ValueError(f"the name {problem}")
         return v
 
     def role_settings(self, role: Role) -> LiveProviderSettings | OfflineSettings:

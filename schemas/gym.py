@@ -10,6 +10,7 @@ import re
 from pydantic import BaseModel, ConfigDict, Field
 
 from clonemem.schemas.config import Language
+from clonemem.schemas.versions import GYM
 
 
 def values_in(text: str, values: list[str] | tuple[str, ...]) -> list[str]:
@@ -277,6 +278,7 @@ class RankChange(BaseModel):
 class GymReport(BaseModel):
     """Exactly what `clonemem gym --json` writes."""
 
+    format_version: str = GYM.version  # of the document (schemas/versions.py)
     results: list[SystemResult]
     bounds: Bounds
     rank_change: list[RankChange]

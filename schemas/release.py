@@ -91,6 +91,8 @@ class ReleaseQuestion(_Release):
 
 
 class ReleaseFile(_Release):
+    # "MAJOR.MINOR" (schemas/versions.py: RELEASE); absent from the published files (1.0)
+    format_version: str | None = None
     person_name: str
     person_id: str = Field(min_length=1)
     context: list[ReleaseTrace]

@@ -12,6 +12,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
+from clonemem.schemas.versions import EVALUATION
+
 # -- metric names -------------------------------------------------------------------------
 
 RECALLS = ("recall_flat", "recall_all_all", "recall_all_any", "recall_any_all", "recall_any_any")
@@ -283,11 +285,11 @@ class AggregationSettings(_R):
 
 class SystemProvenance(_R):
     """One memory system as evaluated: the hash of its code, the model bound to each LLM stage it
-    declares, and what it adds itself (``MemorySystem.provenance_extra``: a remote URL and version, a
-    results file's hash)."""
+    declares, and what it adds itself (``MemorySystem.provenance_extra``: a results file's hash; a remote
+    system's ``url``, ``/v1/info`` ``name``, ``version``, ``features`` and the ``protocol`` version spoken)."""
 
     system: str
-    code_hash: str
+    code_hash: str | None = None  # None: code that is not here (a remote system: known by its extra fields)
     llm_stages: dict[str, str] = Field(default_factory=dict)  # stage name -> "provider/model" of its role
     extra: dict[str, str] = Field(default_factory=dict)
 
@@ -410,6 +412,7 @@ class ProtocolRow(_R):
 
 
 class EvaluationResult(_R):
+    format_version: str = EVALUATION.version  # of the `evaluate --json` document (schemas/versions.py)
     benchmark: str
     benchmark_id: str
     eval_run_id: str

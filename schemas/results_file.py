@@ -38,6 +38,8 @@ class FileItem(_Line):
 
 
 class FileLine(_Line):
+    # "MAJOR.MINOR" (schemas/versions.py: RESULTS_FILE), on every line `export-retrievals` writes; optional
+    format_version: str | None = None
     question_id: str = Field(min_length=1)
     items: list[FileItem]
     choice: Literal["A", "B", "C", "D", "E"] | None = None  # replaces the answerer's choice

@@ -18,7 +18,6 @@ from __future__ import annotations
 import functools
 import inspect
 import logging
-import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -34,10 +33,12 @@ from prefect.utilities.hashing import hash_objects
 from clonemem import prompts, runtime
 from clonemem.codehash import code_hash
 from clonemem.ids import stable_hash
-from clonemem.llm.types import LiveProviderDisabled, PermanentError, StageNotCovered
+from clonemem.llm.types import LLMError, StageNotCovered
 from clonemem.memory.base import declared_stages
+from clonemem.prefect_env import PREFECT_VERSION
 from clonemem.schemas.config import RunConfig
 from clonemem.stages import STAGES, Stage
+from clonemem.thirdparty import written_for
 
 T = TypeVar("T")
 
@@ -135,7 +136,11 @@ def step_key(body: Callable[..., Any], inputs: dict[str, Any], policy: CachePoli
 
 def step_store() -> ResultStore:
     """Where step results persist: the current run's result store, with the storage a task would get
-    (the run's, else Prefect's default: ``$PREFECT_HOME/storage`` unless a default block is set)."""
+    (the run's, else Prefect's default: ``$PREFECT_HOME/storage`` unless a default block is set).
+
+    The step cache uses Prefect's result store and transactions below the task API (a store copied with
+    other storage, a record read from a transaction): written for Prefect 3.8.8, refused with another."""
+    written_for("prefect", PREFECT_VERSION, "the step cache (clonemem.tasks.caching)")
     store = get_result_store()
     update: dict[str, Any] = {"cache_result_in_memory": False}  # read once per run: no copy kept
     if store.result_storage is None:
@@ -146,16 +151,26 @@ def step_store() -> ResultStore:
 
 
 def is_transient(exc: BaseException) -> bool:
-    """Whether a failed step may succeed when tried again: not a permanent provider error (a rejected
-    key), not a disabled live provider, not a programming error."""
-    return not isinstance(exc, (PermanentError, LiveProviderDisabled, StageNotCovered, TypeError))
+    """Whether a failed task may succeed when Prefect runs it again as a whole: not when an LLM call failed
+    (a call's retries are its wrapper's alone, one budget per call: trying the task again would multiply
+    them, :mod:`clonemem.llm.model`), not for a programming error."""
+    return not isinstance(exc, (LLMError, StageNotCovered, TypeError))
 
 
-def cached_step(key: str, body: Callable[[], T], store: ResultStore, retries: int = 2,
-                retry_delay_s: float = 0.2) -> tuple[T, bool]:
+def transient_only(task: object, task_run: object, state: object) -> bool:
+    """A task's ``retry_condition_fn``: retry transient failures only (see :func:`is_transient`)."""
+    try:
+        state.result()  # type: ignore[attr-defined]  # Prefect types the state as object here
+    except Exception as exc:
+        return is_transient(exc)
+    return False
+
+
+def cached_step(key: str, body: Callable[[], T], store: ResultStore) -> tuple[T, bool]:
     """``body()``'s result under ``key`` and whether it came from the store: read when committed
-    before, else computed (tried again up to ``retries`` times on a transient failure) and committed at
-    once (eagerly: a run killed later keeps it). A failure commits nothing and is raised."""
+    before, else computed and committed at once (eagerly: a run killed later keeps it). A failure commits
+    nothing and is raised: the step is not tried again here, its LLM calls were retried by their wrapper
+    within their budget (a step retry would multiply the attempts)."""
     with transaction(key=key, store=store, commit_mode=CommitMode.EAGER, logger=_log) as txn:
         # PREFECT_TASKS_REFRESH_CACHE runs (and stores again) every step, as it does every task: the
         # cost estimate's dry run counts every call that way
@@ -163,13 +178,42 @@ def cached_step(key: str, body: Callable[[], T], store: ResultStore, retries: in
             record = txn.read()
             if record is not None:
                 return record.result, True
-        for attempt in range(retries + 1):
-            try:
-                value = body()
-                break
-            except Exception as exc:
-                if attempt == retries or not is_transient(exc):
-                    raise
-                time.sleep(retry_delay_s)
+        value = body()
         txn.stage(value)
     return value, False
+
+
+# -- replies of remote memory systems, kept for a resumed run ------------------------------------------
+#
+# A remote system's retrievals are never cached across evaluations (the service behind a URL may change
+# without a word), but an interrupted evaluation's successor should not ask it again what it already
+# answered. Its replies are kept as steps under a resume token: the same token until an evaluation of
+# the benchmark finishes, a new one after.
+
+
+def resume_token(scope: str, renew: bool = False) -> str:
+    """The token of ``scope``'s unfinished evaluation (made when there is none); ``renew``: a fresh one,
+    so the next evaluation asks every remote system again."""
+    import uuid
+
+    store = step_store()
+    key = f"remote-resume-{stable_hash(scope, 32)}"
+    if not renew and store.exists(key):
+        record = store.read(key)
+        if isinstance(record.result, str):
+            return record.result
+    token = uuid.uuid4().hex
+    store.write(token, key=key)
+    return token
+
+
+def reply_memo(token: str) -> Callable[[str, Callable[[], Any]], Any]:
+    """Remote replies kept under ``token``: a reply got before is read, any other asked and kept at once
+    (a run killed later keeps it). Never tried again here: the remote client owns its retries."""
+    store = step_store()
+
+    def memo(key: str, ask: Callable[[], Any]) -> Any:
+        value, _ = cached_step(stable_hash(f"remote-reply|{token}|{key}", 32), ask, store)
+        return value
+
+    return memo

@@ -22,6 +22,7 @@ from clonemem.evaluation.land import (
     Answers,
     EvaluationRun,
     Retrievals,
+    content_digest,
     evaluation_rows,
     fingerprint,
     land_evaluation,
@@ -31,7 +32,7 @@ from clonemem.evaluation.protocols import stages as protocol_stages
 from clonemem.evaluation.protocols.answer import ProtocolOutcome, answer_protocols
 from clonemem.evaluation.protocols.load import ProtocolData, load_protocol_data
 from clonemem.evaluation.protocols.score import protocol_landing
-from clonemem.evaluation.replay import replay_refused
+from clonemem.evaluation.replay import fed_by_replay, replay_refused, retrieval_mode
 from clonemem.evaluation.run import (
     Outcome,
     PersonaData,
@@ -40,14 +41,21 @@ from clonemem.evaluation.run import (
     build_and_retrieve,
     load_benchmark,
 )
+from clonemem.evaluation.sample import quick_run
 from clonemem.llm.types import CallRecord, Paid
 from clonemem.memory import SYSTEMS, remote
 from clonemem.schemas.config import FULL_CONTEXT_TOKENS, ConfigError, RunConfig
 from clonemem.schemas.results import EvaluationResult
 from clonemem.stages import STAGES
-from clonemem.tasks.caching import MemorySystemPolicy, StagePolicy, covered_stages
+from clonemem.tasks.caching import (
+    MemorySystemPolicy,
+    StagePolicy,
+    covered_stages,
+    reply_memo,
+    resume_token,
+    transient_only,
+)
 from clonemem.tasks.context import flow_run_ids, new_run_id
-from clonemem.tasks.generation import _transient_only
 from clonemem.warehouse import Warehouse
 from clonemem.warehouse.catalog import require_gate_passed
 
@@ -64,12 +72,14 @@ def load_task(warehouse_path: str, benchmark: str, force: bool) -> tuple[str, st
 
 @task(cache_policy=INPUTS + TASK_SOURCE + MemorySystemPolicy(modules=("clonemem.evaluation.run",))
       + StagePolicy(stage_names=(E.SUPPORT.name,), modules=("clonemem.evaluation.diagnosis",)),
-      persist_result=True, retries=1, retry_condition_fn=_transient_only, task_run_name="retrieve {system} {persona.person_key}")
+      persist_result=True, retries=1, retry_condition_fn=transient_only, task_run_name="retrieve {system} {persona.person_key}")
 def retrieve_task(system: str, persona: PersonaData, k_max: int, full_context_tokens: int = FULL_CONTEXT_TOKENS,
-                  replay: bool = False) -> Paid[Retrieval]:
+                  replay: bool = False, ks: tuple[int, ...] = (), resume: str | None = None) -> Paid[Retrieval]:
     """Build ``system`` from the persona's traces and retrieve for every question (time-aware), or, with
     ``replay`` (always for a remote system), feed it the traces in time order between the questions.
-    ``full_context_tokens`` is the run's budget for the full-context baseline (an input: part of the key)."""
+    ``full_context_tokens`` is the run's budget for the full-context baseline (an input: part of the key);
+    ``ks`` the depths to be scored; ``resume``: a remote system's replies are kept under this token
+    (:func:`resume_token`), so a resumed run does not ask again what an interrupted one was answered."""
     def body(rec: runtime.Recorder) -> Retrieval:
         model = rec.model("extractor")  # its own usage counter: the system's spend
 
@@ -78,13 +88,14 @@ def retrieve_task(system: str, persona: PersonaData, k_max: int, full_context_to
 
         return build_and_retrieve(system, persona, k_max, lambda name, inp: STAGES.get(name).run(model, inp),
                                   runtime.current().config.seed, usage, full_context_tokens,
-                                  supports=judge_supports(rec.run, persona.language), replay=replay)
+                                  supports=judge_supports(rec.run, persona.language), replay=replay, ks=ks,
+                                  memo=reply_memo(resume) if resume else None)
 
     return runtime.paid(body, covers=covered_stages())
 
 
 @task(cache_policy=INPUTS + TASK_SOURCE + StagePolicy(stage_names=EVAL_STAGES, modules=("clonemem.evaluation.run",)),
-      persist_result=True, retries=1, retry_condition_fn=_transient_only,
+      persist_result=True, retries=1, retry_condition_fn=transient_only,
       task_run_name="answer {system} k={k} {persona.person_key}")
 def answer_task(system: str, k: int, persona: PersonaData, retrieval: Retrieval) -> Paid[list[Outcome]]:
     """The clone answers every question from the top-k memories; the judge scores the answers (the calls
@@ -112,7 +123,7 @@ def protocol_data_task(warehouse_path: str, benchmark_id: str,
 
 @task(cache_policy=INPUTS + TASK_SOURCE + StagePolicy(stage_names=PROTOCOL_STAGES,
                                                       modules=PROTOCOL_MODULES),
-      persist_result=True, retries=1, retry_condition_fn=_transient_only,
+      persist_result=True, retries=1, retry_condition_fn=transient_only,
       task_run_name="protocol answers {system} k={k} {persona.person_key}")
 def protocol_answer_task(system: str, k: int, persona: PersonaData, retrieval: Retrieval,
                          data: ProtocolData, given: dict[str, str] | None = None,
@@ -190,18 +201,53 @@ def evaluated_systems(systems: Sequence[str], cfg: RunConfig) -> Iterator[list[s
         yield labels
 
 
+def remote_resume(benchmark_id: str, renew: bool = False) -> str:
+    """The token remote systems' replies are kept under in evaluations of ``benchmark_id`` until one finishes
+    (``renew``: it finished; the next evaluation asks every server again)."""
+    return resume_token(f"evaluate|{benchmark_id}", renew)
+
+
+def cacheable(system: str) -> bool:
+    """Whether ``system``'s retrievals may be served from the task cache (not a remote service's)."""
+    return bool(SYSTEMS.get(system).cacheable)
+
+
 def retrieval_task(system: str) -> Task:
     """The retrieval task for ``system``: a system whose results may change without its code changing (a
     remote service) is never served from the cache, and is not retried as a whole (its calls are)."""
-    if SYSTEMS.get(system).cacheable:
+    if cacheable(system):
         return retrieve_task
     return retrieve_task.with_options(cache_policy=NO_CACHE, persist_result=False, retries=0)
 
 
 def evaluation_run(benchmark_id: str, benchmark: str, systems: Sequence[str], ks: Sequence[int], force: bool,
-                   cfg: RunConfig, system_provenance: Mapping[str, Mapping[str, str]] | None = None) -> EvaluationRun:
+                   cfg: RunConfig, system_provenance: Mapping[str, Mapping[str, str]] | None = None,
+                   modes: Mapping[str, str] | None = None, content_hash: str | None = None,
+                   sample: Mapping[str, object] | None = None) -> EvaluationRun:
     """What identifies this evaluation, started now: its run id is the flow run's (one of its own outside
-    Prefect); ``system_provenance`` is per system, what its class cannot carry (a results file's name and hash)."""
+    Prefect); ``system_provenance`` is per system, what its class cannot carry (a results file's name and hash);
+    ``modes`` per system how it was fed (default: each registered system's :func:`retrieval_mode`);
+    ``content_hash`` the benchmark's content as evaluated; ``sample`` a quick run's questions."""
     flow_run_id, _ = flow_run_ids()
+    if modes is None:
+        modes = {s: retrieval_mode(SYSTEMS.get(s), cfg.evaluation.replay) for s in systems}
     return EvaluationRun(flow_run_id or new_run_id(), benchmark_id, benchmark, tuple(systems), tuple(ks), force, cfg,
-                         dt.datetime.now(dt.UTC).replace(tzinfo=None), flow_run_id, provenance=dict(system_provenance or {}))
+                         dt.datetime.now(dt.UTC).replace(tzinfo=None), flow_run_id, provenance=dict(system_provenance or {}),
+                         modes=dict(modes), content_hash=content_hash, sample=sample)
+
+
+def replayed(system: str, cfg: RunConfig) -> bool:
+    """Whether ``system`` is fed by chronological replay in this run (``replay.fed_by_replay``)."""
+    return fed_by_replay(SYSTEMS.get(system), cfg.evaluation.replay)
+
+
+def questions_asked(personas: Sequence[PersonaData], limit: int | None, sample: int | None,
+                    seed: int) -> tuple[list[PersonaData], str, dict[str, object] | None]:
+    """The personas with the questions this run asks (all, or a quick run's), the digest of the whole
+    benchmark's content, and the quick run's record (None for all questions)."""
+    digest = content_digest(personas)
+    try:
+        asked, spec = quick_run(personas, limit, sample, seed)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+    return asked, digest, None if spec is None else spec.model_dump()

@@ -1,13 +1,13 @@
 """Generation's LLM steps, each cached across runs without a Prefect task run of its own (one per step
-made the Prefect server's load grow with the steps: see :mod:`clonemem.tasks.caching`), retried on
-transient failures (a permanent error, such as a rejected key, is not); what the flows run with them (every
+made the Prefect server's load grow with the steps: see :mod:`clonemem.tasks.caching`), their LLM calls
+retried by the wrapper within one budget per call (a failed step is not tried again); what the flows run with them (every
 persona of a config, landed as each completes, or one persona into a bundle); and the landing tasks."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from prefect import Task, task
+from prefect import task
 from prefect.cache_policies import NO_CACHE
 from prefect.results import ResultStore
 from pydantic import BaseModel
@@ -23,19 +23,16 @@ from clonemem.generation.stages import STAGES
 from clonemem.llm.types import CallRecord, Paid
 from clonemem.schemas.config import RunConfig
 from clonemem.schemas.results import PersonaBundleResult
-from clonemem.tasks.caching import StagePolicy, cached_step, is_transient, policy_stages, step_key, step_store
+from clonemem.tasks.caching import (
+    StagePolicy,
+    cached_step,
+    policy_stages,
+    step_key,
+    step_store,
+)
+from clonemem.tasks.runs import finish_run
 from clonemem.warehouse import Warehouse
-from clonemem.warehouse.runs import FailureRecord, RunRecord, record_run
-
-
-def _transient_only(task: Task, task_run: object, state: object) -> bool:
-    """A task's ``retry_condition_fn``: retry transient failures only (see :func:`is_transient`)."""
-    try:
-        state.result()  # type: ignore[attr-defined]  # Prefect types the state as object here
-    except Exception as exc:
-        return is_transient(exc)
-    return False
-
+from clonemem.warehouse.runs import FailureRecord, RunRecord
 
 STEP_POLICY = StagePolicy()  # the stage named by the step's `stage_name` input
 
@@ -80,7 +77,8 @@ def generate_and_land(warehouse_path: str, config: RunConfig, tally: GenerationT
         progress.advance("generation: personas", tally.landed + tally.unchanged + (landed is None), tally.personas)
 
     progress.advance("generation: personas", 0, config.generation.personas)
-    run_pooled(new_dags(config), cached_steps(), on_persona_done, config.generation.workers)
+    with progress.staged("generation"):
+        run_pooled(new_dags(config), cached_steps(), on_persona_done, config.generation.workers)
 
 
 def persona_dag(config: RunConfig, persona_index: int) -> PersonaDag:
@@ -117,6 +115,8 @@ def land_persona_task(warehouse_path: str, assembly: Assembly, benchmark_id: str
 
 
 @task(cache_policy=NO_CACHE, task_run_name="record {run.kind} run")
-def record_run_task(warehouse_path: str, run: RunRecord, failures: Sequence[FailureRecord] = ()) -> None:
+def record_run_task(warehouse_path: str, run: RunRecord, failures: Sequence[FailureRecord] = (),
+                    calls: Sequence[CallRecord] = ()) -> None:
+    """The run's final row, with its ``calls`` that no landing took (:func:`clonemem.tasks.runs.finish_run`)."""
     with Warehouse.open_writer(warehouse_path) as wh:
-        record_run(wh, run, failures)
+        finish_run(wh, run, failures, calls)

@@ -26,8 +26,8 @@ from clonemem.schemas import gym as G
 from clonemem.schemas.config import GymConfig, RunConfig
 from clonemem.schemas.generation import PersonaSpec
 from clonemem.stages import STAGES
-from clonemem.tasks.caching import MemorySystemPolicy, StagePolicy, covered_stages, step_store
-from clonemem.tasks.generation import _transient_only, cached_stage
+from clonemem.tasks.caching import MemorySystemPolicy, StagePolicy, covered_stages, step_store, transient_only
+from clonemem.tasks.generation import cached_stage
 from clonemem.warehouse import Warehouse
 from clonemem.warehouse.runs import RunRecord
 
@@ -86,7 +86,7 @@ class GymSystemPolicy(MemorySystemPolicy):
 
 @task(cache_policy=INPUTS + TASK_SOURCE + GymSystemPolicy()
       + StagePolicy(stage_names=tuple(s.name for s in GS.INTERACTION_STAGES), modules=INTERACTION_MODULES),
-      persist_result=True, retries=1, retry_condition_fn=_transient_only,
+      persist_result=True, retries=1, retry_condition_fn=transient_only,
       task_run_name="gym {policy} {system} {blueprint.person_key}")
 def interact_task(system: str, policy: str, blueprint: G.Blueprint, gym: GymConfig, seed: int, full_context_tokens: int,
                   transcript: Sequence[I.Turn] | None = None) -> Paid[I.Interaction]:

@@ -1,4 +1,4 @@
-"""Stage IV: one cached, retried step per candidate item (segment × question type), without a Prefect
+"""Stage IV: one cached step per candidate item (segment × question type; its calls retried by the wrapper), without a Prefect
 task run each (see :mod:`clonemem.tasks.caching`); a persona's items run and landed for the flow; and the
 reading and landing tasks around them."""
 
@@ -14,8 +14,9 @@ from prefect.results import ResultStore
 from clonemem import ids, progress, runtime
 from clonemem.llm.types import CallRecord, Paid
 from clonemem.qa import stages as Q
+from clonemem.qa.item import ItemResult
 from clonemem.qa.land import arc_ids, cue_stats, land_qa, persona_ids, qa_rows
-from clonemem.qa.pipeline import ItemResult, run_item
+from clonemem.qa.pipeline import run_item
 from clonemem.qa.report import QATally, candidates, cap_per_persona
 from clonemem.qa.segments import persona_segments
 from clonemem.runtime import StepPool
@@ -78,7 +79,8 @@ def persona_items(pool: StepPool, store: ResultStore, persona: PersonaSegments, 
     items cached."""
     cands = candidates(persona.segments, question_types.names(), qa.types_per_segment, qa.questions_per_type)
     futures = [pool.submit(cached_qa_item, store, seg, qtype, qa.distractor_rounds) for seg, qtype in cands]
-    results, calls = [], []
+    results: list[ItemResult] = []
+    calls: list[CallRecord] = []
     for i, ((seg, qtype), fut) in enumerate(zip(cands, futures), 1):
         progress.advance(label, i, len(cands))
         try:

@@ -12,9 +12,11 @@ from contextlib import AbstractContextManager
 from typing import Any
 
 from clonemem import progress, settings
+from clonemem.evaluation import leaderboard as L
 from clonemem.evaluation.report import leaderboard_markdown, provenance_markdown
 from clonemem.pages import PAGES
 from clonemem.schemas.results import EvaluationResult, GateResult, PipelineResult, QAResult
+from clonemem.warehouse.leaderboard import wh_query
 
 
 def _in_flow_run() -> bool:
@@ -81,8 +83,10 @@ def publish_qa(result: QAResult, name: str) -> None:
                     f"{result.cues.overlap_option_accuracy} (chance 0.25).")
 
 
-def publish_leaderboard(result: EvaluationResult) -> None:
-    """The leaderboard in the log and as a Prefect artifact, with the evaluation's provenance."""
+def publish_leaderboard(result: EvaluationResult, warehouse_path: str | None = None) -> None:
+    """The evaluation in the log, and as a Prefect artifact the benchmark's leaderboard across its
+    evaluations (this one's systems among the latest of every system; ``warehouse_path`` to read it)
+    followed by this evaluation's own table and provenance."""
     log(result.summary())
     for r in result.results:
         log(f"  {r.system} k={r.k}: recall_flat {_fmt(r.recall_flat)}, choice {_fmt(r.choice_accuracy)}, "
@@ -92,13 +96,29 @@ def publish_leaderboard(result: EvaluationResult) -> None:
     from prefect.artifacts import create_markdown_artifact
 
     create_markdown_artifact(
-        key=_key(f"leaderboard-{result.benchmark}"),
-        markdown=f"# Leaderboard: {result.benchmark}\n\n"
-                 f"{'Offline answerer/judge' if result.offline else 'Live models'}; 95% bootstrap intervals.\n\n"
-                 f"{leaderboard_markdown(result)}\n\n"
-                 + (f"## Provenance\n\n{provenance_markdown(result.provenance)}\n\n" if result.provenance else "")
-                 + f"[Open in the dashboard]({dashboard_url('Leaderboard', benchmark=result.benchmark_id)})\n",
-        description=f"Leaderboard of {result.benchmark!r} (evaluation run {result.eval_run_id})")
+        key=_key(f"leaderboard-{result.benchmark}"), markdown=leaderboard_artifact(result, warehouse_path),
+        description=f"Leaderboard of {result.benchmark!r} (after evaluation run {result.eval_run_id})")
+
+
+def leaderboard_artifact(result: EvaluationResult, warehouse_path: str | None) -> str:
+    """The leaderboard artifact's Markdown: the benchmark's board across evaluations (when the warehouse
+    is given), then this evaluation's table with its models, intervals and provenance."""
+    link = dashboard_url("Leaderboard", benchmark=result.benchmark_id)
+    board = ""
+    if warehouse_path is not None:
+        from clonemem.warehouse import Warehouse
+
+        with Warehouse.open_reader(warehouse_path) as wh:
+            board = L.markdown(L.read_board(wh_query(wh), result.benchmark_id, result.benchmark), link=link)
+    prov = result.provenance
+    models = "Live models" if not result.offline else \
+        (L.offline_label(L.is_offline_ref(prov.answerer), L.is_offline_ref(prov.judge)) or "offline").capitalize() \
+        if prov is not None else "Offline answerer or judge"
+    return (f"# Leaderboard: {result.benchmark}\n\n"
+            + (f"{board}\n\n## This evaluation: `{result.eval_run_id}`\n\n" if board else "")
+            + f"{models}; 95% bootstrap intervals.\n\n{leaderboard_markdown(result)}\n\n"
+            + (f"## Provenance\n\n{provenance_markdown(prov)}\n\n" if prov else "")
+            + f"[Open in the dashboard]({link})\n")
 
 
 def publish_pipeline(result: PipelineResult, flow_run_id: str | None) -> None:

@@ -5,7 +5,7 @@ the run, gives the runtime its :func:`opener`, works inside :func:`tracked` and 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
@@ -13,13 +13,17 @@ from pathlib import Path
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
+from clonemem import interrupts
 from clonemem.errors import one_line
+from clonemem.evaluation.land import EvaluationRun
 from clonemem.ids import benchmark_id
-from clonemem.llm.types import BudgetExceeded
+from clonemem.llm.types import BudgetExceeded, CallRecord
 from clonemem.schemas.config import RunConfig, resolve_config
 from clonemem.tasks.context import flow_run_ids, new_run_id
 from clonemem.warehouse import Warehouse, owners
+from clonemem.warehouse.landing import new_calls
 from clonemem.warehouse.runs import (
+    FailureRecord,
     RunKind,
     RunNotRecorded,
     RunRecord,
@@ -94,19 +98,50 @@ def opener(warehouse_path: str, run: RunRecord) -> Callable[[], None]:
     return start
 
 
+def evaluation_record(run: EvaluationRun) -> RunRecord:
+    """The ``runs`` row of an evaluation (written only when it fails: a landed one is in ``eval_runs``)."""
+    me = owners.this_process()
+    return RunRecord(run.eval_run_id, "evaluate", run.benchmark_id, run.started_at, status="running",
+                     flow_run_id=run.flow_run_id, host=me.host, pid=me.pid, process_start=me.process_start)
+
+
+def finish_run(wh: Warehouse, run: RunRecord, failures: Sequence[FailureRecord] = (),
+               calls: Sequence[CallRecord] = ()) -> int:
+    """The run's final row, with the calls it made that no landing took (failed calls, the calls of work
+    that failed or never landed), in one transaction: every call spent is on record, owned by its run.
+    Returns how many calls it landed."""
+    with wh.transaction():
+        record_run(wh, run, failures)
+        left = new_calls(wh, calls)
+        wh.upsert("llm_calls", [c.row() for c in left])
+    return len(left)
+
+
+def ended_by(exc: BaseException) -> RunStatus:
+    """How a run that raised ``exc`` ended: ``interrupted`` once Ctrl-C arrived (whatever error its unwinding
+    raised on the way: Prefect's engine may raise its own, e.g. "Task run is not set"), ``budget`` at the
+    cost budget, else ``failed``."""
+    if isinstance(exc, KeyboardInterrupt) or interrupts.received():
+        return "interrupted"
+    return "budget" if isinstance(exc, BudgetExceeded) else "failed"
+
+
 @contextmanager
-def tracked(warehouse_path: str, run: RunRecord) -> Iterator[None]:
-    """On an error, the run's row says how it ended (``budget``, ``interrupted`` on Ctrl-C, else ``failed``
-    with the error's first line), and the error goes on. Written directly, not as a task: the flow is
-    failing, and a warehouse that cannot take the row (a full disk) must not hide the first error."""
+def tracked(warehouse_path: str, run: RunRecord, made: Callable[[], Sequence[CallRecord]] | None = None) -> Iterator[None]:
+    """On an error, the run's row says how it ended (:func:`ended_by`; ``failed`` with the error's first
+    line), with the calls ``made`` returns that no landing took (:func:`finish_run`), and the error goes on.
+    Written directly, not as a task: the flow is failing, and a warehouse that cannot take the row (a full
+    disk) must not hide the first error."""
     try:
         yield
     except BaseException as exc:
-        status: RunStatus = ("budget" if isinstance(exc, BudgetExceeded)
-                             else "interrupted" if isinstance(exc, KeyboardInterrupt) else "failed")
+        status = ended_by(exc)
+        error = one_line(exc)[:2000]
+        if status == "interrupted" and not isinstance(exc, KeyboardInterrupt):
+            error = f"KeyboardInterrupt (raised while unwinding: {error})"[:2000]
         try:
             with Warehouse.open_writer(warehouse_path) as wh:
-                record_run(wh, run.finished(status, error=one_line(exc)[:2000]))
+                finish_run(wh, run.finished(status, error=error), calls=made() if made else ())
         except Exception as secondary:  # the first error is the one to report
             log.warning("run %s: could not record its %s status: %s", run.run_id, status, one_line(secondary))
         raise

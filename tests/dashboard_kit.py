@@ -43,12 +43,11 @@ def full_warehouse(folder: Path) -> Path:
     that passes, two evaluations with bm25 and random, over questions and as the mean of persona means),
     plus the imports of ``imported_warehouse`` with
     'release' evaluated once. Runs the real flows in this process."""
-    from pipeline_kit import tiny_config
-
     from clonemem.expectations.gate import run_gate
     from clonemem.flows.evaluation import evaluate_flow
     from clonemem.flows.pipeline import pipeline_flow
     from clonemem.schemas.config import EvaluationConfig, GateConfig, RunConfig, load_config
+    from tests.pipeline_kit import tiny_config
 
     path = folder / "wh.duckdb"
     cfg = load_config(tiny_config(folder))

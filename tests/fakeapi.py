@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections import deque
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -28,6 +29,7 @@ class Seen:
     path: str
     headers: dict[str, str]
     body: Any
+    at: float = field(default_factory=time.monotonic)  # when it came (this process's monotonic clock)
 
 
 class Flavor:
@@ -105,7 +107,9 @@ class FakeAPIServer:
         self.flavor = FLAVORS[flavor]
         self.script: deque[Reply] = deque()
         self.always: Reply | None = None  # the reply to every request once the script is used up
+        self.stuck = False  # read each request, then never reply (a provider that stopped answering)
         self.seen: list[Seen] = []
+        self._released = threading.Event()  # set on exit: the stuck handlers end
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -119,6 +123,10 @@ class FakeAPIServer:
                 except json.JSONDecodeError:
                     body = raw.decode("utf-8", "replace")
                 server.seen.append(Seen("POST", self.path, {k.lower(): v for k, v in self.headers.items()}, body))
+                if server.stuck:
+                    server._released.wait()
+                    self.close_connection = True
+                    return
                 reply = (server.script.popleft() if server.script
                          else server.always or Reply(599, {"error": "script exhausted"}))
                 data = reply.body if isinstance(reply.body, bytes) else json.dumps(reply.body).encode()
@@ -134,6 +142,7 @@ class FakeAPIServer:
                 pass
 
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._httpd.daemon_threads = True
         self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
 
     @property
@@ -148,6 +157,7 @@ class FakeAPIServer:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        self._released.set()
         self._httpd.shutdown()
         self._httpd.server_close()
         self._thread.join(timeout=5)

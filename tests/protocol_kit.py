@@ -61,14 +61,19 @@ class Faulty:
     - ``garbage_on``: path — that call answers 200 with a body that is not JSON;
     - ``drop_field``: field — query items lack it;
     - ``fail_first``: n — the first n calls answer 503 (then it behaves);
-    - ``extra_trace``: query items name a trace never sent.
+    - ``extra_trace``: query items name a trace never sent;
+    - ``ready_after``: n — it indexes asynchronously (``/v1/info`` features ``async_indexing``) and says
+      ``GET /v1/ready`` only at the n-th poll after an ingest (a huge n: never);
+    - ``refuse_query``: n — the n-th ``POST /v1/query`` is answered 400 (once), as if the run stopped there.
     """
 
     def __init__(self, status_on: tuple[str, int] | None = None, garbage_on: str | None = None,
                  drop_field: str | None = None, fail_first: int = 0, extra_trace: bool = False,
-                 stored: bool = True) -> None:
+                 stored: bool = True, ready_after: int | None = None, refuse_query: int | None = None) -> None:
         self.status_on, self.garbage_on, self.drop_field = status_on, garbage_on, drop_field
         self.fail_first, self.extra_trace, self.stored = fail_first, extra_trace, stored
+        self.ready_after, self.polls = ready_after, 0
+        self.refuse_query, self.answered = refuse_query, 0  # queries answered 200
         self.calls: list[str] = []
         self.traces: dict[str, list[dict]] = {}
 
@@ -81,25 +86,37 @@ class Faulty:
         if self.garbage_on == path:
             return 200, b"<html>not json</html>"
         if path == "/v1/info":
+            if self.ready_after is not None:
+                return 200, b'{"name": "faulty", "version": "0", "protocol": "1.2", "features": ["async_indexing"]}'
             return 200, b'{"name": "faulty", "version": "0"}'
         if path == "/v1/reset":
             self.traces[body["persona_id"]] = []
             return 204, b""
         if path == "/v1/ingest":
             self.traces[body["persona_id"]] += body["traces"]
+            self.polls = 0
             return 204, b""
+        if path == "/v1/ready":
+            self.polls += 1
+            return 200, json.dumps({"ready": self.ready_after is not None and self.polls >= self.ready_after}).encode()
+        if path == "/v1/query" and self.calls.count("POST /v1/query") == self.refuse_query:
+            return 400, b'{"error": "stopped here by the test"}'
         if path in ("/v1/query", "/v1/stored"):
-            if path == "/v1/stored" and not self.stored:
-                return 404, b'{"error": "no such call"}'
-            held = self.traces.get(body.get("persona_id", ""), [])
-            items = [{"text": t["content"], "trace_ids": [t["trace_id"]], "score": 1.0} for t in held][-body.get("k", 10**6):]
-            if self.extra_trace and items:
-                items[0]["trace_ids"].append("never-sent")
-            if self.drop_field:
-                for item in items:
-                    item.pop(self.drop_field, None)
-            return 200, json.dumps({"items": items}).encode()
+            return self._items(path, body)
         return 404, b'{"error": "no such call"}'
+
+    def _items(self, path: str, body: dict) -> tuple[int, bytes]:
+        if path == "/v1/stored" and not self.stored:
+            return 404, b'{"error": "no such call"}'
+        held = self.traces.get(body.get("persona_id", ""), [])
+        items = [{"text": t["content"], "trace_ids": [t["trace_id"]], "score": 1.0} for t in held][-body.get("k", 10**6):]
+        if self.extra_trace and items:
+            items[0]["trace_ids"].append("never-sent")
+        if self.drop_field:
+            for item in items:
+                item.pop(self.drop_field, None)
+        self.answered += path == "/v1/query"
+        return 200, json.dumps({"items": items}).encode()
 
 
 @contextmanager
@@ -137,3 +154,85 @@ def faulty(server: Faulty) -> Iterator[str]:
     finally:
         http.shutdown()
         http.server_close()
+
+
+# -- servers that misbehave below HTTP: for the bounds of a remote call ------------------------------
+
+
+class Raw:
+    """A server on 127.0.0.1 answering each request with ``reply(method, path, sock)``, which writes what
+    it likes on the socket (or nothing, and waits). Counts the requests it got by ``METHOD path``."""
+
+    def __init__(self, reply) -> None:  # (method, path, socket) -> None
+        self.reply = reply
+        self.requests: list[str] = []
+        self.connections = 0
+        self.stop = threading.Event()
+
+    def _serve(self, conn: socket.socket) -> None:
+        buf = b""
+        with conn:
+            while not self.stop.is_set():
+                while b"\r\n\r\n" not in buf:
+                    try:
+                        data = conn.recv(65536)
+                    except OSError:
+                        return
+                    if not data:
+                        return
+                    buf += data
+                head, _, buf = buf.partition(b"\r\n\r\n")
+                lines = head.decode("latin-1").split("\r\n")
+                method, path = lines[0].split(" ")[:2]
+                length = next((int(v) for k, _, v in (ln.partition(":") for ln in lines[1:])
+                               if k.strip().lower() == "content-length"), 0)
+                while len(buf) < length:
+                    buf += conn.recv(65536)
+                buf = buf[length:]
+                self.requests.append(f"{method} {path.split('?')[0]}")
+                try:
+                    self.reply(method, path.split("?")[0], conn)
+                except OSError:
+                    return
+
+    def wait(self, seconds: float) -> None:
+        """Sleep, but end early when the server stops (a test is over)."""
+        self.stop.wait(seconds)
+
+
+def json_reply(conn: socket.socket, body: dict | bytes, status: int = 200) -> None:
+    data = body if isinstance(body, bytes) else json.dumps(body).encode()
+    conn.sendall(f"HTTP/1.1 {status} OK\r\nContent-Type: application/json\r\nContent-Length: {len(data)}\r\n\r\n"
+                 .encode() + data)
+
+
+INFO = {"name": "raw", "version": "0"}
+
+
+@contextmanager
+def raw(server: Raw) -> Iterator[str]:
+    listener = socket.socket()
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(16)
+    listener.settimeout(0.2)
+
+    def accept() -> None:
+        while not server.stop.is_set():
+            try:
+                conn, _ = listener.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            server.connections += 1
+            threading.Thread(target=server._serve, args=(conn,), daemon=True).start()
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{listener.getsockname()[1]}"
+    finally:
+        server.stop.set()
+        thread.join(5)
+        listener.close()

@@ -1,5 +1,6 @@
 """The layering of docs/architecture.md, checked on the source: flows only orchestrate and return typed
-results, and nothing imports upwards (domain → tasks/flows, schemas → the rest)."""
+results, and nothing imports upwards (the layers below the tasks never import tasks, flows or an entry
+point). Which layer a module is in comes from the doc's layer table (tests/test_layers.py reads it)."""
 
 from __future__ import annotations
 
@@ -7,18 +8,16 @@ import ast
 import re
 from pathlib import Path
 
-import pytest
+from tests.test_layers import FILES, LAYERS, Layer, layer_of, module_of, project_imports
 
 ROOT = Path(__file__).parent.parent
 # a statement, as SQL is written in this project (upper-case keywords)
-SQL = re.compile(r"\b(SELECT\b.*\bFROM|INSERT\s+(OR\s+\w+\s+)?INTO|UPDATE\s+\w+\s+SET|DELETE\s+FROM|CREATE\s+(TABLE|VIEW))\b", re.S)
+SQL = re.compile(r"\b(SELECT\b.*\bFROM|INSERT\s+(OR\s+\w+\s+)?INTO|UPDATE\s+\w+\s+SET|DELETE\s+FROM|CREATE\s+(TABLE|VIEW))\b",
+                 re.S)
 
 
-def _py(folder: str) -> list[Path]:
-    return sorted(p for p in (ROOT / folder).rglob("*.py"))
-
-
-def _imports(path: Path) -> set[str]:
+def imports(path: Path) -> set[str]:
+    """Every module ``path`` imports (the project's and others'), at any depth of the file."""
     out: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text("utf-8"))):
         if isinstance(node, ast.Import):
@@ -28,36 +27,53 @@ def _imports(path: Path) -> set[str]:
     return out
 
 
-@pytest.mark.parametrize("path", _py("flows"), ids=lambda p: p.name)
-def test_flows_hold_no_sql_and_return_typed_results(path: Path) -> None:
-    tree = ast.parse(path.read_text("utf-8"))
-    strings = [n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)]
-    assert not [s for s in strings if SQL.search(s)], path
+def flow_problems(source: str) -> list[str]:
+    """SQL in a flow module, or a flow without a typed (non-dict) return."""
+    tree = ast.parse(source)
+    strings = [n for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)]
+    out = [f"line {n.lineno}: SQL" for n in strings if SQL.search(n.value)]
     for fn in (n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)):
-        if any(isinstance(d, ast.Call) and getattr(d.func, "id", "") == "flow" for d in fn.decorator_list):
-            assert fn.returns is not None, f"{fn.name} has no return type"
-            assert not ast.unparse(fn.returns).startswith("dict"), f"{fn.name} returns a dict"
+        if any(getattr(d.func if isinstance(d, ast.Call) else d, "id", "") == "flow" for d in fn.decorator_list):
+            if fn.returns is None:
+                out.append(f"{fn.name} has no return type")
+            elif ast.unparse(fn.returns).startswith("dict"):
+                out.append(f"{fn.name} returns a dict")
+    return out
 
 
-DOMAIN = ["clonemem/generation", "clonemem/qa", "clonemem/memory", "clonemem/evaluation", "clonemem/llm",
-          "clonemem/offline", "expectations", "warehouse", "schemas", "prompts"]
+def test_flows_hold_no_sql_and_return_typed_results() -> None:
+    flows = sorted((ROOT / "flows").rglob("*.py"))
+    assert flows
+    wrong = {str(p.relative_to(ROOT)): w for p in flows if (w := flow_problems(p.read_text("utf-8")))}
+    assert not wrong, f"flows only orchestrate: {wrong}"
 
 
-@pytest.mark.parametrize("path", [p for d in DOMAIN for p in _py(d)] + [
-    ROOT / "clonemem" / f for f in ("cost.py", "stages.py", "runtime.py", "codehash.py",
-                                     "errors.py", "ids.py", "registry.py", "text.py", "progress.py")],
-    ids=lambda p: str(p.relative_to(ROOT)))
-def test_nothing_imports_upwards(path: Path) -> None:
-    upward = {m for m in _imports(path) if m.startswith(("clonemem.flows", "clonemem.tasks", "clonemem.cli",
-                                                          "clonemem.demo"))}
-    if path.name == "cost.py":  # the estimate is a dry run of the pipeline flow (an entry point of its own)
-        upward -= {"clonemem.flows.pipeline", "clonemem.flows.gym"}  # and of the gym flow (`gym --estimate`)
-    assert not upward, f"{path} imports {upward}"
+def lower_and_upper() -> tuple[set[str], set[str]]:
+    """The layers below the tasks (what the tasks layer may import) and the others (tasks and above)."""
+    tasks = next(layer for layer in LAYERS if layer.name == "tasks")
+    return set(tasks.layers), {layer.name for layer in LAYERS} - set(tasks.layers)
 
 
-@pytest.mark.parametrize("path", _py("schemas"), ids=lambda p: p.name)
-def test_schemas_import_nothing_of_the_project_but_schemas(path: Path) -> None:
-    project = {m for m in _imports(path) if m.startswith("clonemem")}
-    # the generic registry, and the provider registry's names (config validation of `provider/model`)
-    allowed = {"clonemem.registry", "clonemem.llm.registry", "clonemem.errors"}
-    assert project <= allowed | {m for m in project if m.startswith("clonemem.schemas")}, path
+def upward_imports(module: str, source: str) -> list[str]:
+    mine: Layer | None = layer_of(module)
+    lower, upper = lower_and_upper()
+    if mine is None or mine.name not in lower:
+        return []
+    return [f"line {line}: {target}" for line, target in project_imports(source)
+            if (theirs := layer_of(target)) is not None and theirs.name in upper]
+
+
+def test_nothing_imports_upwards() -> None:
+    lower, upper = lower_and_upper()
+    assert {"domain", "warehouse", "core", "schemas"} <= lower and {"entry", "orchestration", "tasks"} <= upper
+    wrong = {str(p.relative_to(ROOT)): w for p in FILES if (w := upward_imports(module_of(p), p.read_text("utf-8")))}
+    assert not wrong, f"imports of tasks, flows or entry points below the tasks layer: {wrong}"
+
+
+def test_the_checks_see_sql_in_a_flow_and_an_upward_import(tmp_path: Path) -> None:
+    source = ('@flow\ndef f(x: int) -> dict:\n    return {"n": "SELECT n FROM t"}\n\n'
+              "@flow(name=\"g\")\ndef g():\n    pass\n")
+    assert flow_problems(source) == ["line 3: SQL", "f returns a dict", "g has no return type"]
+    source = "from clonemem.warehouse import Warehouse\nfrom clonemem.tasks.qa import plan\nimport clonemem.cli\n"
+    assert upward_imports("clonemem.memory.toy", source) == ["line 2: clonemem.tasks.qa", "line 3: clonemem.cli"]
+    assert upward_imports("clonemem.flows.toy", source) == []  # orchestration may import tasks

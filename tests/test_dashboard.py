@@ -14,7 +14,14 @@ from pathlib import Path
 import duckdb
 import polars as pl
 import pytest
-from dashboard_kit import (
+from typer.testing import CliRunner
+
+from clonemem.cli import app as cli_app
+from clonemem.dashboard import PAGES, analysis, command, context
+from clonemem.qa.land import cue_stats
+from clonemem.warehouse import Warehouse
+from clonemem.warehouse.guard import SqlRefused, open_guarded
+from tests.dashboard_kit import (
     app,
     assert_clean,
     benchmark_id,
@@ -30,13 +37,6 @@ from dashboard_kit import (
     texts,
     wait_healthy,
 )
-from typer.testing import CliRunner
-
-from clonemem.cli import app as cli_app
-from clonemem.dashboard import PAGES, analysis, command, context
-from clonemem.qa.land import cue_stats
-from clonemem.warehouse import Warehouse
-from clonemem.warehouse.guard import SqlRefused, open_guarded
 
 TITLES = [title for title, _script, _url in PAGES]
 

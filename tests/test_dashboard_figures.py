@@ -7,12 +7,16 @@ leaderboard with the diagnosis apart, thousands separators, Prefect UI links and
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import polars as pl
 import pytest
-from dashboard_kit import (
+
+from benchmarks.dashboard_pages import synthetic_persona
+from clonemem.dashboard import links
+from clonemem.importers import import_files
+from clonemem.warehouse import Warehouse
+from tests.dashboard_kit import (
     app,
     assert_clean,
     benchmark_id,
@@ -24,13 +28,6 @@ from dashboard_kit import (
     sql,
 )
 
-from clonemem.dashboard import links
-from clonemem.importers import import_files
-from clonemem.warehouse import Warehouse
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-from dashboard_pages import synthetic_persona
-
 WIDE_TRACES = 1_234
 
 
@@ -40,11 +37,10 @@ def full(tmp_path_factory) -> Path:
     changed (a new config: generation and stage IV run again with every step from the cache and record
     their runs with no LLM call; the pipeline evaluates again and records its own run), and 'locomo'
     evaluated."""
-    from pipeline_kit import tiny_config
-
     from clonemem.flows.evaluation import evaluate_flow
     from clonemem.flows.pipeline import pipeline_flow
     from clonemem.schemas.config import RunConfig, load_config
+    from tests.pipeline_kit import tiny_config
 
     folder = tmp_path_factory.mktemp("dash-figures")
     path = full_warehouse(folder)

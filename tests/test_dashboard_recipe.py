@@ -11,12 +11,12 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-from dashboard_kit import AppTest, benchmark_id, frame, imported_warehouse, sql, texts
 
 from clonemem import dashboard, pages
 from clonemem.dashboard import APP
 from clonemem.dashboard import queries as Q
 from clonemem.warehouse.guard import GuardedConnection
+from tests.dashboard_kit import AppTest, benchmark_id, frame, imported_warehouse, sql, texts
 
 TOY_VIEW = '''"""Traces by medium: how many traces of the chosen benchmark each medium has."""
 

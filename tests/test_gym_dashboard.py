@@ -6,9 +6,9 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-from dashboard_kit import app, charts, frame, sql, texts
 
 from clonemem.warehouse import Warehouse
+from tests.dashboard_kit import app, charts, frame, sql, texts
 
 SMALL = {"name": "gymdash", "generation": {"personas": 1, "major_events": 2},
          "gym": {"periods": 3, "states_per_question": 2, "turns_per_exposure": 1, "questions": 3, "variables": 4}}

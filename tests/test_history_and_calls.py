@@ -16,7 +16,6 @@ from pathlib import Path
 import duckdb
 import polars as pl
 import pytest
-from dashboard_kit import app, assert_clean, benchmark_id, charts, frame, imported_warehouse, sql, texts
 from prefect.settings import PREFECT_TASKS_REFRESH_CACHE, temporary_settings
 from pydantic import BaseModel
 from typer.testing import CliRunner
@@ -25,6 +24,7 @@ from clonemem import prompts
 from clonemem.cli import app as cli_app
 from clonemem.llm.model import MemorySink, get_model
 from clonemem.schemas.config import RunConfig
+from tests.dashboard_kit import app, assert_clean, benchmark_id, charts, frame, imported_warehouse, sql, texts
 from tests.fakeapi import FakeAPIServer
 
 SECRET = "sk-test-3b9d0c7e1a5f"

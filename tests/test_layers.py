@@ -6,16 +6,16 @@ from __future__ import annotations
 
 import ast
 import re
+import sys
+import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-import pytest
+from clonemem import layout
 
 ROOT = Path(__file__).parent.parent
-DOC = ROOT / "docs" / "architecture.md"
-# folders mapped into the `clonemem` namespace by pyproject.toml's package-dir
-MAPPED = ("flows", "tasks", "schemas", "expectations", "warehouse", "prompts")
-SOURCES = ("clonemem", *MAPPED, "benchmarks")
+DOC = ROOT / "docs/architecture.md"
+SOURCES = (*layout.SOURCES, "benchmarks")
 TICKED = re.compile(r"`([^`]+)`")
 
 
@@ -46,17 +46,10 @@ LAYERS = read_layers(DOC.read_text("utf-8"))
 
 
 def module_of(path: Path) -> str:
-    rel = path.relative_to(ROOT).with_suffix("")
-    parts = rel.parts if rel.parts[0] == "clonemem" or rel.parts[0] == "benchmarks" else ("clonemem", *rel.parts)
-    return ".".join(p for p in parts if p != "__init__")
+    return layout.module_name(path.relative_to(ROOT))
 
 
-def path_key(module: str) -> str:
-    """`clonemem.flows.qa` -> `flows/qa`; `clonemem.memory.base` -> `clonemem/memory/base`."""
-    parts = module.split(".")
-    if len(parts) > 1 and parts[0] == "clonemem" and parts[1] in MAPPED:
-        parts = parts[1:]
-    return "/".join(parts)
+path_key = layout.repo_path
 
 
 def layer_of(module: str) -> Layer | None:
@@ -114,10 +107,11 @@ def test_the_doc_has_the_layer_table() -> None:
                                                 "schemas"}
 
 
-@pytest.mark.parametrize("path", FILES, ids=lambda p: str(p.relative_to(ROOT)))
-def test_every_module_is_in_a_layer_and_imports_what_its_layer_may(path: Path) -> None:
-    wrong = violations(module_of(path), path.read_text("utf-8"))
-    assert not wrong, f"{path.relative_to(ROOT)} imports across the layers: " + "; ".join(wrong)
+def test_every_module_is_in_a_layer_and_imports_what_its_layer_may() -> None:
+    outside = [str(p.relative_to(ROOT)) for p in FILES if layer_of(module_of(p)) is None]
+    assert not outside, f"modules in no layer of docs/architecture.md: {outside}"
+    wrong = {str(p.relative_to(ROOT)): w for p in FILES if (w := violations(module_of(p), p.read_text("utf-8")))}
+    assert not wrong, f"imports across the layers: {wrong}"
 
 
 def test_the_check_fails_when_a_flow_imports_the_warehouse() -> None:
@@ -125,3 +119,119 @@ def test_the_check_fails_when_a_flow_imports_the_warehouse() -> None:
     assert violations("clonemem.flows.toy", source) == ["line 2: clonemem.warehouse (warehouse)"]
     assert violations("clonemem.flows.toy", "from clonemem import runtime\n") == []
     assert violations("clonemem.schemas.toy", "from clonemem.memory import SYSTEMS\n")
+
+
+# -- one name per module ---------------------------------------------------------------------------
+
+
+def test_the_mapped_folders_are_those_pyproject_installs() -> None:
+    package_dir = tomllib.loads((ROOT / "pyproject.toml").read_text("utf-8"))["tool"]["setuptools"]["package-dir"]
+    assert package_dir == {layout.PACKAGE: layout.PACKAGE, **{f"{layout.PACKAGE}.{m}": m for m in layout.MAPPED}}
+
+
+def second_names(path: Path, test_modules: frozenset[str]) -> list[str]:
+    """Imports that name a module by a second name: a mapped folder as a top-level package (`flows.qa`
+    for `clonemem.flows.qa`) or a module of tests/ without `tests.` (`dashboard_kit`)."""
+    wrong = []
+    for node in ast.walk(ast.parse(path.read_text("utf-8"))):
+        names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                 else [node.module] if isinstance(node, ast.ImportFrom) and node.module and not node.level else [])
+        wrong += [f"line {node.lineno}: {n}" for n in names
+                  if n.split(".")[0] in layout.MAPPED or n.split(".")[0] in test_modules]
+    return wrong
+
+
+def test_no_module_is_imported_under_a_second_name() -> None:
+    """One module object per file: the product's folders only as `clonemem.*`, the tests' helpers only
+    as `tests.*` (pytest imports test files as `tests.test_x`: pyproject's import mode)."""
+    test_modules = frozenset(p.stem for p in (ROOT / "tests").glob("*.py"))
+    scanned = [*FILES, *sorted((ROOT / "tests").glob("*.py")), *sorted((ROOT / "tools").glob("*.py")),
+               *sorted((ROOT / "examples").rglob("*.py"))]
+    wrong = {str(p.relative_to(ROOT)): w for p in scanned if (w := second_names(p, test_modules))}
+    assert not wrong, f"imports under a second name (use clonemem.* / tests.*): {wrong}"
+
+
+def test_the_check_sees_a_second_name(tmp_path: Path) -> None:
+    module = tmp_path / "m.py"
+    module.write_text("import flows.qa\nfrom schemas.config import RunConfig\nfrom dashboard_kit import app\n"
+                      "from clonemem.flows import qa\nfrom tests.dashboard_kit import app\n", "utf-8")
+    assert second_names(module, frozenset({"dashboard_kit"})) == [
+        "line 1: flows.qa", "line 2: schemas.config", "line 3: dashboard_kit"]
+
+
+def test_test_files_have_one_name() -> None:
+    assert __name__ == "tests.test_layers"
+    assert "conftest" not in sys.modules and "tests.conftest" in sys.modules
+
+
+# -- no circles, no private imports ------------------------------------------------------------------
+
+
+def _type_checking_only(node: ast.AST) -> bool:
+    return isinstance(node, ast.If) and ast.unparse(node.test) in ("TYPE_CHECKING", "typing.TYPE_CHECKING")
+
+
+def runtime_imports(source: str) -> set[str]:
+    """The project modules ``source`` imports when it runs (at any depth; not `if TYPE_CHECKING:` blocks)."""
+    tree = ast.parse(source)
+    for node in ast.walk(tree):
+        if _type_checking_only(node):
+            node.body = [ast.Pass()]  # type: ignore[attr-defined]  # an ast.If, checked above
+    return {target for _, target in project_imports(ast.unparse(tree))}
+
+
+def circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Every group of modules that import each other, directly or through others (strongly connected
+    components of more than one module, or a module importing itself), each sorted."""
+    order: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        order[v] = low[v] = len(order)
+        stack.append(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in graph:
+                continue
+            if w not in order:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], order[w])
+        if low[v] == order[v]:
+            group = stack[stack.index(v):]
+            del stack[stack.index(v):]
+            if len(group) > 1 or v in graph[v]:
+                found.append(sorted(group))
+
+    for v in sorted(graph):
+        if v not in order:
+            visit(v)
+    return sorted(found)
+
+
+def private_imports(source: str) -> list[str]:
+    """`from clonemem.x import _name`: a module reaching into another's private names."""
+    return [f"line {n.lineno}: {n.module}.{a.name}" for n in ast.walk(ast.parse(source))
+            if isinstance(n, ast.ImportFrom) and n.module and n.module.split(".")[0] == "clonemem"
+            for a in n.names if a.name.startswith("_") and not a.name.startswith("__")]
+
+
+def test_the_import_graph_has_no_circle() -> None:
+    graph = {module_of(p): runtime_imports(p.read_text("utf-8")) for p in FILES}
+    assert circles(graph) == []
+
+
+def test_no_module_imports_another_modules_private_names() -> None:
+    wrong = {str(p.relative_to(ROOT)): w for p in FILES if (w := private_imports(p.read_text("utf-8")))}
+    assert not wrong, f"private names imported across modules (make them public where they belong): {wrong}"
+
+
+def test_the_checks_see_a_circle_and_a_private_import() -> None:
+    assert circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}, "e": {"e"}}) == [["a", "b", "c"], ["e"]]
+    lazy = "def f():\n    from clonemem.qa.privacy import run\n"
+    typing_only = "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from clonemem.qa.privacy import run\n"
+    assert runtime_imports(lazy) == {"clonemem.qa.privacy"} and runtime_imports(typing_only) == set()
+    assert private_imports("from clonemem.tasks.generation import _transient_only, cached_stage\n") == [
+        "line 1: clonemem.tasks.generation._transient_only"]

@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import re
+import time
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -20,7 +23,7 @@ from clonemem.memory.base import BuildContext, MemoryTrace, QuestionView, Retrie
 from clonemem.memory.errors import MemorySystemFailed
 from clonemem.memory.remote import RemoteOptions, remote_system
 from clonemem.memory.simple import _Traces
-from clonemem.schemas.memory_protocol import openapi
+from clonemem.schemas.memory_protocol import Trace, openapi
 from clonemem.warehouse import Warehouse
 from tests.memory_kit import REMOTE, day
 from tests.protocol_kit import Faulty, faulty, free_port
@@ -156,7 +159,8 @@ def test_an_unreachable_url_is_one_line_naming_it_and_the_call() -> None:
     with pytest.raises(MemorySystemFailed) as err:
         remote_system(None, url, FAST)
     text = str(err.value)
-    assert "\n" not in text and url in text and "GET /v1/info: unreachable after 3 attempts" in text
+    assert "\n" not in text and url in text and "GET /v1/info: failed after 3 attempts in " in text
+    assert text.endswith("s: unreachable (ConnectionRefusedError: [Errno 111] Connection refused)"), text
 
 
 @pytest.mark.parametrize(("fault", "expected"), [
@@ -167,7 +171,7 @@ def test_an_unreachable_url_is_one_line_naming_it_and_the_call() -> None:
     (Faulty(drop_field="text"), "POST /v1/query: reply field items[0].text is missing"),
     (Faulty(extra_trace=True), "POST /v1/query: reply field items[0].trace_ids[1] names trace 'never-sent', "
                                "which was never given to it"),
-    (Faulty(status_on=("/v1/query", 500)), "POST /v1/query: HTTP 500 after 3 attempts"),
+    (Faulty(status_on=("/v1/query", 500)), "POST /v1/query: failed after 3 attempts in "),
 ], ids=["ingest-400", "query-422", "query-not-json", "no-trace_ids", "no-text", "unknown-trace", "query-500"])
 def test_a_bad_server_fails_with_one_line_naming_url_call_and_field(persona: PersonaData, fault: Faulty,
                                                                      expected: str) -> None:
@@ -190,8 +194,66 @@ def test_transient_failures_are_retried_and_ids_are_the_release_ids(persona: Per
     assert list(fault.traces) == [persona.public_id] and persona.public_id == "lin_chen"
     warehouse_ids = {t.trace_id for t in persona.traces}
     assert got and all(set(i.trace_ids) <= warehouse_ids for items in got for i in items)  # mapped back
-    assert memory.provenance_extra == {"remote_url": url, "remote_name": "faulty", "remote_version": "0",
-                                       "protocol": "v1"}
+    assert memory.provenance_extra == {"url": url, "name": "faulty", "version": "0", "protocol": "1.1",
+                                       "features": ""}
+
+
+def test_a_server_indexing_asynchronously_is_waited_for_and_bounded(persona: PersonaData) -> None:
+    fault = Faulty(ready_after=3)
+    with faulty(fault) as url:
+        memory = _remote(url)
+        got = _drive(memory, persona)
+    assert got and fault.calls[:4] == ["GET /v1/info", "POST /v1/reset", "POST /v1/ingest", "GET /v1/ready"]
+    ingest = fault.calls.index("POST /v1/ingest")
+    assert fault.calls[ingest + 1:ingest + 5] == ["GET /v1/ready"] * 3 + ["POST /v1/query"]  # asked once ready
+    with faulty(Faulty(ready_after=10**9)) as url:
+        memory = remote_system(None, url, FAST.model_copy(update={"ready_s": 0.5}))()
+        started = time.monotonic()
+        with pytest.raises(MemorySystemFailed) as err:
+            _drive(memory, persona)
+    assert time.monotonic() - started < 2
+    assert re.search(r"GET /v1/ready: still not ready 0\.\d s after the ingest \(evaluation.remote_ready_s = 0.5 s\)$",
+                     str(err.value)), str(err.value)
+
+
+def test_protocol_1_2_carries_the_sources_speaker_session_and_attachments(tmp_path: Path) -> None:
+    """A LoCoMo turn reaches a server with its speaker, session, session date and photo as fields (its
+    content still the text every system reads), the reset with the person's name, the query with its ks."""
+    with Warehouse.open_writer(tmp_path / "wh.duckdb") as wh:
+        import_files(wh, "locomo", [ROOT / "tests" / "fixtures" / "locomo" / "conv-mini.json"], "mini")
+        (bid,) = wh.rows("SELECT benchmark_id FROM benchmarks")[0]
+        mini = load_benchmark(wh, bid)[0]
+    fault = Faulty()
+    bodies: list[dict] = []
+    answer = fault.answer
+
+    def recording(method: str, path: str, body: dict) -> tuple[int, bytes]:
+        bodies.append({"call": f"{method} {path}", **body})
+        return answer(method, path, body)
+
+    fault.answer = recording  # type: ignore[method-assign]  # the test listens to every body
+    with faulty(fault) as url:
+        memory = _remote(url)
+        ctx = BuildContext(llm=None, persona_id=mini.public_id, release_ids=mini.release_ids,  # type: ignore[arg-type]
+                           persona_name=mini.name)
+        memory.reset(ctx)
+        memory.ingest(mini.traces, ctx)
+        q = mini.questions[0]
+        memory.retrieve(replace(q.view(), ks=(3, 5)), 5)
+    reset = next(b for b in bodies if b["call"] == "POST /v1/reset")
+    assert reset["name"] == mini.name and reset["format_version"] == "1.2"
+    traces = [t for b in bodies if b["call"] == "POST /v1/ingest" for t in b["traces"]]
+    photo = next(t for t in traces if t["attachments"] and t["attachments"][0]["url"])
+    assert photo["attachments"] == [{"caption": "a photo of a lopsided clay bowl on a table",
+                                     "url": "https://example.org/bowl.jpg"}]
+    assert photo["speaker"] and photo["content"].startswith(photo["speaker"] + ": ")  # content as systems read it
+    assert "[shares a photo: " + photo["attachments"][0]["caption"] in photo["content"]
+    assert photo["session_id"].startswith("session_") and re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d",
+                                                                         photo["session_date"])
+    assert photo["session_date"] <= photo["event_date"]
+    assert all(Trace.model_validate(t) for t in traces)
+    query = next(b for b in bodies if b["call"] == "POST /v1/query")
+    assert query["ks"] == [3, 5] and query["k"] == 5 and query["format_version"] == "1.2"
 
 
 def test_a_server_without_stored_has_unknown_write_coverage(persona: PersonaData) -> None:
@@ -225,7 +287,11 @@ def test_serve_memory_keeps_what_it_is_sent_once_in_order_and_refuses_clearly() 
                                                    "question_time": "2024-02-01T00:00:00", "k": 5}).json()["items"]
 
     try:
-        assert httpx.get(f"{url}/v1/info").json()["name"] == "clonemem-bm25"
+        info = httpx.get(f"{url}/v1/info").json()
+        assert info["name"] == "clonemem-bm25" and info["protocol"] == info["format_version"] == "1.2"
+        assert info["features"] == ["stored"]
+        future = httpx.post(f"{url}/v1/reset", json={"format_version": "2.0", "persona_id": "p", "language": "en"})
+        assert future.status_code == 400 and "memory protocol 2.0 is not supported" in future.json()["error"]
         assert httpx.post(f"{url}/v1/query", json={"persona_id": "p", "question_id": "q", "question": "x",
                                                    "question_time": "2024-02-01T00:00:00", "k": 5}).status_code == 404
         assert httpx.post(f"{url}/v1/reset", json={"persona_id": "p", "language": "en"}).status_code == 204
@@ -245,12 +311,26 @@ def test_serve_memory_keeps_what_it_is_sent_once_in_order_and_refuses_clearly() 
         server.server_close()
 
 
+def test_the_example_server_speaks_1_2_and_refuses_another_major_version() -> None:
+    import httpx
+
+    from tests.protocol_kit import stdlib_server
+
+    with stdlib_server() as url:
+        info = httpx.get(f"{url}/v1/info").json()
+        refused = httpx.post(f"{url}/v1/reset", json={"format_version": "2.0", "persona_id": "p", "language": "en"})
+        cls = remote_system(None, url, FAST)
+    assert info["protocol"] == "1.2" and "stored" in info["features"]
+    assert refused.status_code == 400 and "2.0" in refused.json()["error"]
+    assert cls.provenance_extra["protocol"] == "1.2" and cls.provenance_extra["features"] == "attachments,stored"
+
+
 # -- the documents --------------------------------------------------------------------------------
 
 
 def test_the_openapi_file_is_the_protocols_models() -> None:
     doc = json.loads((ROOT / "docs" / "memory-protocol.openapi.json").read_text("utf-8"))
     assert doc == openapi(), "regenerate: python -m clonemem.schemas.memory_protocol > docs/memory-protocol.openapi.json"
-    assert set(doc["paths"]) == {"/v1/info", "/v1/reset", "/v1/ingest", "/v1/query", "/v1/stored"}
+    assert set(doc["paths"]) == {"/v1/info", "/v1/reset", "/v1/ingest", "/v1/query", "/v1/stored", "/v1/ready"}
     query = doc["components"]["schemas"]["QueryRequest"]
     assert set(query["required"]) == {"persona_id", "question_id", "question", "question_time", "k"}

@@ -35,11 +35,12 @@ def test_a_shared_context_is_one_persona_and_its_system_message_no_memory(wh: Wa
     assert personas == [
         ("3f1a0c9e", "persona 11", "Current user persona: Mara Lind, 34, a nurse in Malmo who plays jazz piano."),
         ("9b77d2c4", "persona 12", "Current user persona: Omar Haddad, 52, a bus driver who loves hiking.")]
-    got = wh.rows("SELECT t.external_id, t.speaker, t.event_date, t.content FROM traces t JOIN personas p "
-                  "USING (persona_id) WHERE p.person_key = '3f1a0c9e' ORDER BY t.seq")
+    got = wh.rows("SELECT t.external_id, t.speaker, t.event_date, t.content, t.session_key FROM traces t "
+                  "JOIN personas p USING (persona_id) WHERE p.person_key = '3f1a0c9e' ORDER BY t.seq")
     assert [r[0] for r in got] == [f"3f1a0c9e:{i}" for i in range(1, 7)]  # message 0, the persona, is no trace
     assert [r[1] for r in got[:2]] == ["user", "assistant"] and got[0][2] == message_time(1)
     assert got[0][3] == "user: I have started learning the saxophone this month."
+    assert {r[4] for r in got} == {"3f1a0c9e"}  # PersonaMem has no sessions: the shared context stands for one
     assert wh.scalar("SELECT count(*) FROM traces WHERE content LIKE '%Current user persona%'") == 0
 
 

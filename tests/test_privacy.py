@@ -12,7 +12,6 @@ from pathlib import Path
 
 import duckdb
 import pytest
-from pipeline_kit import clonemem, tiny_config
 
 from clonemem import privacy
 from clonemem.offline import OfflineCall
@@ -26,6 +25,7 @@ from clonemem.schemas.generation import (
     Snapshot,
     TracePlansInput,
 )
+from tests.pipeline_kit import clonemem, tiny_config
 
 FAMILIES = ("contextual_disclosure", "boundary_defense")
 

@@ -10,14 +10,14 @@ from pathlib import Path
 
 import duckdb
 import pytest
-from dashboard_kit import app, charts, frame
-from pipeline_kit import clonemem, tiny_config
 
 from clonemem import privacy
 from clonemem.evaluation import stages as E
 from clonemem.evaluation.metrics import privacy_scores
 from clonemem.evaluation.run import EvalQuestion, GivenAnswer, PersonaData, PrivacyTask, privacy_outcome
 from clonemem.schemas.evaluation import FreeAnswer, PrivacyVerdict
+from tests.dashboard_kit import app, charts, frame
+from tests.pipeline_kit import clonemem, tiny_config
 
 SYSTEMS = ("bm25", "bm25_boundary", "oracle")
 
@@ -100,7 +100,7 @@ def test_a_remote_system_is_told_who_traces_reached_and_who_asks(evaluated, tmp_
     replay through its URL, retrieves for a privacy task only what reached the recipient, as in process."""
     import shutil
 
-    from protocol_kit import serve_memory
+    from tests.protocol_kit import serve_memory
 
     wh = tmp_path / "wh.duckdb"
     shutil.copy(evaluated[0], wh)  # the module's warehouse stays as its tests read it

@@ -10,11 +10,11 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from dashboard_kit import app, sql, texts
 
 from clonemem.evaluation import provenance
 from clonemem.schemas.config import RunConfig
 from clonemem.schemas.results import EvaluationResult, Provenance
+from tests.dashboard_kit import app, sql, texts
 
 
 @pytest.fixture(scope="module")
@@ -22,11 +22,10 @@ def two_evaluations(tmp_path_factory) -> tuple[Path, dict, dict]:
     """The demo release (imported in this process: no flow) evaluated with mem0 twice through the console
     script (one Prefect home, so the second run may use the first one's cache): the default extractor,
     then another extractor model with the paper's aggregation (the CLI options)."""
-    from pipeline_kit import clonemem
-
     from clonemem.demo import fixture_files
     from clonemem.importers import import_files
     from clonemem.warehouse import Warehouse
+    from tests.pipeline_kit import clonemem
 
     folder = tmp_path_factory.mktemp("provenance")
     wh, home = folder / "wh.duckdb", folder / "home"

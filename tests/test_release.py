@@ -12,6 +12,7 @@ from clonemem import ids
 from clonemem.exporters.release import export_release
 from clonemem.importers import import_files
 from clonemem.importers.base import ImportFailed
+from clonemem.schemas.versions import RELEASE
 from clonemem.warehouse import Warehouse, catalog
 from tests.conftest import write_json
 
@@ -58,6 +59,7 @@ def test_round_trip_import_export_import(tmp_path: Path, demo_file: Path) -> Non
     exported = json.loads(files[0].read_text("utf-8"))
     original = json.loads(demo_file.read_text("utf-8"))
     original.pop("release_version")  # unknown field: ignored on import
+    assert exported.pop("format_version") == RELEASE.version  # written by the exporter
     for q in original["questions"]:
         q.pop("notes", None)
     assert exported == original
@@ -207,7 +209,8 @@ def test_emoji_with_zero_width_joiners_are_kept_exactly(wh: Warehouse) -> None:
 
 
 def test_published_round_trip_is_lossless(tmp_path: Path) -> None:
-    """import -> export (qa_items) reproduces the published files byte for byte; -> import gives equal rows."""
+    """import -> export (qa_items) reproduces the published files byte for byte, plus the line of the format's
+    version (the published files predate versions); -> import gives equal rows."""
     files = sorted((PUBLISHED / "100k").glob("*.json"))
     with Warehouse.open_writer(tmp_path / "a.duckdb") as a:
         import_files(a, "release", [PUBLISHED / "100k"], "published")
@@ -216,10 +219,12 @@ def test_published_round_trip_is_lossless(tmp_path: Path) -> None:
         documented = export_release(a, "published", tmp_path / "questions")
     assert [p.name for p in as_published] == [f.name for f in files]
     for exported, original in zip(as_published, files, strict=True):
-        assert exported.read_bytes() == original.read_bytes()
+        version = f'{{\n "format_version": "{RELEASE.version}",\n'.encode()
+        assert exported.read_bytes() == original.read_bytes().replace(b"{\n", version, 1)
     for path in documented:  # the documented key by default, same content otherwise
         doc = json.loads(path.read_text("utf-8"))
         assert "questions" in doc and "qa_items" not in doc
+        assert doc["format_version"] == RELEASE.version
         assert doc["questions"] == json.loads((PUBLISHED / "100k" / path.name).read_text("utf-8"))["qa_items"]
     with Warehouse.open_writer(tmp_path / "b.duckdb") as b:
         import_files(b, "release", documented, "published")

@@ -89,8 +89,8 @@ def test_a_remote_system_can_be_named_and_configured(imported: Path, tmp_path: P
         assert got.exit_code == 0, got.output
         got = evaluate(imported, "--systems", f"theirs={url}", "--k", "3", "--json", str(tmp_path / "b.json"))
         assert got.exit_code == 0, got.output
-        got = evaluate(imported, "--systems", f"bm25={url}", "--k", "3")
-        assert got.exit_code == 1 and "'bm25' is a registered system" in got.output, got.output
+    got = evaluate(imported, "--systems", f"bm25={url}", "--k", "3")  # the server has stopped: not contacted
+    assert got.exit_code == 2 and "'bm25' is a registered system" in got.output, got.output
     assert {r["system"] for r in json.loads((tmp_path / "a.json").read_text())["results"]} == {"mine"}
     assert {r["system"] for r in json.loads((tmp_path / "b.json").read_text())["results"]} == {"theirs"}
 
@@ -110,7 +110,7 @@ def test_replay_of_every_system_scores_the_built_ins_as_built(imported: Path) ->
 
 
 @pytest.mark.parametrize(("fault", "expected"), [
-    (None, "GET /v1/info: unreachable after"),
+    (None, "GET /v1/info: failed after 4 attempts in "),
     (Faulty(status_on=("/v1/ingest", 400)), "POST /v1/ingest: HTTP 400"),
     (Faulty(garbage_on="/v1/query"), "POST /v1/query: reply is not JSON"),
     (Faulty(drop_field="trace_ids"), "POST /v1/query: reply field items[0].trace_ids is missing"),
@@ -151,3 +151,32 @@ def test_serve_memory_bm25_scores_as_in_process_bm25_on_a_generated_benchmark(tm
     seen = queries(log)
     assert len(seen) == len(asked) > 10
     assert all(q["latest"] is None or dt.datetime.fromisoformat(q["latest"]) <= asked[q["question_id"]] for q in seen)
+
+
+def test_a_stopped_remote_evaluation_resumes_without_asking_again_what_was_answered(tmp_path: Path) -> None:
+    """Stopped half-way (here: the server refuses its 4th query, exit 5), the next evaluation asks the server
+    only the questions it had not answered; once that one finishes, the one after asks everything again."""
+    from clonemem.demo import fixture_files
+
+    wh = tmp_path / "wh.duckdb"
+    with Warehouse.open_writer(wh) as w:
+        import_files(w, "release", fixture_files(), "imported")
+    with Warehouse.open_reader(wh) as r:
+        total = r.rows("SELECT count(*) FROM questions")[0][0]
+    server = Faulty(refuse_query=4)
+    with faulty(server) as url:
+        first = evaluate(wh, "--systems", f"mine={url}", "--k", "3", "--force")
+        assert first.exit_code == 5 and "stopped here by the test" in first.output, first.output
+        answered = server.answered
+        assert 0 < answered < total
+        second = evaluate(wh, "--systems", f"mine={url}", "--k", "3", "--force", "--json", str(tmp_path / "b.json"))
+        assert second.exit_code == 0, second.output
+        assert server.answered == total  # each question answered once over both runs
+        third = evaluate(wh, "--systems", f"mine={url}", "--k", "3", "--force", "--json", str(tmp_path / "c.json"))
+        assert third.exit_code == 0, third.output
+        assert server.answered == 2 * total  # a finished evaluation is not resumed: all asked again
+    b, c = (json.loads((tmp_path / f).read_text()) for f in ("b.json", "c.json"))
+    assert [r["recall_flat"] for r in b["results"]] == [r["recall_flat"] for r in c["results"]]
+    prov = b["provenance"]["systems"][0]
+    assert prov["code_hash"] is None and prov["extra"] == {"url": url, "name": "faulty", "version": "0",
+                                                           "protocol": "1.1", "features": ""}

@@ -181,3 +181,37 @@ def test_allow_missing_scores_absent_questions_as_retrieving_nothing(evaluated: 
     assert answers["q01"]["choice"] is not None  # no choice given: the answerer chose from the items
     assert diagnosis == (6, 6)  # no line said whether its evidence was written: the write step is blank
     assert n is not None
+
+
+def test_blank_names_are_refused_and_a_name_holding_another_files_results_needs_replace(
+        evaluated: tuple[Path, str], tmp_path: Path) -> None:
+    """Issue 31, item 5: `--name "   "` stored a system named three spaces, `--name ""` got an unrelated
+    line, and another file under a used name was stored as a second evaluation of the same system."""
+    wh, _ = evaluated
+    one = write_lines(tmp_path / "one.jsonl", [_good_line()])
+    two = write_lines(tmp_path / "two.jsonl", [_good_line(trace="t02")])
+    before = counts(wh)
+    for blank, said in (("   ", "--name: the name is blank ('   ': only whitespace)"), ("", "--name: the name is empty"),
+                        (" mine", "--name: the name has whitespace around it (' mine'): write it without")):
+        got = cli(wh, "evaluate", "X", "--retrievals", str(one), "--name", blank, "--allow-missing", "--force")
+        assert got.exit_code == 2 and error_lines(got.output) == [f"error: {said}"], got.output
+    assert counts(wh) == before
+    assert cli(wh, "evaluate", "X", "--retrievals", str(one), "--name", "reused", "--allow-missing", "--force").exit_code == 0
+    stored = counts(wh)
+    got = cli(wh, "evaluate", "X", "--retrievals", str(two), "--name", "reused", "--allow-missing", "--force")
+    assert got.exit_code == 2, got.output
+    [line] = error_lines(got.output)
+    sha_one = hashlib.sha256(one.read_bytes()).hexdigest()
+    assert line.startswith(f"error: --name 'reused' already names other results on benchmark 'X': file one.jsonl, "
+                           f"sha256 {sha_one[:12]}… (evaluation "), line
+    assert "not file two.jsonl" in line and line.endswith("pass --replace to store these as its latest evaluation (the "
+                                                          "earlier one stays in its history), or give a new --name; "
+                                                          "nothing was stored"), line
+    assert counts(wh) == stored
+    # the same file again is the same system; with --replace the other file is stored under the name
+    assert cli(wh, "evaluate", "X", "--retrievals", str(one), "--name", "reused", "--allow-missing", "--force").exit_code == 0
+    got = cli(wh, "evaluate", "X", "--retrievals", str(two), "--name", "reused", "--allow-missing", "--force", "--replace")
+    assert got.exit_code == 0, got.output
+    with Warehouse.open_reader(wh) as db:
+        latest = db.rows("SELECT provenance_json FROM eval_runs ORDER BY started_at DESC LIMIT 1")[0][0]
+    assert hashlib.sha256(two.read_bytes()).hexdigest() in latest

@@ -140,3 +140,20 @@ def test_sigkill_then_resume_owns_every_call_and_spends_as_an_uninterrupted_run(
     # third's stage IV did the same; its generation had nothing to do and wrote nothing
     assert runs == [("generate", "crashed", False), ("generate", "completed", True), ("qa", "crashed", False),
                     ("qa", "completed", True)], runs
+
+
+def test_an_error_raised_while_ctrl_c_unwinds_is_recorded_as_the_interrupt(wh_path: Path, monkeypatch) -> None:
+    """Issue 31, item 4: Prefect's engine, stopped mid-task by the KeyboardInterrupt, raised its own error
+    ("Task run is not set"), and the run's row ended `failed` with it instead of `interrupted`."""
+    import threading
+
+    from clonemem import interrupts
+
+    pressed = threading.Event()
+    pressed.set()
+    monkeypatch.setattr(interrupts, "_received", pressed)  # Ctrl-C arrived
+    with pytest.raises(ValueError), tracked(str(wh_path), _run("r1")):
+        raise ValueError("Task run is not set")
+    with Warehouse.open_reader(wh_path) as r:
+        assert r.rows("SELECT status, error FROM runs") == [
+            ("interrupted", "KeyboardInterrupt (raised while unwinding: Task run is not set)")]

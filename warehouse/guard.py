@@ -44,6 +44,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
+from typing import NoReturn
 
 import duckdb
 import polars as pl
@@ -151,7 +152,8 @@ def statement_name(sql: str, kind: str) -> str:
     """What a refusal calls a statement: its leading keyword as written (DuckDB files INSTALL under
     LOAD, CHECKPOINT under CALL, ANALYZE under VACUUM, USE and RESET under SET), else DuckDB's type
     (a ``WITH … INSERT`` is an INSERT)."""
-    m = _KEYWORD.match(sql, _LEADING_COMMENTS.match(sql).end())
+    lead = _LEADING_COMMENTS.match(sql)  # matches every string (all of its parts are optional)
+    m = _KEYWORD.match(sql, lead.end() if lead else 0)
     if m is None or m[2].upper() == "WITH":
         return kind.replace("_", " ")
     if kind == "UNKNOWN":  # no type to go by: its first two words (UPDATE EXTENSIONS)
@@ -159,7 +161,7 @@ def statement_name(sql: str, kind: str) -> str:
     return ("FORCE " if m[1] else "") + m[2].upper()
 
 
-def _refuse(what: str) -> None:
+def _refuse(what: str) -> NoReturn:
     raise SqlRefused(f"read-only SQL: {what} refused; only queries (SELECT, WITH, DESCRIBE, SHOW, SUMMARIZE, "
                      "EXPLAIN) run, and the warehouse changes only through the pipeline's commands")
 
@@ -271,7 +273,7 @@ def open_guarded(path: str | Path, *, max_rows: int = DEFAULT_MAX_ROWS, timeout_
     limits = Limits(max_rows, timeout_s, size_limit(memory_limit, MEMORY_ENV, DEFAULT_MEMORY_LIMIT),
                     size_limit(temp_limit, TEMP_ENV, DEFAULT_TEMP_LIMIT))
     warehouse = Path(path).expanduser().resolve()
-    spill = _take_spill(warehouse)  # counted before connecting: a closing neighbour keeps it
+    spill: Path | None = _take_spill(warehouse)  # counted before connecting: a closing neighbour keeps it
 
     def config_for(file: Path) -> dict:
         # a snapshot spills inside its own folder (removed with it); the warehouse into this process's folder

@@ -25,7 +25,7 @@ def drop_benchmark(wh: Warehouse, benchmark_id: str) -> dict[str, int]:
     removed: dict[str, int] = {}
 
     def delete(table: str, where: str, params: list) -> None:
-        n = wh.con.execute(f"DELETE FROM {table} WHERE {where}", params).fetchone()[0]
+        n = wh.scalar(f"DELETE FROM {table} WHERE {where}", params)
         if n:
             removed[table] = removed.get(table, 0) + n
 
@@ -40,12 +40,12 @@ def drop_benchmark(wh: Warehouse, benchmark_id: str) -> dict[str, int]:
 
 def _drop_personas(wh: Warehouse, tables: dict[str, set[str]], personas: list[str]) -> dict[str, int]:
     """Delete each persona's content; returns the rows that went, per table."""
-    before = {t: wh.con.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in tables}
+    before = {t: wh.scalar(f"SELECT count(*) FROM {t}") for t in tables}
     for pid in personas:
         delete_persona(wh, pid)
     removed: dict[str, int] = {}
     for t in tables:
-        gone = before[t] - wh.con.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
+        gone = before[t] - wh.scalar(f"SELECT count(*) FROM {t}")
         if gone:
             removed[t] = gone
     return removed

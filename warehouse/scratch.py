@@ -58,7 +58,7 @@ def release(path: Path | None) -> None:
 
 def sweep() -> list[Path]:
     """Remove scratch folders whose owning process has died; returns what was removed."""
-    removed = []
+    removed: list[Path] = []
     try:
         entries = list(os.scandir(base()))
     except OSError:

@@ -31,14 +31,11 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
-DEFAULT_WAREHOUSE = "clonemem.duckdb"
-
-
 class State:
     """The global options of this invocation (set by :func:`main_options` before a command runs)."""
 
-    warehouse: Path = Path(DEFAULT_WAREHOUSE)
-    explicit: bool = False  # --warehouse or $CLONEMEM_WAREHOUSE given: it beats a config's `warehouse`
+    warehouse: Path = Path(settings.DEFAULT_WAREHOUSE)
+    flag: Path | None = None  # --warehouse (or $CLONEMEM_WAREHOUSE, which typer reads into it)
     debug: bool = False
     wait: float | None = None  # --wait: seconds a writer waits for another writer (None: the default)
     command: str | None = None  # "clonemem generate": what the writer lock's file calls this process
@@ -66,8 +63,8 @@ def main_options(
         ),
     ] = None,
 ) -> None:
-    State.warehouse = warehouse or Path(DEFAULT_WAREHOUSE)
-    State.explicit = warehouse is not None
+    State.flag = warehouse
+    State.warehouse = settings.warehouse(warehouse)
     State.debug = debug
     State.wait = wait
     State.command = f"clonemem {ctx.invoked_subcommand}" if ctx.invoked_subcommand else None
@@ -75,9 +72,7 @@ def main_options(
 
 def warehouse_for(config_warehouse: Path | None) -> Path:
     """The warehouse a config-driven command writes: --warehouse / $CLONEMEM_WAREHOUSE beat the config's."""
-    if State.explicit or config_warehouse is None:
-        return State.warehouse
-    return config_warehouse
+    return settings.warehouse(State.flag, config_warehouse)
 
 
 def resolved_warehouse() -> Path:

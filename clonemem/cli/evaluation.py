@@ -11,7 +11,8 @@ import typer
 from clonemem.cli import render
 from clonemem.cli.app import State, app, writing
 from clonemem.cli.exit import fail, handles_errors, usage
-from clonemem.cli.options import csv, ks, with_aggregation, write_json
+from clonemem.cli.options import ks, system_names, with_aggregation, write_json
+from clonemem.cli.options import name as checked_name
 from clonemem.errors import ExitCode
 
 if TYPE_CHECKING:
@@ -108,22 +109,47 @@ def evaluate(
             "--predictions: leave questions without a prediction unscored",
         ),
     ] = False,
+    replace: Annotated[
+        bool,
+        typer.Option(
+            "--replace",
+            help="with --retrievals: store the file's results under a --name that already holds "
+            "another file's on the benchmark (as its latest evaluation)",
+        ),
+    ] = False,
+    limit: Annotated[
+        int | None,
+        typer.Option("--limit", min=1, help="a quick run: the first N questions (never ranked with full runs)"),
+    ] = None,
+    sample: Annotated[
+        int | None,
+        typer.Option(
+            "--sample", min=1, help="a quick run: N questions drawn by question type (with --seed)"
+        ),
+    ] = None,
+    seed: Annotated[int, typer.Option("--seed", help="the --sample draw's seed")] = 0,
 ) -> None:
     """Score memory systems (or a results file) on a benchmark; metrics to the warehouse (and --json)."""
     from clonemem.schemas.config import load_config
 
     cfg = with_aggregation(load_config(config), aggregate, exclude_no_evidence)
+    if limit is not None and sample is not None:
+        usage("--limit and --sample exclude each other: give one")
+    files = (retrievals, name, predictions, fmt, key)
+    if (limit is not None or sample is not None) and (any(f is not None for f in files) or allow_missing):
+        usage("--limit and --sample choose questions to ask; a results file answers those it has lines for")
     if predictions is not None or fmt is not None or key is not None:
         if retrievals is not None:
             usage("--retrievals and --predictions exclude each other: score one file per run")
         return evaluate_predictions(
-            benchmark, predictions, fmt, key, name, systems, k, json_out, cfg, force, allow_missing
+            benchmark, predictions, fmt, key, name, systems, k, json_out, cfg, force, allow_missing,
+            replace,
         )
-    if retrievals is not None or name is not None or allow_missing:
+    if retrievals is not None or name is not None or allow_missing or replace:
         return evaluate_results_file(
-            benchmark, retrievals, name, systems, k, json_out, cfg, force, allow_missing
+            benchmark, retrievals, name, systems, k, json_out, cfg, force, allow_missing, replace
         )
-    names = csv(systems, "--systems") if systems else list(cfg.evaluation.systems)
+    names = system_names(systems) if systems else list(cfg.evaluation.systems)
     depths = ks(k) if k else sorted(set(cfg.evaluation.k))
     precheck(benchmark, names, force, cfg)
     from clonemem.prefect_env import on_early_server, start_server_early
@@ -135,7 +161,15 @@ def evaluate(
     # failures map to exit codes in handles_errors: 5 only for MemorySystemFailed, 6 at the budget
     with writing(State.warehouse), shown(), on_early_server():
         result = evaluate_flow(
-            str(State.warehouse.expanduser().resolve()), benchmark, names, depths, force, cfg
+            str(State.warehouse.expanduser().resolve()),
+            benchmark,
+            names,
+            depths,
+            force,
+            cfg,
+            limit=limit,
+            sample=sample,
+            sample_seed=seed,
         )
     render.evaluation(result)
     if json_out is not None:
@@ -152,9 +186,12 @@ def evaluate_results_file(
     cfg: RunConfig,
     force: bool,
     allow_missing: bool,
+    replace: bool = False,
 ) -> None:
     """`evaluate --retrievals FILE --name NAME`: the file is checked whole before anything runs; a
-    bad file is bad input (exit 1, nothing stored), not a failed system: no system of ours ran."""
+    bad file is bad input (exit 1, nothing stored), not a failed system: no system of ours ran. A
+    name that holds another file's results on the benchmark needs ``--replace`` (exit 2 without)."""
+    from clonemem.evaluation.names import NameTaken, refuse_reuse
     from clonemem.evaluation.results_file import ResultsFileError, file_ks, read_and_resolve
     from clonemem.flows.results_file import evaluate_results_file_flow
     from clonemem.memory import SYSTEMS
@@ -162,8 +199,11 @@ def evaluate_results_file(
     from clonemem.warehouse import Warehouse
     from clonemem.warehouse.catalog import require_gate_passed
 
-    if path is None or not name:
-        usage("--retrievals FILE and --name NAME go together (--allow-missing needs them too)")
+    if name is not None:
+        name = checked_name(name, "--name")
+    if path is None or name is None:
+        usage("--retrievals FILE and --name NAME go together (--allow-missing and --replace need "
+              "them too)")
     if systems:
         usage("--systems and --retrievals exclude each other: score a results file in a run of its own")
     if name in SYSTEMS.names():
@@ -172,14 +212,18 @@ def evaluate_results_file(
     warehouse = str(State.warehouse.expanduser().resolve())
     try:
         with Warehouse.open_reader(State.warehouse) as wh:
-            bid, _ = require_gate_passed(wh, benchmark, force)
-            file_ks(read_and_resolve(wh, bid, path, allow_missing), depths)
+            bid, bname = require_gate_passed(wh, benchmark, force)
+            resolved = read_and_resolve(wh, bid, path, allow_missing)
+            file_ks(resolved, depths)
+            refuse_reuse(wh, bid, bname, name, resolved.provenance, "--name", replace)
         with writing(State.warehouse), shown():
             scored = evaluate_results_file_flow(
-                warehouse, benchmark, str(path), name, depths, force, cfg, allow_missing
+                warehouse, benchmark, str(path), name, depths, force, cfg, allow_missing, replace
             )
     except ResultsFileError as exc:
         fail(f"{exc}; nothing was stored")
+    except NameTaken as exc:
+        usage(f"{exc}; nothing was stored")
     missing = (
         f"; {scored.missing} questions without a line scored as retrieving nothing"
         if scored.missing
@@ -206,9 +250,11 @@ def evaluate_predictions(
     cfg: RunConfig,
     force: bool,
     allow_missing: bool,
+    replace: bool = False,
 ) -> None:
     """`evaluate --predictions FILE --format F --name NAME`: read and mapped whole before anything
     runs; a bad file is one line naming file, line and field (exit 1, nothing stored)."""
+    from clonemem.evaluation.names import refuse_reuse
     from clonemem.evaluation.predictions import FORMATS, read_predictions
     from clonemem.evaluation.results_file import ResultsFileError, file_ks
     from clonemem.flows.results_file import evaluate_results_file_flow
@@ -217,7 +263,9 @@ def evaluate_predictions(
     from clonemem.warehouse import Warehouse
     from clonemem.warehouse.catalog import require_gate_passed
 
-    if path is None or not fmt or not name:
+    if name is not None:
+        name = checked_name(name, "--name")
+    if path is None or not fmt or name is None:
         usage("--predictions FILE, --format FORMAT and --name NAME go together")
     if fmt not in FORMATS:
         usage(f"--format must be one of {', '.join(FORMATS)}, got {fmt!r}")
@@ -232,11 +280,14 @@ def evaluate_predictions(
     warehouse = str(State.warehouse.expanduser().resolve())
     try:
         with Warehouse.open_reader(State.warehouse) as wh:
-            bid, _ = require_gate_passed(wh, benchmark, force)
-            file_ks(read_predictions(wh, bid, path, fmt, key, allow_missing), depths)
+            bid, bname = require_gate_passed(wh, benchmark, force)
+            resolved = read_predictions(wh, bid, path, fmt, key, allow_missing)
+            file_ks(resolved, depths)
+            refuse_reuse(wh, bid, bname, name, resolved.provenance, "--name", replace)
         with writing(State.warehouse), shown():
             scored = evaluate_results_file_flow(
-                warehouse, benchmark, str(path), name, depths, force, cfg, allow_missing, fmt, key
+                warehouse, benchmark, str(path), name, depths, force, cfg, allow_missing,
+                replace=replace, predictions_format=fmt, key=key,
             )
     except ResultsFileError as exc:
         fail(f"{exc}; nothing was stored")
@@ -252,21 +303,27 @@ def evaluate_predictions(
 
 
 def precheck(benchmark: str, names: list[str], force: bool, cfg: RunConfig) -> None:
-    """Fail before the flow starts (the flow checks again, for deployments): unknown systems, remote
+    """Fail before the flow starts (the flow checks again, for deployments): a remote system labelled
+    with a registered system's name (usage, exit 2, before any network contact), unknown systems, remote
     ones that do not answer ``/v1/info`` (exit 5), an ungated benchmark."""
     from clonemem.memory import SYSTEMS
     from clonemem.memory.errors import MemorySystemFailed
-    from clonemem.memory.remote import options_of, resolve_systems
+    from clonemem.memory.remote import LabelTaken, options_of, refuse_registered_labels, resolve_systems
     from clonemem.warehouse import Warehouse
     from clonemem.warehouse.catalog import require_gate_passed
 
     try:
+        refuse_registered_labels(names, cfg.evaluation.remote)
         resolved = resolve_systems(names, cfg.evaluation.remote, options_of(cfg.evaluation))
+    except LabelTaken as exc:
+        fail(str(exc), ExitCode.USAGE)
     except MemorySystemFailed as exc:
         fail(f"{exc}; nothing was stored", ExitCode.SYSTEMS_FAILED)
     for system, remote in resolved:
         if remote is None:
             SYSTEMS.get(system)
+        else:
+            remote.pool.close()  # asked /v1/info only: the flow resolves it again
     with Warehouse.open_reader(State.warehouse) as wh:
         require_gate_passed(wh, benchmark, force)
 

@@ -20,9 +20,9 @@ from clonemem.errors import (
     exit_code_for,
     one_line,
     significant,
-    unreachable_prefect_api,
     user_errors,
 )
+from clonemem.prefect_env import unreachable_prefect_api
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -76,15 +76,19 @@ def report(exc: Exception) -> NoReturn:
             f"cannot reach the Prefect API at {url}: start that Prefect server, or unset "
             "PREFECT_API_URL to run on a temporary local one"
         )
-    exc = significant(exc)  # Prefect may re-raise a task's error wrapped
-    if isinstance(exc, MemorySystemFailed):
+    cause = significant(exc)  # Prefect may re-raise a task's error wrapped
+    if isinstance(cause, MemorySystemFailed):
         fail(
-            f"{exc}; nothing was stored: fix the system, or leave it out of --systems, and run again",
+            f"{cause}; nothing was stored: fix the system, or leave it out of --systems, and run "
+            "again",
             ExitCode.SYSTEMS_FAILED,
         )
-    if isinstance(exc, user_errors()) or exit_code_for(exc) != ExitCode.ERROR:
-        fail(str(exc), exit_code_for(exc))  # the project's messages: one line per problem
-    fail(f"{type(exc).__name__}: {one_line(exc)} (unexpected; re-run with --debug for the traceback)")
+    if isinstance(cause, user_errors()) or exit_code_for(cause) != ExitCode.ERROR:
+        fail(str(cause), exit_code_for(cause))  # the project's messages: one line per problem
+    fail(
+        f"{type(cause).__name__}: {one_line(cause)} (unexpected; re-run with --debug for the "
+        "traceback)"
+    )
 
 
 def main() -> None:

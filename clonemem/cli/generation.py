@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from clonemem.cli import render
 from clonemem.cli.app import State, app, warehouse_for, writing
 from clonemem.cli.exit import fail, handles_errors, usage
-from clonemem.cli.options import config_for_run, csv, ks, write_json
+from clonemem.cli.options import config_for_run, ks, system_names, write_json
 from clonemem.errors import ExitCode
 
 if TYPE_CHECKING:
@@ -101,7 +101,7 @@ def run(
     cfg = config_for_run(config, max_cost, check_keys=not estimate)
     if estimate:
         return print_estimate(cfg)
-    names = csv(systems, "--systems") if systems else None
+    names = system_names(systems) if systems else None
     depths = ks(k) if k else None
     result = run_pipeline(
         cfg, evaluate=True, systems=names, ks=depths, force=force, export_dir=out
@@ -122,7 +122,15 @@ def print_estimate(cfg: RunConfig) -> None:
     render.estimate(estimate(cfg), cfg)
 
 
-def run_pipeline(cfg: RunConfig, **options: Any) -> PipelineResult:
+def run_pipeline(
+    cfg: RunConfig,
+    *,
+    evaluate: bool,
+    export_dir: Path | None,
+    systems: list[str] | None = None,
+    ks: list[int] | None = None,
+    force: bool = False,
+) -> PipelineResult:
     """Run the `pipeline` flow holding the warehouse, printing each part's summary; map failures to
     exit codes."""
     from clonemem.expectations.gate import GateFailed
@@ -130,10 +138,17 @@ def run_pipeline(cfg: RunConfig, **options: Any) -> PipelineResult:
     from clonemem.progress import shown
 
     warehouse = warehouse_for(cfg.warehouse).expanduser().resolve()
-    flow_options = {k: (str(v) if isinstance(v, Path) else v) for k, v in options.items()}
     with writing(warehouse), shown():
         try:
-            result = pipeline_flow(str(warehouse), cfg, **flow_options)
+            result: PipelineResult = pipeline_flow(
+                str(warehouse),
+                cfg,
+                evaluate=evaluate,
+                systems=systems,
+                ks=ks,
+                force=force,
+                export_dir=None if export_dir is None else str(export_dir),
+            )
         except NothingGenerated as exc:
             if exc.generation is not None:
                 render.generation(exc.generation, warehouse)

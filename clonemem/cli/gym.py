@@ -9,7 +9,7 @@ import typer
 
 from clonemem.cli.app import app, warehouse_for, writing
 from clonemem.cli.exit import handles_errors
-from clonemem.cli.options import config_for_run, csv, write_json
+from clonemem.cli.options import config_for_run, system_names, write_json
 
 if TYPE_CHECKING:
     from clonemem.schemas.config import RunConfig
@@ -53,7 +53,7 @@ def gym(
     from clonemem.gym.run import check_systems
 
     cfg = config_for_run(config, max_cost, check_keys=not estimate)
-    names = csv(systems, "--systems")
+    names = system_names(systems)
     check_systems(names, cfg.gym.reference)
     if estimate:
         return print_estimate(cfg, names)

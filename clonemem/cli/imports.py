@@ -14,6 +14,7 @@ from clonemem.cli import render
 from clonemem.cli.app import State, app
 from clonemem.cli.exit import handles_errors, usage
 from clonemem.cli.options import import_mode
+from clonemem.cli.options import name as checked_name
 
 Name = Annotated[str, typer.Option("--name", help="benchmark name")]
 Replace = Annotated[
@@ -91,8 +92,7 @@ def run_import(
     """
     from clonemem.importers import importer
 
-    if not name.strip():
-        usage("--name must not be empty or blank")
+    name = checked_name(name, "--name")  # one line naming the flag, exit 2
     mode = import_mode(replace, append)
     importer(format_name)  # an unknown format fails here, before Prefect starts
     from clonemem.flows.imports import import_flow

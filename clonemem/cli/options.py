@@ -13,6 +13,7 @@ from clonemem.cli.render import err
 
 if TYPE_CHECKING:
     from clonemem.schemas.config import RunConfig
+    from clonemem.schemas.imports import ImportMode
 
 
 def csv(value: str, what: str) -> list[str]:
@@ -21,6 +22,27 @@ def csv(value: str, what: str) -> list[str]:
     if not items:
         usage(f"{what} must not be empty")
     return items
+
+
+def name(value: str | None, flag: str) -> str:
+    """A name given with ``flag`` (``--name``), checked as every name is (``clonemem.schemas.names``):
+    a blank one is a usage error naming the flag."""
+    from clonemem.schemas.names import NameRefused, checked_name
+
+    try:
+        return checked_name(value, flag)
+    except NameRefused as exc:
+        usage(str(exc))
+
+
+def system_names(value: str, flag: str = "--systems") -> list[str]:
+    """`--systems a,b,LABEL=URL`: each item a name, each remote label too; an empty item is refused."""
+    from clonemem.schemas.names import NameRefused, split_names
+
+    try:
+        return split_names(value, flag)
+    except NameRefused as exc:
+        usage(str(exc))
 
 
 def ks(value: str) -> list[int]:
@@ -64,7 +86,7 @@ def with_aggregation(
     return cfg.model_copy(update={"evaluation": cfg.evaluation.model_copy(update=update)})
 
 
-def import_mode(replace: bool, append: bool) -> str:
+def import_mode(replace: bool, append: bool) -> ImportMode:
     if replace and append:
         usage("--replace and --append exclude each other")
     return "replace" if replace else "append" if append else "create"

@@ -112,24 +112,6 @@ def flatten_summary(summary: str | None) -> dict[str, object]:
     return {k: (json.dumps(v, ensure_ascii=False) if isinstance(v, (dict, list)) else v) for k, v in doc.items()}
 
 
-def provenance_changes(identities: pl.DataFrame) -> pl.DataFrame:
-    """Where the code, models, packages or aggregation changed: each evaluation (``eval_identities`` rows,
-    any order) whose provenance differs from the one before it in time, with what changed ("; "-joined).
-    Evaluations without recorded provenance are passed over (unknown is not a change)."""
-    from clonemem.schemas.results import Provenance
-
-    out: list[dict] = []
-    previous: Provenance | None = None
-    for row in identities.sort("started_at", "eval_run_id").iter_rows(named=True):
-        if row["provenance_json"] is None:
-            continue
-        current = Provenance.model_validate_json(row["provenance_json"])
-        if previous is not None and (changed := previous.differences(current)):
-            out.append({"eval_run_id": row["eval_run_id"], "started_at": row["started_at"], "changes": "; ".join(changed)})
-        previous = current
-    return pl.DataFrame(out, schema={"eval_run_id": pl.Utf8, "started_at": pl.Datetime("us"), "changes": pl.Utf8})
-
-
 def first_different(identities: pl.DataFrame, chosen: str, candidates: list[str]) -> str:
     """The first of ``candidates`` (newest first) that is not a copy of ``chosen``: another provenance or
     other stored figures (``eval_identities`` rows); the first candidate when every one is a copy."""
@@ -155,3 +137,11 @@ def privacy_points(overall: pl.DataFrame) -> pl.DataFrame:
             pl.col("ci_high").alias(f"{name}_high"), pl.col("n").cast(pl.Int64).alias(f"n_{name}")))
     joined = sides[0].join(sides[1], on=["system", "k"], how="inner")
     return joined.rename({"n_violation": "tasks"}).drop("n_completeness").sort("k", "system")
+
+
+def evaluation_labels(evaluations: pl.DataFrame) -> pl.DataFrame:
+    """Each evaluation (``eval_run_id``, ``started_at``; any order) with its place in time and a label that
+    tells evaluations minutes apart: ``evaluation`` = "3 · 11-27 15:42:07" (oldest is 1)."""
+    ordered = evaluations.select("eval_run_id", "started_at").unique().sort("started_at", "eval_run_id")
+    return ordered.with_columns(order=pl.int_range(1, ordered.height + 1)).with_columns(
+        evaluation=pl.format("{} · {}", pl.col("order"), pl.col("started_at").dt.strftime("%m-%d %H:%M:%S")))

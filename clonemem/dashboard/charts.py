@@ -199,12 +199,14 @@ def gym_positions(frame: pl.DataFrame, title: str) -> alt.Chart:
         tooltip=["system:N", "position:O", alt.Tooltip("value:Q", format=".3f")])
 
 
-def history(series: pl.DataFrame, changes: pl.DataFrame, metric: str) -> alt.LayerChart:
-    """One metric of each system across evaluations over time: a point per evaluation with its 95% interval,
-    joined by a line, and a dashed rule at each evaluation whose code, models or config changed (the
-    changes in its tooltip)."""
-    base = alt.Chart(series).encode(x=alt.X("started_at:T", title="evaluation started"),
-                                    color=alt.Color("system:N", title="system"))
+def history(series: pl.DataFrame, changes: pl.DataFrame, metric: str, order: list[str]) -> alt.LayerChart:
+    """One metric of each system across evaluations: a point per evaluation with its 95% interval, joined
+    by a line, and a dashed rule at each evaluation where some system's provenance changed (the changes
+    in its tooltip). The axis is the evaluations in order (``order``: their labels, "3 · 11-27 15:42"),
+    not their times: evaluations made minutes apart would otherwise share one column of a time axis."""
+    x = alt.X("evaluation:O", title="evaluation (in order, with its start time)", sort=order,
+              axis=alt.Axis(labelAngle=-30, labelLimit=200))
+    base = alt.Chart(series).encode(x=x, color=alt.Color("system:N", title="system"))
     layers: list[alt.Chart] = [
         base.mark_errorbar(ticks=True).encode(y=alt.Y("ci_low:Q", title=metric), y2="ci_high:Q"),
         base.mark_line(point=True).encode(
@@ -213,7 +215,7 @@ def history(series: pl.DataFrame, changes: pl.DataFrame, metric: str) -> alt.Lay
                                   alt.Tooltip("started_at:T", format="%Y-%m-%d %H:%M:%S"), "eval_run_id:N"])]
     if changes.height:
         layers.append(alt.Chart(changes).mark_rule(strokeDash=[5, 3], color="#c0392b").encode(
-            x="started_at:T", tooltip=[alt.Tooltip("started_at:T", format="%Y-%m-%d %H:%M:%S"), "changes:N"]))
+            x=alt.X("evaluation:O", sort=order), tooltip=["evaluation:N", "changes:N"]))
     return alt.layer(*layers).properties(height=300)
 
 

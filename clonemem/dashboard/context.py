@@ -20,7 +20,6 @@ from clonemem.dashboard import queries as Q
 from clonemem.warehouse.db import WarehouseError
 from clonemem.warehouse.guard import GuardedConnection, SqlRefused, open_guarded
 
-DEFAULT_WAREHOUSE = "clonemem.duckdb"
 WAREHOUSE_ENV = settings.WAREHOUSE
 QUERY_TIMEOUT_S = 20.0
 MAX_ROWS = 200_000
@@ -30,12 +29,15 @@ def warehouse_path(argv: list[str] | None = None) -> Path:
     """The warehouse the app reads: ``--warehouse PATH`` after the script name (``streamlit run app.py --
     --warehouse PATH``), else ``$CLONEMEM_WAREHOUSE``, else ``./clonemem.duckdb``."""
     args = sys.argv[1:] if argv is None else argv
+    flag = None
     for i, arg in enumerate(args):
         if arg == "--warehouse" and i + 1 < len(args):
-            return Path(args[i + 1]).expanduser()
+            flag = args[i + 1]
+            break
         if arg.startswith("--warehouse="):
-            return Path(arg.split("=", 1)[1]).expanduser()
-    return settings.current().warehouse or Path(DEFAULT_WAREHOUSE)
+            flag = arg.split("=", 1)[1]
+            break
+    return settings.warehouse(flag)
 
 
 @dataclass

@@ -11,6 +11,7 @@ import polars as pl
 
 from clonemem.qa.cues import CUE_ITEMS_SQL
 from clonemem.schemas.results import Provenance
+from clonemem.warehouse import leaderboard as W
 from clonemem.warehouse.guard import GuardedConnection as Db
 
 # The tables every page relies on; a warehouse without them was not made by clonemem (or is empty).
@@ -642,6 +643,17 @@ def metric_history(db: Db, benchmark_id: str) -> pl.DataFrame:
         FROM eval_metrics m JOIN eval_runs e USING (eval_run_id)
         WHERE e.benchmark_id = ? AND m.group_by = 'all'
         ORDER BY e.started_at, e.eval_run_id, m.system, m.k, m.metric""", [benchmark_id])
+
+
+def system_evaluations(db: Db, benchmark_id: str) -> pl.DataFrame:
+    """Every (evaluation, system) of a benchmark with what makes rows comparable and their provenance
+    (``clonemem.warehouse.leaderboard.system_evaluations``: the command line and the artifact read the same)."""
+    return W.system_evaluations(db.frame, benchmark_id)
+
+
+def system_metrics(db: Db, pairs: list[tuple[str, str]], group_by: str = "all") -> pl.DataFrame:
+    """The aggregated metrics of (evaluation, system) pairs (``warehouse.leaderboard.system_metrics``)."""
+    return W.system_metrics(db.frame, pairs, group_by)
 
 
 def eval_identities(db: Db, benchmark_id: str, table_columns: list[str]) -> pl.DataFrame:

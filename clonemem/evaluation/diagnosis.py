@@ -98,11 +98,13 @@ def diagnose_read(evidence: Sequence[tuple[str, Sequence[str]]], retrieved: Sequ
     return tuple(out)
 
 
-def verdict(evidence: tuple[EvidenceDiagnosis, ...] | None, seen: int, answered_right: bool | None) -> dict[str, float | None]:
+def verdict(evidence: tuple[EvidenceDiagnosis, ...] | None, seen: int, answered_right: bool | None,
+            write_known: bool = True) -> dict[str, float | None]:
     """The first failing step as four exclusive indicators (all None when it cannot be decided: the
     system lists no stored memory, or the answer was not scored). ``seen``: how many retrieved items
-    the answerer was given. When writing is not known (``written`` None) the write step is left blank
-    and the later steps are decided as if the evidence was written."""
+    the answerer was given. When writing is not known (``written`` None, or ``write_known`` False: a
+    results file's line that does not say, also for a question without evidence) the write step is left
+    blank and the later steps are decided as if the evidence was written."""
     if evidence is None:
         return dict.fromkeys(DIAGNOSIS)
     if any(e.written is False for e in evidence):
@@ -114,6 +116,6 @@ def verdict(evidence: tuple[EvidenceDiagnosis, ...] | None, seen: int, answered_
     else:
         step = "correct" if answered_right else "utilization_failure"
     out: dict[str, float | None] = {name: float(name == step) for name in DIAGNOSIS}
-    if any(e.written is None for e in evidence):
+    if not write_known or any(e.written is None for e in evidence):
         out["write_failure"] = None
     return out

@@ -9,6 +9,7 @@ import hashlib
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 import polars as pl
 
@@ -32,6 +33,7 @@ from clonemem.warehouse.landing import new_calls
 from clonemem.warehouse.protocols import land_protocols
 from clonemem.warehouse.runs import adopt_runs
 
+N = TypeVar("N", int, float)
 CALLS_PER_BATCH = 1000  # LLM call rows landed per insert (the call ids are unique: batches never overlap)
 
 Retrievals = Mapping[tuple[str, str], Retrieval]  # (system, persona id) -> retrieval
@@ -53,6 +55,10 @@ class EvaluationRun:
     flow_run_id: str | None = None
     # per system, provenance its class cannot carry: a results file's name and sha256 (merged into `extra`)
     provenance: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    # per system, how it was fed its history: `replay` or `in_process` (``replay.retrieval_mode``)
+    modes: Mapping[str, str] = field(default_factory=dict)
+    content_hash: str | None = None  # the benchmark's content as evaluated, before any sample (``content_digest``)
+    sample: Mapping[str, object] | None = None  # a quick run's questions (``sample.SampleSpec``); None: all
 
     @property
     def offline(self) -> bool:
@@ -117,19 +123,35 @@ def system_stats(systems: Sequence[str], personas: Sequence[PersonaData], retrie
         latencies = [lat for r in rs for (_t, _i, lat) in r.results.values() if lat is not None]
         coverage = [r.write_coverage for r in rs if r.write_coverage is not None]
         traces = [len(p.traces) for p, r in zip(personas, rs) if r.write_coverage is not None]
-        out[s] = {"build_seconds": sum(r.build_seconds for r in rs), "retrieval_p50_ms": percentile(latencies, 50),
-                  "retrieval_p95_ms": percentile(latencies, 95), "llm_calls": sum(r.llm_calls for r in rs),
-                  "llm_tokens": sum(r.llm_tokens for r in rs),
+        out[s] = {"build_seconds": _total([r.build_seconds for r in rs]), "retrieval_p50_ms": percentile(latencies, 50),
+                  "retrieval_p95_ms": percentile(latencies, 95), "llm_calls": _total([r.llm_calls for r in rs]),
+                  "llm_tokens": _total([r.llm_tokens for r in rs]),
                   # over all personas' traces (each persona weighted by its traces); None if unknown
                   "write_coverage": (sum(c * n for c, n in zip(coverage, traces)) / sum(traces)
                                      if coverage and sum(traces) else None)}
     return out
 
 
+def _total(values: Sequence[N | None]) -> N | None:
+    """The sum, or None when a part is unknown (a results file's build time and spend)."""
+    known = [v for v in values if v is not None]
+    return sum(known[1:], known[0]) if known and len(known) == len(values) else None
+
+
 def _config_json(run: EvaluationRun) -> str:
     ev = run.config.evaluation
     return json.dumps({"systems": list(run.systems), "k": list(run.ks), "models": run.config.models.model_dump(),
                        "aggregation": {"aggregate": ev.aggregate, "exclude_no_evidence": ev.exclude_no_evidence}})
+
+
+def content_digest(personas: Sequence[PersonaData]) -> str:
+    """The digest of a benchmark's content as evaluated (personas, traces, questions, evidence): two
+    evaluations with one digest asked the same questions of the same histories."""
+    digest = hashlib.sha256()
+    for p in personas:
+        digest.update(json.dumps(dataclasses.asdict(p), sort_keys=True, default=str,
+                                 ensure_ascii=False).encode("utf-8") + b"\n")
+    return digest.hexdigest()[:32]
 
 
 def fingerprint(run: EvaluationRun, personas: Sequence[PersonaData], rows: EvaluationRows,
@@ -145,6 +167,7 @@ def fingerprint(run: EvaluationRun, personas: Sequence[PersonaData], rows: Evalu
 
     feed({"benchmark_id": run.benchmark_id, "forced": run.force, "config": _config_json(run), "seed": run.config.seed,
           "evaluation": run.config.evaluation.model_dump(mode="json"),
+          "modes": dict(run.modes), "sample": None if run.sample is None else dict(run.sample),
           "provenance": None if provenance is None else provenance.model_dump(mode="json")})
     for p in personas:
         feed(dataclasses.asdict(p))
@@ -186,7 +209,8 @@ def land_evaluation(wh: Warehouse, run: EvaluationRun, rows: EvaluationRows, sta
             "eval_run_id": eid, "benchmark_id": run.benchmark_id, "run_id": run.flow_run_id or eid, "forced": run.force,
             "config_json": _config_json(run),
             "provenance_json": None if provenance is None else provenance.model_dump_json(),
-            "fingerprint": digest,
+            "fingerprint": digest, "content_hash": run.content_hash,
+            "sample_json": None if run.sample is None else json.dumps(dict(run.sample)),
             "started_at": run.started_at, "finished_at": dt.datetime.now(dt.UTC).replace(tzinfo=None)}])
         wh.upsert("eval_retrievals", rows.retrievals)
         wh.upsert("eval_answers", rows.answers)
@@ -196,7 +220,8 @@ def land_evaluation(wh: Warehouse, run: EvaluationRun, rows: EvaluationRows, sta
         metrics = [m for m in AGGREGATED if m in rows.per_question.columns]  # a column each; the view unpivots
         wh.upsert("eval_question_scores", rows.per_question.select(
             pl.lit(eid).alias("eval_run_id"), "system", "k", "question_id", *[pl.col(m).cast(pl.Float64) for m in metrics]))
-        wh.upsert("eval_system_stats", [{"eval_run_id": eid, "system": s, **st} for s, st in stats.items()])
+        wh.upsert("eval_system_stats", [{"eval_run_id": eid, "system": s, **st, "retrieval_mode": run.modes.get(s)}
+                                        for s, st in stats.items()])
         for group, agg in aggregates.items():
             if agg.height:
                 group_cols = [c for c in agg.columns if c not in ("system", "k", "metric", "n", "value", "ci_low", "ci_high")]

@@ -1,5 +1,6 @@
 """Where an evaluation's numbers came from: the project's version and git commit, each system's code
-hash, stage models and own extra provenance, the answerer and judge, key package versions, and the
+hash (none for a remote system: its URL, /v1/info name, version, features and protocol), stage models
+and own extra provenance, the answerer and judge, key package versions, and the
 aggregation. Recorded with every evaluation (``eval_runs.provenance_json``, ``evaluate --json``, the
 leaderboard artifact, the dashboard) so two evaluations of one system can be told apart."""
 
@@ -16,6 +17,7 @@ import clonemem
 from clonemem.codehash import code_hash
 from clonemem.memory import SYSTEMS
 from clonemem.memory.base import declared_stages
+from clonemem.memory.remote import RemoteSystem
 from clonemem.schemas.config import RunConfig
 from clonemem.schemas.results import AggregationSettings, Provenance, SystemProvenance
 
@@ -50,7 +52,9 @@ def system_provenance(name: str, config: RunConfig, given: Mapping[str, str] | N
     factory = SYSTEMS.get(name)
     stages = declared_stages(name)
     extra = {**dict(getattr(factory, "provenance_extra", None) or {}), **dict(given or {})}
-    return SystemProvenance(system=name, code_hash=code_hash(factory.__module__),
+    # a remote system's code is not here: it is known by its URL and what /v1/info says (its extra)
+    remote = isinstance(factory, type) and issubclass(factory, RemoteSystem)
+    return SystemProvenance(system=name, code_hash=None if remote else code_hash(factory.__module__),
                             llm_stages={s.name: str(config.models.ref(s.role)) for s in stages},
                             extra={str(k): str(v) for k, v in extra.items()})
 

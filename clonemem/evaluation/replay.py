@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import groupby
-from typing import TypeVar
+from typing import Literal, TypeVar
 
 from clonemem.memory.base import BuildContext, MemorySystem, MemoryTrace
 
@@ -75,3 +75,27 @@ def replay_refused(factory: type[MemorySystem], extractor_live: bool) -> str | N
                 "replaying it with a live extractor model would pay for its history again at every question "
                 "time; evaluate it without evaluation.replay")
     return None
+
+
+Mode = Literal["replay", "in_process"]
+MODES: tuple[Mode, ...] = ("replay", "in_process")
+
+
+def retrieval_mode(factory: object, replay: bool) -> Mode:
+    """How a system's figures were made, as the leaderboard ranks them: ``replay`` when, before each
+    question, it had seen the past alone — fed by chronological replay (``evaluation.replay``, or a
+    remote system), or built once where that provably retrieves the same (``exact_as_of``) —, else
+    ``in_process`` (built once over the whole history, then filtered by time: what it made of later
+    traces may shape an earlier question's answer, e.g. a day consolidated as a whole)."""
+    if replay or getattr(factory, "replay_only", False) or getattr(factory, "exact_as_of", False):
+        return "replay"
+    return "in_process"
+
+
+def fed_by_replay(factory: object, replay: bool) -> bool:
+    """Whether evaluation drives the system by replay: a remote system always; with ``evaluation.replay``
+    every system but those whose build retrieves exactly what replay would (built once: the same
+    figures, without re-indexing at every question time)."""
+    if getattr(factory, "replay_only", False):
+        return True
+    return replay and not getattr(factory, "exact_as_of", False)

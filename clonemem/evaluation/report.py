@@ -105,11 +105,23 @@ DIAGNOSIS_COLUMNS = (("write_failure", "fail-W"), ("read_failure", "fail-R"), ("
 PRIVACY_COLUMNS = (("privacy_violation", "viol"), ("privacy_completeness", "compl"))
 
 
+def models_label(result: EvaluationResult) -> str:
+    """Which roles were the offline heuristics, exactly: ``offline judge`` when only the judge was (the
+    answerer a live model), ``offline answerer and judge`` when both were; ``live models`` otherwise."""
+    prov = result.provenance
+    if not result.offline:
+        return "live models"
+    if prov is None:
+        return "offline answerer or judge"
+    roles = [r for r, ref in (("answerer", prov.answerer), ("judge", prov.judge)) if ref.split("/", 1)[0] == "offline"]
+    return f"offline {' and '.join(roles)}" if roles else "offline answerer or judge"
+
+
 def leaderboard(result: EvaluationResult) -> str:
     """A table like the paper's Tables 3–4: retrieval and QA metrics per system and k."""
     head = (f"{'system':<18}{'k':>4}" + "".join(f"{label:>11}" for _, label in LEADERBOARD_COLUMNS)
             + "".join(f"{label:>8}" for _, label in (*DIAGNOSIS_COLUMNS, *PRIVACY_COLUMNS)))
-    lines = [f"benchmark {result.benchmark} ({'offline answerer/judge' if result.offline else 'live models'}); "
+    lines = [f"benchmark {result.benchmark} ({models_label(result)}); "
              "fail-W/R/U: share of questions failed at writing, reading or using the memory; viol/compl: privacy "
              "tasks with a sensitive item disclosed (lower is better) / share of necessary items conveyed",
              head, "-" * len(head)]
@@ -157,5 +169,6 @@ def provenance_markdown(prov: Provenance) -> str:
     for s in prov.systems:
         stages = ", ".join(f"{k}: `{v}`" for k, v in s.llm_stages.items()) or "–"
         extra = ", ".join(f"{k}: {v}" for k, v in s.extra.items()) or "–"
-        lines.append(f"| {s.system} | `{s.code_hash}` | {stages} | {extra} |")
+        code = f"`{s.code_hash}`" if s.code_hash else "– (remote)"
+        lines.append(f"| {s.system} | {code} | {stages} | {extra} |")
     return "\n".join(lines)

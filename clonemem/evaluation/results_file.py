@@ -26,6 +26,7 @@ from clonemem.evaluation.diagnosis import Supports, diagnose_read
 from clonemem.evaluation.run import GivenAnswer, PersonaData, QuestionRetrieval, Retrieval
 from clonemem.memory.base import Retrieved
 from clonemem.schemas.results_file import FileLine, ResultsFileError
+from clonemem.schemas.versions import FIELD, RESULTS_FILE
 from clonemem.warehouse import Warehouse
 from clonemem.warehouse.catalog import UnknownBenchmark, resolve_benchmark
 
@@ -72,6 +73,8 @@ def read_results_file(path: str | Path) -> ResultsFile:
             raise ResultsFileError(f"{file}: line {n}: not JSON: {exc.msg} (column {exc.colno})") from None
         if not isinstance(obj, dict):
             raise ResultsFileError(f"{file}: line {n}: $: expected a JSON object, got {type(obj).__name__}")
+        if (why := RESULTS_FILE.problem(obj.get(FIELD))) is not None:
+            raise ResultsFileError(f"{file}: line {n}: $.{FIELD}: {why}")
         try:
             lines.append((n, FileLine.model_validate(obj)))
         except ValidationError as exc:
@@ -221,7 +224,8 @@ def file_retrieval(system: str, persona: PersonaData, lines: Mapping[str, FileRe
                    supports: Supports | None) -> Retrieval:
     """The persona's retrieval as the file gives it (a question without a line retrieved nothing), and
     each question's read diagnosis from those items."""
-    out = Retrieval(system, persona.persona_id, build_seconds=0.0, llm_calls=0, llm_tokens=0, items=0)
+    # built and run elsewhere: its build time and LLM spend are not known here (blank, not 0)
+    out = Retrieval(system, persona.persona_id, build_seconds=None, llm_calls=None, llm_tokens=None, items=0)
     for q in persona.questions:
         line = lines.get(q.question_id, FileRetrieval())
         out.results[q.question_id] = QuestionRetrieval(tuple(i.text for i in line.items),
@@ -230,6 +234,10 @@ def file_retrieval(system: str, persona: PersonaData, lines: Mapping[str, FileRe
         if supports is not None:
             out.diagnosis[q.question_id] = diagnose_read(list(zip(q.statements, q.evidence_sets)), line.items,
                                                          supports, line.written)
+    # the write step of a line that does not say is blank, with or without evidence (else a benchmark with
+    # questions lacking evidence showed 0.000 where one without such questions showed blank)
+    out.write_unknown = frozenset(q.question_id for q in persona.questions
+                                  if lines.get(q.question_id, FileRetrieval()).written is None)
     return out
 
 
@@ -331,7 +339,7 @@ def export_retrievals(wh: Warehouse, ref: str, out: str | Path, system: str | No
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             for line in lines:
-                fh.write(json.dumps(line, ensure_ascii=False) + "\n")
+                fh.write(json.dumps({FIELD: RESULTS_FILE.version, **line}, ensure_ascii=False) + "\n")
         os.replace(tmp, target)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

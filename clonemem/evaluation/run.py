@@ -9,11 +9,11 @@ import datetime as dt
 import json
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from dataclasses import dataclass, field
-from typing import NamedTuple
+from dataclasses import dataclass, field, replace
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -152,15 +152,19 @@ class QuestionRetrieval(NamedTuple):
 class Retrieval:
     system: str
     persona_id: str
-    build_seconds: float
-    llm_calls: int
-    llm_tokens: int
+    # None: not known (a results file: its system was built and run elsewhere)
+    build_seconds: float | None
+    llm_calls: int | None
+    llm_tokens: int | None
     items: int
     results: dict[str, QuestionRetrieval] = field(default_factory=dict)
     # question_id -> (texts, trace ids per item, latency ms; None when not measured: a results file)
     kinds: dict[str, tuple[str, ...]] = field(default_factory=dict)  # question_id -> each item's kind
     diagnosis: dict[str, tuple[EvidenceDiagnosis, ...] | None] = field(default_factory=dict)  # write, read rank
     write_coverage: float | None = None  # share of the persona's traces its stored memory represents
+    # questions whose write step is not known (a results file's line without `written`); a class-level
+    # default, so retrievals cached before it still read
+    write_unknown: frozenset[str] = frozenset()
 
 
 @contextmanager
@@ -190,13 +194,16 @@ def _asked(system: str, questions: Iterator[EvalQuestion]) -> Iterator[EvalQuest
 
 def build_and_retrieve(system: str, persona: PersonaData, k_max: int, llm: Callable, seed: int,
                        usage: Callable[[], tuple[int, int]], full_context_tokens: int = FULL_CONTEXT_TOKENS,
-                       supports: Supports | None = None, replay: bool = False) -> Retrieval:
+                       supports: Supports | None = None, replay: bool = False, ks: Sequence[int] = (),
+                       memo: Callable[[str, Callable[[], Any]], Any] | None = None) -> Retrieval:
     """Build, retrieve for every question, and (given ``supports``, the judge's support check) diagnose
     each question's evidence: written in the stored memory, and at which rank it was read. A failure of
     the system's code raises :class:`MemorySystemFailed`.
 
     With ``replay`` (always, for a ``replay_only`` system) the traces are fed in time order between the
-    questions (``clonemem.evaluation.replay``) instead of built at once."""
+    questions (``clonemem.evaluation.replay``) instead of built at once. ``ks``: the depths the answers will be
+    scored at (a remote system is told them); ``memo``: replies a remote system gave an interrupted run of
+    this evaluation (:attr:`BuildContext.memo`)."""
     factory = SYSTEMS.get(system)  # an unknown or unimportable name is the user's error, not the system's
     with system_work(system, "creating it"):
         memory = factory()
@@ -206,6 +213,7 @@ def build_and_retrieve(system: str, persona: PersonaData, k_max: int, llm: Calla
         step = activity.counting(declared_only(system, memory.llm_stages, llm))
         ctx = BuildContext(llm=step, language=persona.language, seed=seed, full_context_tokens=full_context_tokens,
                            persona_id=persona.public_id, release_ids=persona.release_ids,
+                           persona_name=persona.name, memo=memo,
                            progress=lambda phase, done, total: activity.update(done, total, f"building ({phase})",
                                                                                "traces"))
         if replay:
@@ -226,7 +234,7 @@ def build_and_retrieve(system: str, persona: PersonaData, k_max: int, llm: Calla
             with about(question_id=q.question_id, system=system), \
                     system_work(system, f"retrieve for question {q.question_id}"):
                 t0 = time.perf_counter()
-                items = memory.retrieve(q.view(), k_max)
+                items = memory.retrieve(replace(q.view(), ks=tuple(sorted(set(ks)))), k_max)
                 latency = (time.perf_counter() - t0) * 1000
                 results[q.question_id] = QuestionRetrieval(tuple(i.text for i in items),
                                                            tuple(i.trace_ids for i in items), latency)
@@ -372,7 +380,8 @@ def question_metrics(system: str, k: int, q: EvalQuestion, retrieval: Retrieval,
         right = bool(row["choice_accuracy"])
     else:
         right = None if j.get("qa_consistency") is None else j["qa_consistency"] >= 2
-    row.update(verdict(retrieval.diagnosis.get(q.question_id), len(context_for(system, texts, k)), right))
+    row.update(verdict(retrieval.diagnosis.get(q.question_id), len(context_for(system, texts, k)), right,
+                       write_known=q.question_id not in retrieval.write_unknown))
     return row
 
 

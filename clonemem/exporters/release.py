@@ -21,6 +21,7 @@ from pathlib import Path
 
 from clonemem import privacy
 from clonemem.schemas.release import QUESTION_KEYS
+from clonemem.schemas.versions import FIELD, RELEASE
 from clonemem.warehouse import Warehouse
 from clonemem.warehouse.catalog import resolve_benchmark
 from clonemem.warehouse.content import relation_names
@@ -88,7 +89,7 @@ def export_persona(wh: Warehouse, pid: str, questions_key: str = "questions") ->
         if qid in privacy_tasks:  # a privacy task: its boundary, over the positions of its evidence
             item["privacy"] = privacy_tasks[qid]
         questions.append(item)
-    out: dict = {"person_name": person_name, "person_id": person_key, "context": context, questions_key: questions}
+    out: dict = {FIELD: RELEASE.version, "person_name": person_name, "person_id": person_key, "context": context, questions_key: questions}
     source, offline = wh.rows("SELECT source, is_offline FROM benchmarks WHERE benchmark_id = ?", [bid])[0]
     formats = _formats(wh, bid)
     if source == "imported" and len(formats) == 1 and formats[0] != "clonemem":

@@ -28,8 +28,8 @@ import fsspec
 from fsspec.implementations.local import LocalFileSystem
 
 from clonemem.generation.assemble import Assembly
+from clonemem.generation.benchmark import benchmark_row
 from clonemem.generation.dag import PersonaDag
-from clonemem.generation.land import benchmark_row
 from clonemem.llm.types import CallRecord
 from clonemem.schemas.config import RunConfig
 from clonemem.schemas.results import PersonaBundleResult, StageFailure

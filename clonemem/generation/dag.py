@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 
 from pydantic import BaseModel
 
@@ -80,7 +81,7 @@ class PersonaDag:
         self._settle()
 
     def failed(self, stage: S.Stage, item: str, error: BaseException, on_done: OnDone) -> None:
-        """Called by the executor when a stage item failed after its retries."""
+        """Called by the executor when a stage item failed (its calls' retries spent)."""
         self.failures.append(Failure(stage.name, item, f"{type(error).__name__}: {error}"))
         recover = getattr(on_done, "on_failure", None)
         if recover is not None:
@@ -224,7 +225,7 @@ class PersonaDag:
                 snapshot_before=self.snapshots[before], snapshot_after=self.snapshots[before + 1],
                 media_mix=self.gen.media_mix, count=self.gen.traces_per_event, language=self.language,
                 boundaries=self.privacy),
-                f"E{e + 1}P{k + 1}D{i + 1}", lambda plans, i=i, event=event: self._on_plans(e, k, i, event, before, plans))
+                f"E{e + 1}P{k + 1}D{i + 1}", partial(self._on_plans, e, k, i, event, before))
 
     def _on_plans(self, e: int, k: int, i: int, event: g.DetailedEvent, before: int, out: BaseModel) -> None:
         assert isinstance(out, g.TracePlansOut)

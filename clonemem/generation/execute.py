@@ -8,13 +8,15 @@ import itertools
 import queue
 import random
 import tomllib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
 
+from clonemem import progress
 from clonemem.generation.dag import CHAIN_STAGES, PersonaDag
 from clonemem.generation.stages import Stage
 from clonemem.ids import stable_int
@@ -33,16 +35,30 @@ def drive(dags: list[PersonaDag], start_call: StartCall, on_persona_done: Callab
     # queue behind fan-out work lengthens the whole run.
     done: queue.PriorityQueue = queue.PriorityQueue()
     order = itertools.count()
+    with ExitStack() as shown:
+        # each persona is an activity: its LLM steps done of those known so far (the graph grows as it goes)
+        steps = {id(d): shown.enter_context(progress.doing(f"persona {d.key}", "generating", 0, "LLM steps"))
+                 for d in dags}
+        _drive(dags, start_call, on_persona_done, done, order, steps)
 
+
+def _drive(dags: list[PersonaDag], start_call: StartCall, on_persona_done: Callable[[PersonaDag], None],
+           done: queue.PriorityQueue, order: Iterator[int], steps: dict[int, progress.Activity]) -> None:
     def submit(stage: Stage, inp: BaseModel, item: str, on_done: Any, dag: PersonaDag) -> None:
+        steps[id(dag)].grow()
         fut = start_call(stage, inp, item)
         rank = 0 if stage.name in CHAIN_STAGES else 1
         fut.add_done_callback(lambda f: done.put((rank, next(order), (f, stage, item, on_done, dag))))
 
+    def finished(dag: PersonaDag) -> None:
+        steps[id(dag)].finish()
+        on_persona_done(dag)
+
     for dag in dags:
-        dag.start(submit, on_persona_done)
+        dag.start(submit, finished)
     while any(d._pending for d in dags):
         fut, stage, item, on_done, dag = done.get()[2]
+        steps[id(dag)].advance()
         try:
             result = fut.result()
         except Exception as exc:  # recorded on the persona as a failed item; the rest continues

@@ -6,32 +6,19 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from clonemem.generation.assemble import Assembly
+from clonemem.generation.benchmark import benchmark_row
+from clonemem.generation.bundle import BundleError, PersonaBundle, read_bundle
 from clonemem.llm.types import CallRecord
 from clonemem.schemas.config import RunConfig
 from clonemem.warehouse import Warehouse
 from clonemem.warehouse.content import PersonaRows
 from clonemem.warehouse.landing import Landing, PersonaLanding, land, rows_hash
 
-if TYPE_CHECKING:
-    from clonemem.generation.bundle import PersonaBundle
-
 
 class BenchmarkClash(ValueError):
     """The benchmark name is taken by an imported benchmark."""
-
-
-def benchmark_row(config: RunConfig) -> dict:
-    from clonemem.ids import benchmark_id
-
-    return {
-        "benchmark_id": benchmark_id(config.name), "name": config.name, "source": "generated",
-        "is_offline": config.models.ref("generator").provider == "offline", "language": config.generation.language,
-        "config_json": config.model_dump_json(exclude={"warehouse"}), "gate_status": "pending",
-        "status": "incomplete",
-    }
 
 
 def benchmark_needs_writing(wh: Warehouse, row: dict) -> bool:
@@ -84,8 +71,6 @@ def land_bundles(wh: Warehouse, bundles: Sequence[PersonaBundle]) -> list[str]:
 def land_bundle_files(wh: Warehouse, paths: Sequence[str | Path]) -> list[tuple[str, bool]]:
     """Land persona bundles (local paths or fsspec URLs) written by `generate --persona N --bundle FILE` or
     the `generate-persona` deployment on other machines: each benchmark's bundles in one transaction."""
-    from clonemem.generation.bundle import BundleError, read_bundle
-
     try:
         bundles = [read_bundle(str(p)) for p in paths]
     except BundleError as exc:

@@ -17,11 +17,11 @@ import json
 import re
 from abc import ABC, abstractmethod
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO, ClassVar, TypeVar
+from typing import Any, BinaryIO, ClassVar, TypeVar
 
 from clonemem.errors import UserError
 from clonemem.ids import benchmark_id, content_id, persona_id, stable_hash
@@ -70,7 +70,7 @@ def json_path(loc: Iterable[str | int]) -> str:
     return out
 
 
-def validation_message(err: dict) -> str:
+def validation_message(err: Mapping[str, Any]) -> str:
     """One pydantic error as a short message that shows what was found."""
     if err["type"] == "missing":
         return "required field is missing"
@@ -422,7 +422,8 @@ def _privacy_rows(rows: PersonaRows, qid: str, task: ReleasePrivacy) -> None:
 
 
 def _check_batch(personas: Sequence[ParsedPersona]) -> None:
-    problems, seen = [], {}
+    problems: list[Problem] = []
+    seen: dict[tuple[str, str | None], str] = {}
     for p in personas:
         if p.key in seen:
             lang = f", both {p.language}" if p.language else ""
@@ -568,7 +569,9 @@ def _summary(wh: Warehouse, bid: str, name: str, tally: _Tally, mode: str) -> Im
     )
 
 
-STREAM_BATCH = 25  # personas landed per insert of a streamed import (LongMemEval: ~600 traces each)
+# a streamed import lands a batch once it holds this many traces (or personas): what bounds its memory
+STREAM_BATCH_TRACES = 20_000
+STREAM_BATCH_PERSONAS = 50
 
 
 def load_stream(wh: Warehouse, importer: StreamingImporter, files: Sequence[Path], name: str,
@@ -581,11 +584,13 @@ def load_stream(wh: Warehouse, importer: StreamingImporter, files: Sequence[Path
     tally, texts, seen = _Tally(), set[str](), dict[tuple[str, str | None], str]()
     problems: list[Problem] = []
     batch: list[PersonaLanding] = []
+    held = [0]  # traces in the batch
 
     def flush(drop: Sequence[str] = ()) -> None:
         if not problems:
             land(wh, Landing(target.bid, "persona", batch, fresh=True, drop_personas=drop))
         batch.clear()
+        held[0] = 0
 
     with wh.transaction():
         flush(target.drop)  # a replaced benchmark's personas go first
@@ -601,7 +606,8 @@ def load_stream(wh: Warehouse, importer: StreamingImporter, files: Sequence[Path
                     continue
                 batch.append(PersonaLanding(persona_rows(p, name, target.first_seq + tally.personas, texts)))
                 tally.add(p)
-                if len(batch) >= STREAM_BATCH:
+                held[0] += len(p.release.context)
+                if held[0] >= STREAM_BATCH_TRACES or len(batch) >= STREAM_BATCH_PERSONAS:
                     flush()
         if problems:
             raise ImportFailed(problems)

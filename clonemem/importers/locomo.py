@@ -40,6 +40,7 @@ from clonemem.importers.base import (
     parse_each,
 )
 from clonemem.schemas import question_types
+from clonemem.schemas.config import CONVERSATION_TURN
 from clonemem.schemas.release import (
     ReleaseAttachment,
     ReleaseEvidence,
@@ -71,7 +72,7 @@ def project_type(category: int | str | None, label: str) -> str:
     return question_types.aliases().get(label, label)
 
 
-MEDIUM = "conversation_turn"
+MEDIUM = CONVERSATION_TURN
 NOT_MENTIONED = "Not mentioned in the conversation"
 DIMENSION = "unspecified"  # LoCoMo's categories say nothing about experience/emotion/opinion
 TURN_SPACING = dt.timedelta(minutes=1)
@@ -252,10 +253,10 @@ class _Sample:
                 answer = NOT_MENTIONED
                 trap = _answer_text(item.adversarial_answer if item.adversarial_answer is not None else item.answer)
             else:
-                answer = _answer_text(item.answer)
-                if answer is None:
+                given = _answer_text(item.answer)
+                if given is None:
                     self.note(f"{path}.answer", "missing_answer", None)
-                    answer = ""
+                answer = given or ""
             out.append((ReleaseQuestion(
                 id=f"{self.sample_id}:q{qi}", question=item.question, question_type=label, question_time=asked_at,
                 answer=answer, dimension=DIMENSION, digital_trace_ids=[t.id for t in turns],
@@ -274,8 +275,9 @@ class _Sample:
         questions = self.read_questions(asked_at)
         if self.problems:
             raise ImportFailed(self.problems)
-        speakers = [self.conv.get(k) for k in ("speaker_a", "speaker_b")]
-        if not all(isinstance(s, str) and s for s in speakers):
+        given = [self.conv.get(k) for k in ("speaker_a", "speaker_b")]
+        speakers = [s for s in given if isinstance(s, str) and s]
+        if len(speakers) < len(given):
             speakers = list(dict.fromkeys(t.content.split(":", 1)[0] for t in self.traces))[:2]
         release = ReleaseFile(person_name=" & ".join(speakers), person_id=self.sample_id, context=self.traces,
                               questions=[q for q, _ in questions])

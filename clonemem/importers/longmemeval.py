@@ -42,10 +42,11 @@ from clonemem.importers.base import (
     json_path,
     validation_message,
 )
+from clonemem.schemas.config import CONVERSATION_TURN
 from clonemem.schemas.release import ReleaseEvidence, ReleaseFile, ReleaseQuestion, ReleaseTrace
 
 SOURCE_FORMAT = "longmemeval"
-MEDIUM = "conversation_turn"
+MEDIUM = CONVERSATION_TURN
 DIMENSION = "unspecified"  # LongMemEval's types say nothing about experience/emotion/opinion
 TURN_SPACING = dt.timedelta(milliseconds=1)  # turns of one session, in order, inside its minute
 SAME_DATE_SPACING = dt.timedelta(seconds=1)  # sessions sharing one date, in haystack order

@@ -9,7 +9,8 @@ pair by their size suffix (``_32k``); one CSV and one JSONL always pair.
 
 A shared context is one persona (scope): its questions share its history, each cut at its own end
 index. Its first message (``system``) holds the persona: it becomes the persona's narrative, never a
-memory. Every other message is a trace (``<role>: <text>``, speaker the role) whose id is
+memory. Every other message is a trace (``<role>: <text>``, speaker the role, session the shared
+context id: PersonaMem has no sessions of its own) whose id is
 ``<shared_context_id>:<index>`` (its index in the shared context), dated ``index`` minutes after a fixed
 start; a question with end index ``e`` (it sees messages ``0 .. e-1``) is asked one second before
 message ``e``, so chronological replay and the systems' as-of filter cut exactly at its end index.
@@ -40,11 +41,12 @@ from clonemem.importers.base import (
     decode_text,
     detect_language,
 )
+from clonemem.schemas.config import CONVERSATION_TURN
 from clonemem.schemas.qa import Choice
 from clonemem.schemas.release import ReleaseChoice, ReleaseFile, ReleaseQuestion, ReleaseTrace
 
 SOURCE_FORMAT = "personamem"
-MEDIUM = "conversation_turn"
+MEDIUM = CONVERSATION_TURN
 START = dt.datetime(2024, 1, 1)
 MESSAGE_SPACING = dt.timedelta(minutes=1)
 BEFORE_NEXT = dt.timedelta(seconds=1)  # a question is asked this long before the first message it must not see
@@ -250,7 +252,8 @@ class _Pair:
                 narrative = m["content"]
                 continue
             traces.append(ReleaseTrace(id=message_id(cid, i), medium=MEDIUM, event_date=message_time(i),
-                                       content=f"{m['role']}: {m['content']}", speaker=m["role"]))
+                                       content=f"{m['role']}: {m['content']}", speaker=m["role"],
+                                       session_key=cid))
         release = ReleaseFile(person_name=f"persona {person}" if person else cid, person_id=cid, context=traces,
                               questions=[q for q, _ in items])
         language = detect_language(None, [q.question for q, _ in items[:5]] + [t.content[:300] for t in traces[:8]])

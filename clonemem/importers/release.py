@@ -9,6 +9,7 @@ back here so such a benchmark survives the trip.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import ClassVar
 
@@ -29,6 +30,7 @@ from clonemem.importers.base import (
 )
 from clonemem.schemas import question_types
 from clonemem.schemas.release import QUESTION_KEYS, ReleaseFile, ReleaseQuestion
+from clonemem.schemas.versions import FIELD, RELEASE
 
 SOURCE_FORMAT = "clonemem"
 
@@ -77,6 +79,8 @@ def parse_release_text(data: bytes | str, file: str) -> ReleaseFile:
     try:
         release = _ReleaseFileIn.model_validate_json(text)
     except ValidationError as exc:
+        if (version := _version_problem(text, file)) is not None:
+            raise ImportFailed([version]) from None  # another major version: its fields mean other things
         problems = []
         for err in exc.errors(include_url=False):
             if err["type"] == "json_invalid":
@@ -84,10 +88,22 @@ def parse_release_text(data: bytes | str, file: str) -> ReleaseFile:
             else:
                 problems.append(Problem(file, json_path(err["loc"]), validation_message(err)))
         raise ImportFailed(problems) from None
+    if (why := RELEASE.problem(release.format_version)) is not None:
+        raise ImportFailed([Problem(file, f"$.{FIELD}", why)])
     problems = check_references(release, file)
     if problems:
         raise ImportFailed(problems)
     return release
+
+
+def _version_problem(text: str, file: str) -> Problem | None:
+    """A file that failed validation may be of a major version this code cannot read: say that alone."""
+    try:
+        doc = json.loads(text)
+    except ValueError:
+        return None
+    why = RELEASE.problem(doc.get(FIELD)) if isinstance(doc, dict) else None
+    return None if why is None else Problem(file, f"$.{FIELD}", why)
 
 
 def check_references(release: ReleaseFile, file: str) -> list[Problem]:

@@ -2,13 +2,23 @@
 
 It owns: structured-output validation with the error fed back and a bounded retry; transient-error
 retries with backoff that honours ``retry-after``; no retry on permanent (auth/4xx) errors; a
-concurrency limit per provider; usage and cost accounting; one call record per logical call.
+concurrency limit per provider; usage and cost accounting; one call record per logical call, with
+every attempt in it.
+
+One retry budget per call, kept here alone (the SDKs' own retries are off, and neither a step nor a
+task tries a failed call again): at most ``1 + max_retries + max_validation_retries`` attempts, each
+bounded by ``timeout_s`` (a live provider's attempt is abandoned when it overruns, whatever its SDK
+does), all within ``call_deadline_s`` from the first attempt. A call that ends its budget without a
+single reply, while no other call of the run got one, means the provider stopped answering: the run
+stops (:class:`ProviderUnresponsive`) instead of spending a deadline on every item.
 """
 
 from __future__ import annotations
 
+import contextvars
 import datetime as dt
 import json
+import math
 import os
 import random
 import threading
@@ -26,6 +36,8 @@ from clonemem.llm.pricing import cost_usd, price_for
 from clonemem.llm.providers.base import ModelAPI
 from clonemem.llm.registry import PROVIDERS
 from clonemem.llm.types import (
+    NO_REPLY,
+    Attempt,
     BudgetExceeded,
     CallFailed,
     CallRecord,
@@ -35,8 +47,10 @@ from clonemem.llm.types import (
     LLMError,
     Message,
     OfflineAnswer,
+    Outcome,
     PermanentError,
     ProviderRejected,
+    ProviderUnresponsive,
     StageNotCovered,
     TransientError,
     Usage,
@@ -44,11 +58,12 @@ from clonemem.llm.types import (
     estimate_tokens,
     loads_lenient,
 )
-from clonemem.schemas.config import ModelPrice, Role, RunConfig
+from clonemem.schemas.config import LiveProviderSettings, ModelPrice, Role, RunConfig
 
 T = TypeVar("T", bound=BaseModel)
 
 MAX_RETRY_AFTER_S = 600.0
+ATTEMPT_POLL_S = 0.25  # how often a waiting attempt looks whether the run gave up on its provider
 
 
 class CallSink(Protocol):
@@ -69,10 +84,16 @@ class MemorySink:
 
 @dataclass(frozen=True)
 class RetryPolicy:
-    max_retries: int
-    max_validation_retries: int
+    max_retries: int  # attempts after a transient error (timeout, no connection, 429, 5xx), per call
+    max_validation_retries: int  # attempts after a reply that did not validate, per call
     backoff_base_s: float
     backoff_max_s: float
+    attempt_timeout_s: float | None = None  # each attempt's bound (a live provider's timeout_s)
+    call_deadline_s: float | None = None  # the call's bound from its first attempt, waits included
+
+    @property
+    def max_attempts(self) -> int:
+        return 1 + self.max_retries + self.max_validation_retries
 
     def delay(self, retry: int, retry_after: float | None) -> float:
         if retry_after is not None:
@@ -113,6 +134,76 @@ class Budget:
             self.spent_usd += actual or 0.0
 
 
+class ProviderHealth:
+    """What one run's calls to a provider have seen (shared by the run's models of that provider): when
+    one last got a reply (an error status is a reply too), and the error the run gave up on the
+    provider with, after which its calls stop without sending."""
+
+    def __init__(self) -> None:
+        self.last_reply = -math.inf
+        self.gave_up: LLMError | None = None
+
+    def replied(self) -> None:
+        self.last_reply = time.monotonic()
+
+
+class _CallBudget:
+    """One call's budget as it is spent: its attempts (each logged), its transient retries and its clock,
+    which starts with the first attempt (time queued behind the provider's concurrency limit is not the
+    provider's)."""
+
+    def __init__(self, policy: RetryPolicy) -> None:
+        self.policy = policy
+        self.attempts: list[Attempt] = []
+        self.retries = 0
+        self.replied = False  # some attempt got a reply
+        self.first_sent: float | None = None
+
+    def elapsed(self) -> float:
+        return 0.0 if self.first_sent is None else time.monotonic() - self.first_sent
+
+    def left(self) -> float | None:
+        """Seconds left before the deadline (None: no deadline)."""
+        if self.policy.call_deadline_s is None:
+            return None
+        return self.policy.call_deadline_s - self.elapsed()
+
+    def attempt_bound(self) -> float | None:
+        """The next attempt's bound: the attempt timeout, or less when the deadline is nearer."""
+        bounds = [b for b in (self.policy.attempt_timeout_s, self.left()) if b is not None]
+        return max(0.01, min(bounds)) if bounds else None
+
+    def sending(self) -> tuple[dt.datetime, float]:
+        now = time.monotonic()
+        if self.first_sent is None:
+            self.first_sent = now
+        return dt.datetime.now(dt.UTC).replace(tzinfo=None), now
+
+    def log(self, n: int, started: tuple[dt.datetime, float], outcome: Outcome, exc: BaseException | None = None,
+            redact: Callable[[str], str] = str) -> None:
+        error_class = getattr(exc, "error_class", type(exc).__name__) if exc is not None else None
+        self.attempts.append(Attempt(n, started[0], (time.monotonic() - started[1]) * 1000.0, outcome, error_class,
+                                     None if exc is None else redact(str(exc))[:500]))
+
+    def invalid(self, problem: str) -> None:
+        """The last attempt's reply did not validate."""
+        last = self.attempts[-1]
+        self.attempts[-1] = replace(last, outcome="invalid_output", error_class="invalid_output", error=problem[:500])
+
+    def stop_reason(self, wait_s: float) -> str | None:
+        """Why no further attempt is made after a transient error (None: one is), given the wait before it."""
+        if self.retries >= self.policy.max_retries:
+            return f"max_retries = {self.policy.max_retries}"
+        left = self.left()
+        if left is not None and wait_s >= left:
+            return f"call deadline {self.policy.call_deadline_s:g} s"
+        return None
+
+    def deadline_passed(self) -> bool:
+        left = self.left()
+        return left is not None and left <= 0
+
+
 _LIMITERS: dict[str, threading.BoundedSemaphore] = {}
 _LIMITERS_LOCK = threading.Lock()
 
@@ -149,6 +240,7 @@ class Model:
         budget: Budget | None = None,
         covers: Mapping[str, str] | None = None,
         store_texts: bool = False,
+        health: ProviderHealth | None = None,
     ) -> None:
         self.api = api
         self.role = role
@@ -162,6 +254,7 @@ class Model:
         self.budget = budget
         self.covers = covers  # stage name -> role a cached task's key covers (None: no restriction)
         self.store_texts = store_texts  # keep each call's prompt and reply in its record ([logging] store_calls)
+        self.health = health or ProviderHealth()  # shared by the run's models of this provider
         self._usage_lock = threading.Lock()
 
     @property
@@ -173,7 +266,7 @@ class Model:
         usage totals): a task records the calls it makes, to return them with its result. ``covers``
         (stage name -> role) are the only stages it may then run: those its task's cache key covers."""
         return Model(self.api, self.role, self.policy, self._limiter, self.price, sink, self.run_id, self._sleep,
-                     self.budget, covers, self.store_texts)
+                     self.budget, covers, self.store_texts, self.health)
 
     @property
     def is_offline(self) -> bool:
@@ -200,78 +293,149 @@ class Model:
 
     def structured(self, request: GenerateRequest, schema: type[T]) -> T:
         """Call until the reply validates against ``schema`` (bounded), feeding the error back."""
-        rec = self._record(request)
+        rec, call = self._record(request), _CallBudget(self.policy)
         request = replace(request, output_schema=schema)
         messages = list(request.messages)
-        started = time.perf_counter()
         try:
-            for _ in range(self.policy.max_validation_retries + 1):
-                result = self._complete(replace(request, messages=tuple(messages)), rec)
+            for round_ in range(self.policy.max_validation_retries + 1):
+                if round_ and call.deadline_passed():
+                    break
+                result = self._complete(replace(request, messages=tuple(messages)), rec, call)
                 try:
                     return schema.model_validate(loads_lenient(result.text))
                 except ValueError as exc:  # JSONDecodeError and ValidationError are ValueErrors
                     problem = _describe(exc)
+                    call.invalid(problem)
                     messages += [
                         Message("assistant", result.text),
                         Message("user", prompts.render("output_feedback", problem=problem).user),
                     ]
             rec.outcome = "invalid_output"
-            rec.error = f"no valid {schema.__name__} after {rec.attempts} attempts: {problem}"
+            rec.error = (f"no valid {schema.__name__} after {rec.attempts} attempts in {call.elapsed():.1f} s"
+                         f"{' (call deadline)' if call.deadline_passed() else ''}: {problem}")
             raise InvalidOutputError(f"{self.ref} ({request.stage}): {rec.error}", last_output=result.text)
         except LLMError as exc:
             self._fail(rec, exc)
             raise
         finally:
-            self._finish(rec, started)
+            self._finish(rec, call)
 
     def text(self, request: GenerateRequest) -> str:
         """Free-text call (no schema): transient retries only."""
-        rec = self._record(request)
-        started = time.perf_counter()
+        rec, call = self._record(request), _CallBudget(self.policy)
         try:
-            return self._complete(request, rec).text
+            return self._complete(request, rec, call).text
         except LLMError as exc:
             self._fail(rec, exc)
             raise
         finally:
-            self._finish(rec, started)
+            self._finish(rec, call)
 
     # -- internals ---------------------------------------------------------------------------
 
-    def _complete(self, request: GenerateRequest, rec: CallRecord) -> GenerateResult:
-        retries = 0
+    def _refused(self) -> LLMError | None:
+        """Why this model's calls stop without sending: its key or request was refused, or the run gave up
+        on the provider (it stopped answering)."""
+        refused: LLMError | None = getattr(self.api, "refused", None)
+        return refused if refused is not None else self.health.gave_up
+
+    def _complete(self, request: GenerateRequest, rec: CallRecord, call: _CallBudget) -> GenerateResult:
         if self.store_texts:
             rec.prompt_text = self.api.redact(_exchange(request))
         while True:
             reserved = self._reserve(request)
             rec.attempts += 1
+            started: tuple[dt.datetime, float] | None = None
             try:
                 with self._limiter:
-                    if (refused := getattr(self.api, "refused", None)) is not None:
+                    if (refused := self._refused()) is not None:
                         rec.attempts -= 1  # not sent: the provider already refused this model's key or request
                         raise refused
-                    result = self.api.generate(replace(request, attempt=rec.attempts))
-            except TransientError as exc:
+                    bound = call.attempt_bound()
+                    started = call.sending()
+                    result = self._attempt(replace(request, attempt=rec.attempts, timeout_s=bound), bound)
+            except BaseException as exc:
                 self._settle(reserved, None)
-                if retries >= self.policy.max_retries:
-                    raise CallFailed(f"gave up after {rec.attempts} attempts: {exc}") from exc
-                retries += 1
-                self._sleep(self.policy.delay(retries, exc.retry_after))
+                self._sleep(self._retry_wait(exc, rec, call, started))  # or raises: no further attempt
                 continue
-            except ProviderRejected as exc:
-                self._settle(reserved, None)
-                exc = exc.for_role(self.role)
-                self.api.refused = exc  # the steps still waiting for this model stop without sending
-                raise exc from None
-            except BaseException:
-                self._settle(reserved, None)
-                raise
+            assert started is not None  # the attempt was sent
+            call.replied = True
+            self.health.replied()
+            call.log(rec.attempts, started, "ok")
             rec.input_tokens += result.input_tokens
             rec.output_tokens += result.output_tokens
             if self.store_texts:
                 rec.response_text = self.api.redact(result.text)
             self._settle(reserved, cost_usd(self.price, result.input_tokens, result.output_tokens))
             return result
+
+    def _retry_wait(self, exc: BaseException, rec: CallRecord, call: _CallBudget,
+                    started: tuple[dt.datetime, float] | None) -> float:
+        """After a failed attempt (``started``: None when it was not sent), the wait before the next one;
+        raises when there is none: a permanent error, or a transient one with the budget spent."""
+        if started is not None and isinstance(exc, LLMError):
+            # abandoned (the run gave up on the provider meanwhile) or no reply: no sign of the provider
+            silent = isinstance(exc, ProviderUnresponsive) or (isinstance(exc, TransientError)
+                                                               and exc.error_class in NO_REPLY)
+            outcome: Outcome = "transient_error" if silent or isinstance(exc, TransientError) else "permanent_error"
+            call.log(rec.attempts, started, outcome, exc, self.api.redact)
+            if not silent:
+                call.replied = True  # a refusal or an error status is a reply
+                self.health.replied()
+        if isinstance(exc, ProviderRejected):
+            exc = exc.for_role(self.role)
+            if not isinstance(exc, ProviderUnresponsive):
+                self.api.refused = exc  # the steps still waiting for this model stop without sending
+            raise exc from None
+        if not isinstance(exc, TransientError):
+            raise exc
+        wait = self.policy.delay(call.retries + 1, exc.retry_after)
+        if (why := call.stop_reason(wait)) is not None:
+            raise self._gave_up(rec, call, exc, why) from exc
+        call.retries += 1
+        return wait
+
+    def _attempt(self, request: GenerateRequest, bound: float | None) -> GenerateResult:
+        """One attempt, bounded: a live provider's runs on a thread of its own, abandoned (its SDK ends it
+        at its own timeout) when it overruns ``bound`` or the run gives up on the provider meanwhile."""
+        if bound is None or not self.api.is_live:
+            return self.api.generate(request)
+        done = threading.Event()
+        outcome: list[GenerateResult | BaseException] = []
+
+        def attempt() -> None:
+            try:
+                outcome.append(self.api.generate(request))
+            except BaseException as exc:  # handed to the waiting thread
+                outcome.append(exc)
+            finally:
+                done.set()
+
+        threading.Thread(target=contextvars.copy_context().run, args=(attempt,), daemon=True,
+                         name="clonemem-llm-attempt").start()
+        end = time.monotonic() + bound
+        while not done.wait(min(ATTEMPT_POLL_S, max(0.0, end - time.monotonic()))):
+            if (refused := self._refused()) is not None:
+                raise refused
+            if time.monotonic() >= end:
+                raise TransientError(f"{self.ref}: no reply within {bound:g} s", kind="timeout")
+        got = outcome[0]
+        if isinstance(got, BaseException):
+            raise got
+        return got
+
+    def _gave_up(self, rec: CallRecord, call: _CallBudget, exc: TransientError, why: str) -> LLMError:
+        """The error a call ends with when its budget is spent: :class:`ProviderUnresponsive` when no attempt
+        got a reply and no other call of the run got one since this one began, else :class:`CallFailed`."""
+        told = f"gave up after {rec.attempts} attempt{'s' if rec.attempts != 1 else ''} in {call.elapsed():.1f} s ({why})"
+        first = call.first_sent if call.first_sent is not None else time.monotonic()
+        if not call.replied and self.health.last_reply < first and self.api.is_live:
+            unresponsive = ProviderUnresponsive(
+                f"{self.role} {self.ref} is not answering: {told}, and no other call got a reply meanwhile; the "
+                f"run stops (finished work is kept): {exc}", role=self.role)
+            self.health.gave_up = unresponsive
+            return unresponsive
+        return CallFailed(f"{told}: {exc}", error_class=exc.error_class)
 
     def _reserve(self, request: GenerateRequest) -> float:
         if self.budget is None:
@@ -292,13 +456,15 @@ class Model:
         )
 
     def _fail(self, rec: CallRecord, exc: LLMError) -> None:
+        rec.error_class = exc.error_class
         if isinstance(exc, InvalidOutputError):
             return  # outcome already set
         rec.outcome = "permanent_error" if isinstance(exc, PermanentError) else "transient_error"
         rec.error = self.api.redact(str(exc))
 
-    def _finish(self, rec: CallRecord, started: float) -> None:
-        rec.latency_ms = (time.perf_counter() - started) * 1000.0
+    def _finish(self, rec: CallRecord, call: _CallBudget) -> None:
+        rec.latency_ms = call.elapsed() * 1000.0
+        rec.log_attempts(call.attempts)
         rec.cost_usd = cost_usd(self.price, rec.input_tokens, rec.output_tokens)
         if rec.error:
             rec.error = self.api.redact(rec.error)
@@ -334,8 +500,10 @@ def _describe(exc: ValueError) -> str:
 
 
 def get_model(config: RunConfig, role: Role, sink: CallSink | None = None, run_id: str | None = None,
-              sleep: Callable[[float], None] = time.sleep, budget: Budget | None = None) -> Model:
-    """The model bound to ``role`` by the config, wrapped. Raises for a disabled live provider."""
+              sleep: Callable[[float], None] = time.sleep, budget: Budget | None = None,
+              health: ProviderHealth | None = None) -> Model:
+    """The model bound to ``role`` by the config, wrapped. Raises for a disabled live provider. ``health``
+    is shared by a run's models of one provider (see :class:`ProviderHealth`)."""
     ref = config.models.ref(role)
     api_cls = PROVIDERS.get(ref.provider)
     api = api_cls.from_config(ref.model, config)
@@ -345,10 +513,13 @@ def get_model(config: RunConfig, role: Role, sink: CallSink | None = None, run_i
         max_validation_retries=settings.max_validation_retries,
         backoff_base_s=settings.backoff_base_s,
         backoff_max_s=settings.backoff_max_s,
+        attempt_timeout_s=settings.timeout_s if isinstance(settings, LiveProviderSettings) else None,
+        call_deadline_s=settings.deadline_s if isinstance(settings, LiveProviderSettings) else None,
     )
     return Model(api, role, policy, _limiter(ref.provider, settings.max_concurrency),
                  price_for(str(ref), config), sink, run_id, sleep, budget,
-                 store_texts=config.logging.stores(api.is_live))
+                 store_texts=config.logging.stores(api.is_live), health=health)
 
 
-__all__ = ["CallFailed", "CallSink", "MemorySink", "Model", "RetryPolicy", "get_model", "TransientError"]
+__all__ = ["CallFailed", "CallSink", "MemorySink", "Model", "ProviderHealth", "RetryPolicy", "get_model",
+           "TransientError"]

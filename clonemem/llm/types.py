@@ -51,6 +51,9 @@ class GenerateRequest:
     max_tokens: int = 4096
     temperature: float = 0.0
     attempt: int = 1  # set by the wrapper: 1 for the first try
+    # set by the wrapper: this attempt's bound in seconds (the provider's timeout_s, less when the call's
+    # deadline is nearer); a live provider passes it to its SDK for the request
+    timeout_s: float | None = None
 
     @property
     def prompt_hash(self) -> str:
@@ -97,6 +100,23 @@ class _Packed:
         obj.__dict__[self.slot] = None if text is None else zlib.compress(text.encode("utf-8"), 1)
 
 
+@dataclass(frozen=True)
+class Attempt:
+    """One attempt of a call, as its record keeps it (``CallRecord.attempt_log``): its number, when it
+    started, how long it took, what came of it and, when it failed, the error's class and line."""
+
+    n: int
+    started_at: dt.datetime
+    latency_ms: float
+    outcome: Outcome
+    error_class: str | None = None
+    error: str | None = None
+
+    def row(self) -> dict[str, object]:
+        return {"n": self.n, "started_at": self.started_at.isoformat(sep=" "), "latency_ms": round(self.latency_ms, 3),
+                "outcome": self.outcome, "error_class": self.error_class, "error": self.error}
+
+
 @dataclass
 class CallRecord:
     """What is logged to the warehouse for every logical call. Never holds a key."""
@@ -118,6 +138,8 @@ class CallRecord:
     outcome: Outcome = "ok"
     error: str | None = None
     item: str | None = None  # what the call was about, a JSON object (see `about`); None where no step said
+    error_class: str | None = None  # the class of the error the call ended with (LLMError.error_class)
+    attempt_log: str | None = None  # every attempt, failed ones included: a JSON list of Attempt.row()
     # the exchange, when the config's [logging] store_calls keeps it: the last attempt's messages as a JSON
     # list of {"role", "content"} (system first) and the model's last reply; never a key or a header
     prompt_text: _Packed = _Packed()  # read and set as str | None
@@ -128,6 +150,14 @@ class CallRecord:
 
     def row(self) -> dict:
         return {f.name: getattr(self, f.name) for f in fields(self) if f.name != "warehouse"}
+
+    def log_attempts(self, attempts: list[Attempt]) -> None:
+        self.attempt_log = json.dumps([a.row() for a in attempts], ensure_ascii=False) if attempts else None
+
+    def attempt_list(self) -> list[Attempt]:
+        """The attempts :meth:`log_attempts` kept, typed again."""
+        rows = json.loads(self.attempt_log) if self.attempt_log else []
+        return [Attempt(**{**r, "started_at": dt.datetime.fromisoformat(r["started_at"])}) for r in rows]
 
 
 # What the calls made in this context are about: set around a step that works on one item (evaluation: a
@@ -199,20 +229,43 @@ class StageNotCovered(RuntimeError):
 
 
 class LLMError(RuntimeError, UserError):
-    """Base of every error the LLM layer raises; messages never contain API keys."""
+    """Base of every error the LLM layer raises; messages never contain API keys. ``error_class`` is what
+    a call's record says it ended with (a short word: ``timeout``, ``rate_limited``, ``rejected``...)."""
+
+    error_class: str = "error"
 
 
 class TransientError(LLMError):
-    """Worth retrying: 429, 5xx, timeouts, connection resets."""
+    """Worth retrying: 429, 5xx, timeouts, connection resets. ``kind`` says which (the attempt's
+    ``error_class``): ``timeout`` or ``connection`` (no reply: see :data:`NO_REPLY`), else from the status."""
 
-    def __init__(self, message: str, retry_after: float | None = None, status: int | None = None):
+    def __init__(self, message: str, retry_after: float | None = None, status: int | None = None,
+                 kind: str | None = None):
         super().__init__(message)
         self.retry_after = retry_after
         self.status = status
+        self.error_class = kind or _status_class(status)
+
+    def __reduce__(self) -> tuple:  # pickled with its kind (Prefect may pickle a failed task's exception)
+        return (TransientError, (str(self), self.retry_after, self.status, self.error_class))
+
+
+# the error classes of an attempt that got no reply at all (the provider is not answering)
+NO_REPLY = frozenset({"timeout", "connection"})
+
+
+def _status_class(status: int | None) -> str:
+    if status is None:
+        return "transient"
+    if status == 429:
+        return "rate_limited"
+    return "server_error" if status >= 500 else f"http_{status}"
 
 
 class PermanentError(LLMError):
     """Not worth retrying: authentication, permission, bad request, unknown model."""
+
+    error_class = "permanent"
 
     def __init__(self, message: str, status: int | None = None):
         super().__init__(message)
@@ -224,6 +277,8 @@ class ProviderRejected(PermanentError):
     malformed request): every further call of the role would fail alike, so the run stops at once
     instead of recording each item as failed."""
 
+    error_class = "rejected"
+
     def __init__(self, message: str, status: int | None = None, role: str | None = None):
         super().__init__(message, status=status)
         self.role = role
@@ -232,14 +287,25 @@ class ProviderRejected(PermanentError):
         """The same error, its message led by the role whose model refused (the wrapper knows it)."""
         if self.role is not None:
             return self
-        return ProviderRejected(f"{role} {self}", status=self.status, role=role)
+        return type(self)(f"{role} {self}", status=self.status, role=role)
 
     def __reduce__(self) -> tuple:  # Prefect may pickle a failed task's exception
-        return (ProviderRejected, (str(self), self.status, self.role))
+        return (type(self), (str(self), self.status, self.role))
+
+
+class ProviderUnresponsive(ProviderRejected):
+    """A call spent its whole retry budget without a reply (every attempt timed out or could not
+    connect) and no other call of the run got one meanwhile: the provider stopped answering. Like a
+    rejected key it stops the run (the calls waiting for the provider stop without sending), so a run
+    whose provider is down ends within one call's deadline instead of spending it on every item."""
+
+    error_class = "unresponsive"
 
 
 class BudgetExceeded(PermanentError):
     """The next call could take the run's spend over its budget (``--max-cost``); nothing was sent."""
+
+    error_class = "budget"
 
     exit_code = ExitCode.BUDGET
 
@@ -247,9 +313,13 @@ class BudgetExceeded(PermanentError):
 class LiveProviderDisabled(LLMError):
     """A live provider was asked for while CLONEMEM_DISABLE_LIVE_LLM is set."""
 
+    error_class = "disabled"
+
 
 class InvalidOutputError(LLMError):
     """The model's output never validated against the schema within the retry budget."""
+
+    error_class = "invalid_output"
 
     def __init__(self, message: str, last_output: str):
         super().__init__(message)
@@ -257,7 +327,15 @@ class InvalidOutputError(LLMError):
 
 
 class CallFailed(LLMError):
-    """Transient errors outlasted the retry budget."""
+    """Transient errors outlasted the retry budget (attempts or deadline); ``error_class`` is the last
+    attempt's."""
+
+    def __init__(self, message: str, error_class: str = "transient"):
+        super().__init__(message)
+        self.error_class = error_class
+
+    def __reduce__(self) -> tuple:
+        return (CallFailed, (str(self), self.error_class))
 
 
 _CJK_CHAR = re.compile("[\u3000-\u9fff]")

@@ -258,5 +258,5 @@ class AMem(GroupedMemory):
         if not self.v_note:
             return []
         t = as_of_time(as_of)
-        return [Retrieved(self.render(v), (self.traces[self.v_note[v]].trace_id,), 0.0, "note")
+        return [Retrieved(self.render(int(v)), (self.traces[self.v_note[v]].trace_id,), 0.0, "note")
                 for v in np.flatnonzero((self.start <= t) & (self.end > t))]

@@ -21,7 +21,7 @@ import datetime as dt
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel
 
@@ -65,6 +65,7 @@ class QuestionView:
     gold_trace_ids: tuple[str, ...] = ()
     gold_statements: tuple[tuple[str, tuple[str, ...]], ...] = ()  # (statement, trace ids)
     recipient: str | None = None  # a privacy task's asker (a relation name); None: a question to the persona
+    ks: tuple[int, ...] = ()  # the k values the answers will be scored at (told to a remote system)
 
 
 @dataclass(frozen=True)
@@ -100,6 +101,10 @@ class BuildContext:
     # A slow build may report how far it got (``ctx.progress("extracting", 120, 400)``): the evaluation
     # logs it while the build runs. Reporting is optional; nothing depends on it.
     progress: BuildProgress = _no_progress
+    persona_name: str = ""  # the person's name (told to a remote system on reset)
+    # Replies a remote system already gave an interrupted run of this evaluation (``remote.Memo``): a
+    # resumed run takes them from here instead of asking again. None: ask.
+    memo: Callable[[str, Callable[[], Any]], Any] | None = None
 
 
 class MemorySystem(ABC):
@@ -118,9 +123,17 @@ class MemorySystem(ABC):
     # Set for a system that holds only what it was given (a remote service): evaluation feeds it by
     # chronological replay, never ``build``.
     replay_only: ClassVar[bool] = False
+    # Optional parts of the memory protocol the system honours when served (``clonemem serve-memory``:
+    # ``/v1/info`` features), e.g. "recipient" for one that keeps to what reached a privacy task's asker.
+    protocol_features: ClassVar[tuple[str, ...]] = ()
     # False for a system whose results are not a function of its code and inputs (a remote service may
     # change between runs): its retrievals are never served from the task cache.
     cacheable: ClassVar[bool] = True
+    # Set for a system whose ``build`` followed by time-aware ``retrieve`` gives exactly what chronological
+    # replay gives (each question answered from the past alone, corpus statistics included): evaluation
+    # then builds it once and records its figures as `replay` figures. Claim it only where a test holds it
+    # (tests/test_retrieval_modes.py checks every registered system that does).
+    exact_as_of: ClassVar[bool] = False
 
     @abstractmethod
     def build(self, traces: Sequence[MemoryTrace], ctx: BuildContext) -> None:

@@ -17,6 +17,7 @@ from clonemem.memory.flat import BM25
 
 class BM25Boundary(BM25):
     name = "bm25_boundary"
+    protocol_features = ("recipient",)
 
     def build(self, traces: Sequence[MemoryTrace], ctx: BuildContext) -> None:
         super().build(traces, ctx)

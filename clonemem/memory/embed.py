@@ -212,11 +212,11 @@ def encode(texts: Sequence[str], batch_size: int = BATCH_SIZE, role: Role = "que
                 _disk.put(role, chunk, vectors)
     with _lock:
         for i, text in enumerate(texts):
-            vec = _cache.get((role, text))
-            if vec is None:  # evicted meanwhile by another thread's large call
-                vec = _embed([text], role)[0]
-                _cache[(role, text)] = vec
-            out[i] = vec
+            cached = _cache.get((role, text))
+            if cached is None:  # evicted meanwhile by another thread's large call
+                cached = _embed([text], role)[0]
+                _cache[(role, text)] = cached
+            out[i] = cached
             _cache.move_to_end((role, text))
         while len(_cache) > max(CACHE_SIZE, len(texts)):
             _cache.popitem(last=False)

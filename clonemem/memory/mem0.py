@@ -172,6 +172,7 @@ class Versions:
         n = len(self.texts)
         if not self.current or not len(queries):
             return [[] for _ in range(len(queries))]
+        assert self._vecs is not None  # a current version has a vector
         sims = dot(self._vecs[:n], queries)
         sims[~self._alive[:n]] = -np.inf
         s = min(s, len(self.current))
@@ -241,7 +242,7 @@ class Mem0(GroupedMemory):
                        for n, (i, f) in enumerate(facts)],
                 memories=[MemoryEntry(id=str(m), text=self.table.texts[self.table.current[m]]) for m in shown],
                 language=ctx.language))
-            vectors.add(op.text.strip() for op in ops.operations if op.event in ("ADD", "UPDATE"))
+            vectors.add((op.text or "").strip() for op in ops.operations if op.event in ("ADD", "UPDATE"))
             self._apply(ops.operations, [(traces[i], f) for i, f in facts], {str(m): m for m in shown}, vectors)
         self.table.freeze()
         table = self.table
@@ -293,10 +294,12 @@ class Mem0(GroupedMemory):
                 if op.id and op.id not in ids:
                     ids[op.id] = memory
             elif event == "UPDATE":
+                assert target is not None  # an UPDATE of an unknown id became an ADD above
                 at = max(at, table.started(target))
                 old = table.close(target, at)
                 table.add(target, text, tuple(dict.fromkeys([*trace_ids, *table.sources[old]])), at, vectors[text])
             elif event == "DELETE":
+                assert target is not None  # a DELETE of an unknown id became NONE above
                 table.close(target, max(at, table.started(target)))
 
     def retrieve(self, question: QuestionView, k: int) -> list[Retrieved]:

@@ -150,7 +150,7 @@ class OMem(GroupedMemory):
                         for m in shown["attribute"]],
             facts=[MemoryEntry(id=f"f{m}", text=self.facts.texts[self.facts.current[m]]) for m in shown["fact"]],
             language=ctx.language))
-        vectors.add(r.text.strip() for r in out.routes if r.op == "UPDATE")
+        vectors.add((r.text or "").strip() for r in out.routes if r.op == "UPDATE")
         ids = {f"{PREFIX[kind]}{m}": (kind, m) for kind in tables for m in shown[kind]}
         added: list[tuple[int, int]] = []  # (row of ``vecs``, cluster) of the attributes this group ADDed
         done: set[int] = set()
@@ -176,6 +176,7 @@ class OMem(GroupedMemory):
                 table.add(memory, item, (trace_id,), at, vecs[n])
                 ids[route.item] = (kind, memory)
             elif op == "UPDATE":
+                assert target is not None  # an UPDATE of an unknown id became an ADD above
                 memory = target[1]
                 at = max(at, table.started(memory))
                 old = table.close(memory, at)
@@ -238,9 +239,9 @@ class OMem(GroupedMemory):
             m = m[: int(np.searchsorted(self.when[m], as_of, side="right"))]
             found.append(m)
             ranks.append(np.full(m.size, rank, dtype=np.int64))
-        items, ranks = np.concatenate(found), np.concatenate(ranks)
+        items, item_ranks = np.concatenate(found), np.concatenate(ranks)
         first = np.unique(items, return_index=True)[1]  # topics come best first: keep each item's first
-        return items[first], ranks[first]
+        return items[first], item_ranks[first]
 
     def _overlap(self, query: str, as_of: np.datetime64) -> np.ndarray:
         """Per interaction, how many of the query's clue words it contains (among those visible)."""

@@ -27,6 +27,7 @@ from pydantic import BaseModel, ValidationError
 from clonemem.codehash import code_hash
 from clonemem.memory.base import (
     SYSTEMS,
+    Attachment,
     BuildContext,
     MemorySystem,
     MemoryTrace,
@@ -34,7 +35,15 @@ from clonemem.memory.base import (
     declared_only,
     declared_stages,
 )
-from clonemem.schemas.memory_protocol import Info, IngestRequest, Items, QueryRequest, ResetRequest
+from clonemem.schemas.memory_protocol import (
+    VERSION,
+    Info,
+    IngestRequest,
+    Items,
+    QueryRequest,
+    ResetRequest,
+    version_refused,
+)
 
 B = TypeVar("B", bound=BaseModel)
 MAX_BODY = 256 * 1024 * 1024
@@ -52,6 +61,7 @@ class Refused(Exception):
 class _Persona:
     language: str
     memory: MemorySystem
+    name: str = ""
     pending: list[MemoryTrace] = field(default_factory=list)
     ids: set[str] = field(default_factory=set)  # every trace id received
     held: int = 0
@@ -70,7 +80,11 @@ class MemoryService:
             release = version("clonemem")
         except PackageNotFoundError:  # a source tree that is not installed
             release = "0"
-        self.info = Info(name=f"clonemem-{system}", version=f"{release}+{code_hash(self.factory.__module__)[:12]}")
+        lists = getattr(self.factory, "stored", MemorySystem.stored) is not MemorySystem.stored
+        features = {*getattr(self.factory, "protocol_features", ()), *(["stored"] if lists else [])}
+        self.info = Info(format_version=VERSION, name=f"clonemem-{system}",
+                         version=f"{release}+{code_hash(self.factory.__module__)[:12]}", protocol=VERSION,
+                         features=sorted(features))
         self._llm = llm
         self._seed = seed
         self._personas: dict[str, _Persona] = {}
@@ -78,8 +92,9 @@ class MemoryService:
         self._log = log
         self._log_lock = threading.Lock()
 
-    def _ctx(self, persona_id: str, language: str) -> BuildContext:
-        return BuildContext(llm=self._llm, language=language, seed=self._seed, persona_id=persona_id)
+    def _ctx(self, persona_id: str, language: str, name: str = "") -> BuildContext:
+        return BuildContext(llm=self._llm, language=language, seed=self._seed, persona_id=persona_id,
+                            persona_name=name)
 
     def _persona(self, persona_id: str) -> _Persona:
         with self._lock:
@@ -90,13 +105,16 @@ class MemoryService:
 
     def reset(self, req: ResetRequest) -> None:
         memory = self.factory()
-        memory.reset(self._ctx(req.persona_id, req.language))
+        memory.reset(self._ctx(req.persona_id, req.language, req.name or ""))
         with self._lock:
-            self._personas[req.persona_id] = _Persona(req.language, memory)
+            self._personas[req.persona_id] = _Persona(req.language, memory, req.name or "")
 
     def ingest(self, req: IngestRequest) -> None:
         persona = self._persona(req.persona_id)
-        traces = [MemoryTrace(t.trace_id, t.medium, dt.datetime.fromisoformat(t.event_date), t.content, tuple(t.reached))
+        traces = [MemoryTrace(t.trace_id, t.medium, dt.datetime.fromisoformat(t.event_date), t.content, tuple(t.reached),
+                              t.session_id, t.speaker,
+                              dt.datetime.fromisoformat(t.session_date) if t.session_date else None,
+                              tuple(Attachment(a.caption, a.url) for a in t.attachments))
                   for t in req.traces]
         with persona.lock:
             new = [(n, t) for n, t in enumerate(traces) if t.trace_id not in persona.ids]  # a retried batch: once
@@ -115,7 +133,7 @@ class MemoryService:
     def _caught_up(self, persona_id: str, persona: _Persona) -> MemorySystem:
         """The persona's memory with every trace sent so far ingested (call under its lock)."""
         if persona.pending:
-            persona.memory.ingest(persona.pending, self._ctx(persona_id, persona.language))
+            persona.memory.ingest(persona.pending, self._ctx(persona_id, persona.language, persona.name))
             persona.pending = []
         return persona.memory
 
@@ -124,12 +142,13 @@ class MemoryService:
         when = dt.datetime.fromisoformat(req.question_time)
         with persona.lock:
             memory = self._caught_up(req.persona_id, persona)
-            items = memory.retrieve(QuestionView(req.question_id, req.question, when, recipient=req.recipient), req.k)
+            items = memory.retrieve(QuestionView(req.question_id, req.question, when, recipient=req.recipient,
+                                                  ks=tuple(req.ks)), req.k)
             self._record({"persona_id": req.persona_id, "question_id": req.question_id,
                           "question_time": req.question_time, "recipient": req.recipient, "held": persona.held,
                           "latest": persona.latest.isoformat() if persona.latest else None})
-        return Items.model_validate({"items": [{"text": i.text, "trace_ids": list(i.trace_ids), "score": i.score}
-                                               for i in items[: req.k]]})
+        return Items.model_validate({"format_version": VERSION, "items": [
+            {"text": i.text, "trace_ids": list(i.trace_ids), "score": i.score} for i in items[: req.k]]})
 
     def stored(self, persona_id: str) -> Items:
         persona = self._persona(persona_id)
@@ -139,7 +158,8 @@ class MemoryService:
                 items = memory.stored()
             except NotImplementedError:
                 raise Refused(HTTPStatus.NOT_IMPLEMENTED, f"{self.system} does not list its stored memory") from None
-        return Items.model_validate({"items": [{"text": i.text, "trace_ids": list(i.trace_ids)} for i in items]})
+        return Items.model_validate({"format_version": VERSION,
+                                     "items": [{"text": i.text, "trace_ids": list(i.trace_ids)} for i in items]})
 
     def _record(self, entry: dict[str, Any]) -> None:
         if self._log is not None:
@@ -152,6 +172,9 @@ def _parse(model: type[B], raw: bytes) -> B:
         data = json.loads(raw or b"null")
     except ValueError as exc:
         raise Refused(HTTPStatus.BAD_REQUEST, f"body is not JSON: {exc}") from None
+    refused = version_refused(data.get("format_version")) if isinstance(data, dict) else None
+    if refused:
+        raise Refused(HTTPStatus.BAD_REQUEST, f"field format_version: {refused}")
     try:
         return model.model_validate(data)
     except ValidationError as exc:

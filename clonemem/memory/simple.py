@@ -13,6 +13,8 @@ from clonemem.text import words
 
 
 class _Traces(MemorySystem):
+    exact_as_of = True  # each retrieval reads the visible traces alone
+
     def build(self, traces: Sequence[MemoryTrace], ctx: BuildContext) -> None:
         self.traces = sorted(traces, key=lambda t: (t.event_date, t.trace_id))
         self.by_id = {t.trace_id: t for t in self.traces}

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 from clonemem.llm.types import CallRecord
 from clonemem.qa.cues import CUE_ITEMS_SQL, tally_cues
-from clonemem.qa.pipeline import ItemResult
+from clonemem.qa.item import ItemResult
 from clonemem.qa.segments import segment_row
 from clonemem.schemas import question_types
 from clonemem.schemas.config import DIMENSIONS

@@ -13,7 +13,7 @@ from typing import cast
 from clonemem import privacy
 from clonemem.ids import content_id, stable_int
 from clonemem.qa import stages as Q
-from clonemem.qa.pipeline import ItemResult, RunStage, question_time, record_sufficiency
+from clonemem.qa.item import ItemResult, RunStage, question_time, record_sufficiency
 from clonemem.schemas.qa import (
     PrivacyPlanInput,
     PrivacyWriteInput,

@@ -7,7 +7,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from clonemem.qa.pipeline import ItemResult
+from clonemem.qa.item import ItemResult
 from clonemem.schemas import question_types
 from clonemem.schemas.qa import Segment
 from clonemem.schemas.results import CueStats, FailedItem, FunnelRow, QAResult

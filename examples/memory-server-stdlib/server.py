@@ -1,4 +1,4 @@
-"""A memory server in the Python standard library only: the memory protocol, version 1
+"""A memory server in the Python standard library only: the memory protocol, version 1.2
 (docs/memory-protocol.md), with a word-overlap retriever. It imports nothing of CloneMem: it shows
 what a memory system written elsewhere has to implement to be scored with
 
@@ -20,6 +20,7 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 
+PROTOCOL = "1.2"
 WORD = re.compile(r"\w+", re.UNICODE)
 STOP = frozenset("a an and are at be did do does for from had has have how i in is it me my of on or "
                  "she he that the their they this to was were what when where which who why with you".split())
@@ -48,8 +49,11 @@ class Memory:
             self.personas[body["persona_id"]] = []
 
     def ingest(self, body: dict) -> None:
+        # content already holds what the source inlines (a speaker, a photo's caption); since 1.2 an
+        # attachment's caption also comes apart: its words count when content lacks them
         traces = [{"trace_id": t["trace_id"], "event_date": t["event_date"], "content": t["content"],
-                   "words": words(t["content"])} for t in body["traces"]]
+                   "words": words(" ".join([t["content"], *(a.get("caption") or "" for a in t.get("attachments", []))]))}
+                  for t in body["traces"]]
         with self.lock:
             held = self.personas.setdefault(body["persona_id"], [])
             known = {t["trace_id"] for t in held}
@@ -71,18 +75,21 @@ class Memory:
                      "latest": max((t["event_date"] for t in held), default=None)}
             with self.lock, open(self.log, "a", encoding="utf-8") as f:
                 f.write(json.dumps(entry) + "\n")
-        return {"items": [{"text": t["content"], "trace_ids": [t["trace_id"]], "score": round(score, 6)}
+        return {"format_version": PROTOCOL,
+                "items": [{"text": t["content"], "trace_ids": [t["trace_id"]], "score": round(score, 6)}
                           for score, _, t in scored[: int(body["k"])]]}
 
     def stored(self, persona_id: str) -> dict:
         with self.lock:
             held = list(self.personas.get(persona_id, []))
-        return {"items": [{"text": t["content"], "trace_ids": [t["trace_id"]]} for t in held]}
+        return {"format_version": PROTOCOL, "items": [{"text": t["content"], "trace_ids": [t["trace_id"]]} for t in held]}
 
 
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"  # keep-alive
-    disable_nagle_algorithm = True  # else each reply's body waits ~40 ms for the client's delayed ACK
+    # the headers and the body of a reply leave in two writes: without TCP_NODELAY the body waits for the
+    # client's ACK of the headers, which a client that delays its ACKs sends 40 ms later
+    disable_nagle_algorithm = True
     memory: Memory
 
     def log_message(self, format: str, *args: object) -> None:
@@ -99,7 +106,8 @@ class Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         url = urlsplit(self.path)
         if url.path == "/v1/info":
-            self.reply(200, {"name": "stdlib-overlap", "version": "1.0"})
+            self.reply(200, {"format_version": PROTOCOL, "name": "stdlib-overlap", "version": "1.1",
+                             "protocol": PROTOCOL, "features": ["stored", "attachments"]})
         elif url.path == "/v1/stored":
             persona = parse_qs(url.query).get("persona_id", [""])[0]
             self.reply(200, self.memory.stored(persona))
@@ -109,6 +117,10 @@ class Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
         path = urlsplit(self.path).path
+        version = str(body.get("format_version") or "1.0")
+        if version.split(".")[0] != PROTOCOL.split(".")[0]:  # a later minor version only adds fields
+            self.reply(400, {"error": f"format_version {version} is not supported: this server reads 1.x"})
+            return
         try:
             if path == "/v1/reset":
                 self.memory.reset(body)

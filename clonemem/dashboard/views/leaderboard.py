@@ -1,6 +1,8 @@
-"""Leaderboard: systems ranked by a headline metric per k with 95% bootstrap intervals, every metric (and
-the failure diagnosis apart), by question type, dimension, persona and LoCoMo's own categories,
-efficiency, and two evaluations of the benchmark side by side. Figures the offline answerer or judge
+"""Leaderboard: the benchmark's board across evaluations (the latest evaluation of every system, comparable
+rows ranked together, the others apart with the reason: ``clonemem/evaluation/leaderboard.py``); then one
+evaluation in detail: systems ranked by a headline metric per k with 95% bootstrap intervals, every metric
+(and the failure diagnosis apart), by question type, dimension, persona and LoCoMo's own categories,
+efficiency, and two evaluations of the benchmark side by side (on the systems they share). Figures the offline answerer or judge
 produced are labelled as such."""
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from clonemem.dashboard import charts
 from clonemem.dashboard import queries as Q
 from clonemem.dashboard.context import Session, pick_run, run_page
 from clonemem.dashboard.producers import EvalModels, models_of
+from clonemem.evaluation import leaderboard as L
 from clonemem.evaluation.metrics import aggregate
 from clonemem.schemas.results import DIAGNOSIS, METRICS
 
@@ -28,6 +31,8 @@ def render(session: Session) -> None:
                 f"`clonemem evaluate {bench['name']} --systems bm25,random --k 5,10`"
                 + (" (add `--force` while its gate has not passed)." if bench["gate_status"] != "passed" else "."))
         return
+    _board(session)
+    st.header("One evaluation in detail")
     eval_run_id, labels = pick_run(runs, "eval_run_id", "systems", "Evaluation", key="lb_eval")
     overall = Q.metrics(db, eval_run_id, "all")
     if overall.height == 0:
@@ -56,6 +61,67 @@ def render(session: Session) -> None:
     _efficiency(session, eval_run_id)
     _provenance(session, eval_run_id)
     _compare(session, runs, eval_run_id, metric, labels)
+
+
+def _board(session: Session) -> None:
+    """The benchmark's leaderboard across evaluations (``clonemem leaderboard``): the latest evaluation of
+    every system, comparable rows ranked together, the others apart with the reason."""
+    db, bench = session.db, session.benchmark
+    rows = L.evaluated(Q.system_evaluations(db, bench["benchmark_id"]))
+    pairs = [(e.eval_run_id, s) for s, e in L.latest(rows).items()]
+    metrics = Q.system_metrics(db, pairs)
+    if metrics.height == 0:
+        st.info("No evaluation of this benchmark recorded metrics.")
+        return
+    names = sorted(metrics["metric"].unique().to_list())
+    default = next((m for m in PREFERRED_METRICS if m in names), names[0])
+    metric = st.selectbox("Rank by", names, index=names.index(default), key="board_metric")
+    ks = sorted(metrics["k"].unique().to_list())
+    k = st.selectbox("k", ks, key="board_k")
+    board = L.board(bench["name"], rows, metrics, metric, k)
+    st.subheader(f"Leaderboard of {bench['name']!r} at k = {k}")
+    st.caption("The latest evaluation of every system on this benchmark, whichever run produced it (the "
+               "built-ins evaluated together, a system evaluated alone, a results file). Rows are ranked together "
+               "only when comparable: the same benchmark content, k, aggregation, answerer and judge, retrieval "
+               "mode and questions. Each row names its evaluation, its provenance and what changed since that "
+               "system's previous evaluation.")
+    for group in board.groups:
+        table = _board_table(group, metric)
+        if group.reason is None:
+            first = group.rows[0]
+            st.markdown(f"**Main table**: mode `{first.mode}`, {first.sample}, answerer `{first.answerer}`, "
+                        f"judge `{first.judge}`, {first.aggregation}")
+            chart = table.select("system", pl.lit(k).alias("k"), "n", "value", "ci_low", "ci_high").drop_nulls("value")
+            if chart.height:
+                st.altair_chart(charts.leaderboard(chart, metric))
+            st.dataframe(table, hide_index=True)
+            _by_type(session, group, metric)
+        else:
+            st.markdown(f"**Apart** (not comparable with the main table: {group.reason})")
+            st.dataframe(table, hide_index=True)
+
+
+def _board_table(group: L.Group, metric: str) -> pl.DataFrame:
+    shown = [m for m in L.SHOWN if m != metric]
+    return pl.DataFrame([{
+        "rank": r.rank, "system": r.system, "mode": r.mode, "questions": r.sample,
+        "value": (f := r.metrics.get(metric)) and f.value, "ci_low": f and f.ci_low, "ci_high": f and f.ci_high,
+        "n": f.n if f else None,
+        **{m: (g.value if (g := r.metrics.get(m)) else None) for m in shown},
+        "offline": r.offline, "eval_run_id": r.eval_run_id, "provenance": L.identity(r),
+        "changed since previous": "; ".join(r.changes)} for r in group.rows],
+        schema_overrides={"rank": pl.Int64, "value": pl.Float64, "ci_low": pl.Float64, "ci_high": pl.Float64,
+                          "n": pl.Int64, **{m: pl.Float64 for m in shown}}).rename({"value": metric})
+
+
+def _by_type(session: Session, group: L.Group, metric: str) -> None:
+    """The main table's systems on ``metric`` per question type, each from its own evaluation."""
+    per_type = Q.system_metrics(session.db, [(r.eval_run_id, r.system) for r in group.rows], "question_type")
+    per_type = per_type.filter((pl.col("metric") == metric) & (pl.col("k") == group.k)) if per_type.height else per_type
+    if per_type.height == 0:
+        return
+    st.markdown(f"**{metric} by question type** (the main table's rows; 95% intervals in the tooltip)")
+    st.altair_chart(charts.by_group(per_type.drop_nulls("value"), metric, "question_type"), width="stretch")
 
 
 def _every_metric(overall: pl.DataFrame, metric: str, k: int, models: EvalModels) -> None:
@@ -157,8 +223,9 @@ def _provenance(session: Session, eval_run_id: str) -> None:
                               schema=["system", "code_hash", "stage_models", "extra"]), hide_index=True)
 
 
-def _provenance_difference(session: Session, a: str, b: str) -> None:
-    """Say whether the two evaluations' numbers came from the same code, models, packages and aggregation."""
+def _provenance_difference(session: Session, a: str, b: str, shared: list[str]) -> None:
+    """Say whether the two evaluations' numbers for the systems they share came from the same code,
+    models, packages and aggregation."""
     columns = session.columns("eval_runs")
     pa, pb = Q.eval_provenance(session.db, a, columns), Q.eval_provenance(session.db, b, columns)
     if pa is None or pb is None:
@@ -166,11 +233,12 @@ def _provenance_difference(session: Session, a: str, b: str) -> None:
                                                  "evaluation " + ("A" if pa is None else "B"))
                    + ": they may differ in code, models or package versions.")
         return
-    differences = pa.differences(pb)
+    differences = pa.differences(pb, systems=shared)
     if differences:
         st.warning("These evaluations differ in provenance (A → B): " + "; ".join(differences))
     else:
-        st.caption("Same provenance: code, stage models, answerer, judge, package versions and aggregation.")
+        st.caption(f"Same provenance for {', '.join(shared)}: code, stage models, answerer, judge, package "
+                   "versions and aggregation.")
 
 
 def _compare(session: Session, runs: pl.DataFrame, eval_run_id: str, metric: str, labels: dict[str, str]) -> None:
@@ -185,7 +253,13 @@ def _compare(session: Session, runs: pl.DataFrame, eval_run_id: str, metric: str
                                                   session.columns("eval_runs")), eval_run_id, others)
     other = st.selectbox("Compare with", others, index=others.index(default), format_func=labels.__getitem__,
                          key="lb_other")
-    _provenance_difference(session, eval_run_id, other)
+    shared = sorted(set(Q.eval_systems(session.db, eval_run_id)["system"].to_list())
+                    & set(Q.eval_systems(session.db, other)["system"].to_list()))
+    if not shared:
+        st.info("These two evaluations share no system: there is nothing to set side by side. The leaderboard "
+                "above ranks each system's latest evaluation, with the others where they are comparable.")
+        return
+    _provenance_difference(session, eval_run_id, other, shared)
     both = pl.concat([
         Q.metrics(session.db, run_id, "all").filter(pl.col("metric") == metric).with_columns(run=pl.lit(name))
         for run_id, name in ((eval_run_id, "A: " + labels[eval_run_id][:30]), (other, "B: " + labels[other][:30]))])
@@ -197,9 +271,9 @@ def _compare(session: Session, runs: pl.DataFrame, eval_run_id: str, metric: str
     at_k = both.filter(pl.col("k") == k)
     if at_k.drop_nulls("value").height:
         st.altair_chart(charts.compare_runs(at_k.drop_nulls("value"), metric), width="stretch")
-    a, b = (at_k.filter(pl.col("run").str.starts_with(p)).select("system", "value", "ci_low", "ci_high")
-            for p in ("A:", "B:"))
-    table = a.join(b, on="system", how="full", suffix="_b", coalesce=True).with_columns(
+    a, b = (at_k.filter(pl.col("run").str.starts_with(p) & pl.col("system").is_in(shared))
+            .select("system", "value", "ci_low", "ci_high") for p in ("A:", "B:"))
+    table = a.join(b, on="system", how="inner", suffix="_b").with_columns(
         difference=pl.col("value_b") - pl.col("value"),
         intervals_overlap=(pl.col("ci_low") <= pl.col("ci_high_b")) & (pl.col("ci_low_b") <= pl.col("ci_high")))
     st.dataframe(table.rename({"value": "value_a", "ci_low": "ci_low_a", "ci_high": "ci_high_a"}).sort("system"),

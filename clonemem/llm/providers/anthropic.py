@@ -27,6 +27,7 @@ class AnthropicAPI(LiveModelAPI):
             "max_tokens": min(request.max_tokens, self.settings.max_output_tokens),
             "system": request.system,
             "messages": [{"role": m.role, "content": m.content} for m in request.messages],
+            "timeout": self.timeout_for(request),
             # Messages API 2.x takes no temperature: sampling is the model default.
         }
         if request.output_schema is not None and self.settings.structured_output == "native":

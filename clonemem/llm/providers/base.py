@@ -10,7 +10,7 @@ import os
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from clonemem.llm.safety import DISABLE_ENV, is_loopback_url, live_disabled, redact
 from clonemem.llm.types import (
@@ -22,7 +22,9 @@ from clonemem.llm.types import (
     ProviderRejected,
     TransientError,
 )
-from clonemem.schemas.config import LiveProviderSettings, RunConfig
+
+if TYPE_CHECKING:  # annotations only: the config's schema reads the provider registry, which reads this
+    from clonemem.schemas.config import LiveProviderSettings, RunConfig
 
 TRANSIENT_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 529})
 
@@ -105,7 +107,14 @@ class LiveModelAPI(ModelAPI):
                                 status=status)
 
     def connection_error(self, exc: Exception) -> TransientError:
-        return TransientError(f"{self.ref}: {type(exc).__name__}: {self.redact(str(exc)) or 'connection failed'}")
+        """No reply: a timeout (every SDK names its timeout errors so) or a failed connection."""
+        kind = "timeout" if "timeout" in type(exc).__name__.lower() else "connection"
+        return TransientError(f"{self.ref}: {type(exc).__name__}: {self.redact(str(exc)) or 'connection failed'}",
+                              kind=kind)
+
+    def timeout_for(self, request: GenerateRequest) -> float:
+        """The attempt's bound (the wrapper's, else the configured ``timeout_s``), for the SDK's request."""
+        return request.timeout_s if request.timeout_s is not None else self.settings.timeout_s
 
 
 def _short(message: str, limit: int = 200) -> str:
@@ -142,7 +151,9 @@ def _resolve_key(provider: str, settings: LiveProviderSettings) -> str | None:
     if settings.api_key_secret:
         from prefect.blocks.system import Secret  # only when configured: needs a Prefect API
 
-        return Secret.load(settings.api_key_secret).get()
+        secret = Secret.load(settings.api_key_secret)
+        assert isinstance(secret, Secret)  # called synchronously: the block itself, not a coroutine
+        return secret.get()
     if not settings.api_key_env:
         return None
     key = os.environ.get(settings.api_key_env)

@@ -27,9 +27,11 @@ class GeminiAPI(LiveModelAPI):
 
     def __init__(self, model: str, settings: LiveProviderSettings, api_key: str | None, base_url: str) -> None:
         super().__init__(model, settings, api_key, base_url)
+        # The wrapper owns retries (one budget per call): one attempt per request, said explicitly
         self.client = genai.Client(
             api_key=api_key or "none",
-            http_options=types.HttpOptions(base_url=base_url, timeout=int(settings.timeout_s * 1000)),
+            http_options=types.HttpOptions(base_url=base_url, timeout=int(settings.timeout_s * 1000),
+                                           retry_options=types.HttpRetryOptions(attempts=1)),
         )
 
     def generate(self, request: GenerateRequest) -> GenerateResult:
@@ -37,6 +39,8 @@ class GeminiAPI(LiveModelAPI):
             system_instruction=request.system,
             temperature=request.temperature,
             max_output_tokens=min(request.max_tokens, self.settings.max_output_tokens),
+            http_options=types.HttpOptions(timeout=max(1, int(self.timeout_for(request) * 1000)),
+                                           retry_options=types.HttpRetryOptions(attempts=1)),
         )
         if request.output_schema is not None and self.settings.structured_output == "native":
             config.response_mime_type = "application/json"

@@ -16,7 +16,8 @@ class OpenAIAPI(LiveModelAPI):
 
     def __init__(self, model: str, settings: LiveProviderSettings, api_key: str | None, base_url: str) -> None:
         super().__init__(model, settings, api_key, base_url)
-        # Local servers need no key, but the SDK insists on a non-empty one.
+        # Local servers need no key, but the SDK insists on a non-empty one. The wrapper owns retries (one
+        # budget per call), so the SDK's own are off.
         self.client = openai.OpenAI(
             api_key=api_key or "not-needed", base_url=base_url, max_retries=0, timeout=settings.timeout_s
         )
@@ -29,6 +30,7 @@ class OpenAIAPI(LiveModelAPI):
             "messages": messages,
             "max_tokens": min(request.max_tokens, self.settings.max_output_tokens),
             "temperature": request.temperature,
+            "timeout": self.timeout_for(request),
         }
         if request.output_schema is not None and self.settings.structured_output == "native":
             kwargs["response_format"] = {

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from clonemem.offline.world.lexicon import Archetype, Lexicon, load
@@ -16,7 +16,7 @@ class _Slots(dict):
         raise KeyError(f"offline template slot {{{key}}} has no value")
 
 
-def fill(template: str, slots: dict[str, str]) -> str:
+def fill(template: str, slots: Mapping[str, object]) -> str:
     return template.format_map(_Slots(slots))
 
 

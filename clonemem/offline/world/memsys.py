@@ -31,6 +31,7 @@ from collections.abc import Iterable, Iterator
 
 from clonemem import text as tx
 from clonemem.offline import OfflineCall
+from clonemem.schemas.config import DIALOGUE_MEDIA
 from clonemem.schemas.memsys import (
     GROUP_ITEMS,
     AMemEvolution,
@@ -68,7 +69,6 @@ LINK_SHARED_KEYWORDS = 2
 LINK_OVERLAP = 0.25
 MAX_TAGS = 8  # a note keeps "several" tags (A-Mem); evolution adds new themes up to this many
 PER_TRACE = 24  # statements kept from one trace
-DIALOG_MEDIA = frozenset({"conversation_turn"})  # a turn of a recorded conversation (LoCoMo's import)
 
 # -- statements ---------------------------------------------------------------------------------
 
@@ -168,7 +168,7 @@ def statements(content: str, medium: str, language: str = "en") -> list[str]:
     chat = medium.startswith("chat")
     # A recorded conversation: a conversation turn, or a chat in which the writer never speaks (a
     # conversation between others exported as chat, e.g. LoCoMo in the release format).
-    dialog = medium in DIALOG_MEDIA or (chat and not _WRITER_LINE.search(content))
+    dialog = medium in DIALOGUE_MEDIA or (chat and not _WRITER_LINE.search(content))
     out: list[str] = []
     seen: set[str] = set()
     for line in content.splitlines():

@@ -112,7 +112,7 @@ def select_counterfactual(seg: Segment) -> tuple[list[SegmentEvidence], str]:
 
 
 def select_inferential(seg: Segment) -> tuple[list[SegmentEvidence], str]:
-    kinds: dict[str, SegmentEvidence] = {}
+    kinds: dict[str | None, SegmentEvidence] = {}
     for e in _in_window(seg):
         kinds.setdefault(e.kind, e)
     return (list(kinds.values())[:2], "") if len(kinds) >= 2 else ([], "kinds")

@@ -1,8 +1,8 @@
 """A memory system with an LLM stage: one key-fact note per trace, retrieved by word overlap.
 
-What it shows a plugin author (written against the public API only, as a third party would):
+What it shows a plugin author (written against the public API, ``clonemem.plugin``, only):
 
-* its own stage, defined with ``clonemem.stages.define``: a name, a prompt template shipped in this
+* its own stage, defined with ``clonemem.plugin.define``: a name, a prompt template shipped in this
   package (``"clonemem_example_plugin:keyfacts"`` is ``templates/keyfacts.j2`` here), the role whose
   model runs it (``extractor``), typed input and output, and the offline handler below, which answers
   the stage without a model (offline runs, tests) deterministically from its inputs;
@@ -21,10 +21,16 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from clonemem.memory.base import BuildContext, MemorySystem, MemoryTrace, QuestionView, Retrieved
-from clonemem.offline import OfflineCall
-from clonemem.stages import define
-from clonemem_example_plugin.tfidf import _terms
+from clonemem.plugin import (
+    BuildContext,
+    MemorySystem,
+    MemoryTrace,
+    OfflineCall,
+    QuestionView,
+    Retrieved,
+    define,
+)
+from clonemem_example_plugin.tfidf import terms
 
 
 class KeyFactIn(BaseModel):
@@ -89,13 +95,13 @@ class KeyFactsMemory(MemorySystem):
                                                   event_date=t.event_date.isoformat(), content=t.content,
                                                   language=ctx.language))
             assert isinstance(out, KeyFact)
-            self._notes.append(_Note(out.fact, t.trace_id, t.event_date, frozenset(_terms(out.fact))))
+            self._notes.append(_Note(out.fact, t.trace_id, t.event_date, frozenset(terms(out.fact))))
         self._notes.sort(key=lambda n: (n.when, n.trace_id))
         ctx.stats.update(items=len(self._notes), llm_calls=ctx.stats.get("llm_calls", 0) + len(traces))
 
     def retrieve(self, question: QuestionView, k: int) -> list[Retrieved]:
         """Visible notes sharing the most distinct words with the question (ties: the newer first)."""
-        asked = frozenset(_terms(question.question))
+        asked = frozenset(terms(question.question))
         scored = [(len(asked & n.terms), n) for n in self._notes if n.when <= question.question_time]
         scored = [(s, n) for s, n in scored if s > 0]
         scored.sort(key=lambda sn: (-sn[0], -sn[1].when.timestamp(), sn[1].trace_id))

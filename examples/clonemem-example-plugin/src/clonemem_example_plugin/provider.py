@@ -2,13 +2,12 @@
 
 It shows the whole contract of a provider (a ``ModelAPI`` subclass with ``provider``, ``is_live``,
 ``from_config`` and ``generate``); a real plugin would translate requests to its vendor's API in
-``generate`` and raise ``TransientError``/``PermanentError`` as ``clonemem.llm.providers.base`` does.
+``generate`` and raise ``TransientError``/``PermanentError`` (both from ``clonemem.plugin``).
 """
 
 from __future__ import annotations
 
-from clonemem.llm.providers.offline import OfflineAPI
-from clonemem.schemas.config import RunConfig
+from clonemem.plugin import OfflineAPI, RunConfig
 
 
 class ExampleOfflineAPI(OfflineAPI):

@@ -1,6 +1,6 @@
 """A flat TF-IDF retriever: cosine similarity of log-scaled term frequencies weighted by IDF.
 
-Written against the public interface only (``clonemem.memory.base``), as a third party would.
+Written against the public interface only (``clonemem.plugin``), as a third party would.
 Time-awareness: traces are kept in time order, so "visible at the question's time" is a prefix of
 the index, found by binary search; IDF is computed once over all traces (a fixed vocabulary
 statistic, as a real index built ahead of time would have).
@@ -14,12 +14,12 @@ import re
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 
-from clonemem.memory.base import BuildContext, MemorySystem, MemoryTrace, QuestionView, Retrieved
+from clonemem.plugin import BuildContext, MemorySystem, MemoryTrace, QuestionView, Retrieved
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 
 
-def _terms(text: str) -> list[str]:
+def terms(text: str) -> list[str]:
     words = _WORD.findall(text.lower())
     # CJK text has no spaces: index character bigrams of long runs so Chinese is searchable too.
     out = []
@@ -37,7 +37,7 @@ class TfidfMemory(MemorySystem):
     def build(self, traces: Sequence[MemoryTrace], ctx: BuildContext) -> None:
         self._traces = sorted(traces, key=lambda t: (t.event_date, t.trace_id))
         self._dates = [t.event_date for t in self._traces]
-        counts = [Counter(_terms(t.content)) for t in self._traces]
+        counts = [Counter(terms(t.content)) for t in self._traces]
         df = Counter(term for c in counts for term in c)
         n = len(self._traces)
         self._idf = {term: math.log((1 + n) / (1 + d)) + 1.0 for term, d in df.items()}
@@ -51,7 +51,7 @@ class TfidfMemory(MemorySystem):
 
     def retrieve(self, question: QuestionView, k: int) -> list[Retrieved]:
         visible = bisect.bisect_right(self._dates, question.question_time)
-        query = Counter(_terms(question.question))
+        query = Counter(terms(question.question))
         scores: dict[int, float] = defaultdict(float)
         for term, tf in query.items():
             idf = self._idf.get(term)

@@ -1,0 +1,101 @@
+"""A first run that shows its progress (issue 30, item 9): `clonemem demo` held its progress at `1/30` for
+about 12 minutes on a loaded machine. Whatever runs under the CLI's progress display now says, whenever
+nothing was shown for ``QUIET_S`` seconds (at most 10 s apart), what is under way: the stage, what it
+works on (a persona, a memory system) and how far it got (LLM steps done of those known, questions,
+traces), on a terminal (above the bars) and in plain lines."""
+
+from __future__ import annotations
+
+import io
+import re
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from clonemem import progress
+from tests.pipeline_kit import tiny_config
+
+LINE = re.compile(r"^  (generation|stage IV|evaluation)\b.*\b\d+/\d+\b")
+
+
+class Timed(io.StringIO):
+    """A non-terminal stream that notes when each line was written."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lines: list[tuple[float, str]] = []
+        self._lock = threading.Lock()
+
+    def write(self, text: str) -> int:
+        with self._lock:
+            for line in text.splitlines():
+                if line.strip():
+                    self.lines.append((time.monotonic(), line))
+        return len(text)
+
+    def isatty(self) -> bool:
+        return False
+
+
+class Said:
+    """A display that keeps what it is told (the ticker's view of bars or plain lines)."""
+
+    def __init__(self) -> None:
+        self.shown_at = time.monotonic()
+        self.lines: list[str] = []
+
+    def update(self, task: str, done: int, total: int) -> None:
+        self.shown_at = time.monotonic()
+
+    def say(self, line: str) -> None:
+        self.lines.append(line)
+        self.shown_at = time.monotonic()
+
+
+def test_quiet_progress_is_filled_with_what_is_under_way() -> None:
+    said = Said()
+    with progress.listening(said), progress.ticking(said, quiet_s=0.4):
+        with progress.staged("evaluation"), progress.doing("mem0 for persona p1", "building", 400, "traces") as act:
+            act.update(120)
+            progress.advance("evaluation: build and retrieve (system × persona)", 1, 30)
+            time.sleep(1.3)
+            act.finish()
+            said.lines.clear()
+            time.sleep(1.0)
+    assert said.lines and all(line == "evaluation: build and retrieve (system × persona): 1/30 done"
+                              for line in said.lines), said.lines
+
+
+def test_an_activity_line_names_its_stage_and_counts() -> None:
+    with progress.staged("generation"):
+        act = progress.Activity("persona p01", "generating", 0, "LLM steps")
+    act.grow(3)
+    act.advance()
+    assert act.line().startswith("generation: generating persona p01: 1/3 LLM steps, running ")
+
+
+@pytest.mark.prefect
+@pytest.mark.timeout(600)
+def test_a_small_generation_shows_a_line_at_least_every_10_s_naming_stage_and_counts(tmp_path: Path) -> None:
+    from clonemem.flows.generation import generate_flow
+
+    # one persona of about 50 LLM steps at 0.5 s each, one at a time: half a minute of generation
+    cfg = tiny_config(tmp_path, latency_ms=500)
+    cfg.write_text(cfg.read_text("utf-8").replace("[qa]", "workers = 1\n[qa]", 1), "utf-8")
+    out = Timed()
+    started = time.monotonic()
+    with progress.shown(out):
+        result = generate_flow(str(tmp_path / "wh.duckdb"), str(cfg))
+    ended = time.monotonic()
+    assert result.generated == 1
+    times = [started] + [t for t, _ in out.lines] + [ended]
+    gaps = [b - a for a, b in zip(times, times[1:])]
+    text = "\n".join(line for _, line in out.lines)
+    print(text)
+    assert max(gaps) <= 10, (max(gaps), text)
+    staged = [line for _, line in out.lines if not line.startswith("  starting: ")]
+    assert staged and all(LINE.match(line) for line in staged), text
+    assert any("generating persona p01: " in line and "LLM steps" in line for line in staged), text
+    assert ended - started > 20  # the run was long enough for the check to mean something
