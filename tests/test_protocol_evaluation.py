@@ -221,7 +221,7 @@ def test_a_personamem_benchmark_is_scored_by_multiple_choice_accuracy(tmp_path: 
 
 def test_the_question_inspector_shows_a_questions_protocol_scores(evaluated, mini: Path,
                                                                    monkeypatch) -> None:
-    from dashboard_kit import app, assert_clean, frame
+    from tests.dashboard_kit import app, assert_clean, frame
 
     monkeypatch.setenv("CLONEMEM_WAREHOUSE", str(mini))
     with Warehouse.open_reader(mini) as wh:
