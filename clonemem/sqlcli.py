@@ -10,7 +10,12 @@ import json
 from pathlib import Path
 
 from clonemem.warehouse import Warehouse
-from clonemem.warehouse.guard import DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT_S, check_statements, open_guarded
+from clonemem.warehouse.guard import (
+    DEFAULT_MAX_ROWS,
+    DEFAULT_TIMEOUT_S,
+    check_statements,
+    open_guarded,
+)
 from clonemem.warehouse.guard import QueryResult as Result
 
 MAX_CELL = 80

@@ -98,7 +98,9 @@ def _validate(path: Path, bid: str, checks: list[Check], params: dict[str, Any],
     os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
     import great_expectations as gx  # slow to import: only when a gate runs
     from great_expectations.data_context.types.base import ProgressBarsConfig
-    from great_expectations.data_context.types.resource_identifiers import ExpectationSuiteIdentifier
+    from great_expectations.data_context.types.resource_identifiers import (
+        ExpectationSuiteIdentifier,
+    )
 
     patch_duckdb_connection()
     docs.mkdir(parents=True, exist_ok=True)

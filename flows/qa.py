@@ -12,7 +12,13 @@ from clonemem.schemas.config import RunConfig, resolve_config
 from clonemem.schemas.results import QAResult
 from clonemem.tasks.caching import step_store
 from clonemem.tasks.generation import record_run_task
-from clonemem.tasks.qa import cue_stats_task, land_persona_items, persona_items, qa_tally, segments_task
+from clonemem.tasks.qa import (
+    cue_stats_task,
+    land_persona_items,
+    persona_items,
+    qa_tally,
+    segments_task,
+)
 from clonemem.tasks.reporting import publish_qa
 from clonemem.tasks.runs import begin_run_task, flow_run_record, opener, tracked
 

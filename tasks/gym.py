@@ -26,7 +26,13 @@ from clonemem.schemas import gym as G
 from clonemem.schemas.config import GymConfig, RunConfig
 from clonemem.schemas.generation import PersonaSpec
 from clonemem.stages import STAGES
-from clonemem.tasks.caching import MemorySystemPolicy, StagePolicy, covered_stages, step_store, transient_only
+from clonemem.tasks.caching import (
+    MemorySystemPolicy,
+    StagePolicy,
+    covered_stages,
+    step_store,
+    transient_only,
+)
 from clonemem.tasks.generation import cached_stage
 from clonemem.warehouse import Warehouse
 from clonemem.warehouse.runs import RunRecord

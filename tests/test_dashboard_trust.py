@@ -20,7 +20,14 @@ import pytest
 
 from clonemem.dashboard import PAGES
 from clonemem.dashboard.serve import refusal
-from tests.dashboard_kit import descendants, free_port, full_warehouse, imported_warehouse, stop, wait_healthy
+from tests.dashboard_kit import (
+    descendants,
+    free_port,
+    full_warehouse,
+    imported_warehouse,
+    stop,
+    wait_healthy,
+)
 
 CHROMIUM = Path("/usr/bin/chromium")
 EXE = str(Path(sys.executable).with_name("clonemem"))

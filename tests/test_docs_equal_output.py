@@ -25,7 +25,12 @@ from clonemem.evaluation.run import (
 )
 from clonemem.importers import import_files
 from clonemem.memory.base import MemoryTrace
-from clonemem.memory.remote import LabelTaken, RemoteOptions, refuse_registered_labels, resolve_systems
+from clonemem.memory.remote import (
+    LabelTaken,
+    RemoteOptions,
+    refuse_registered_labels,
+    resolve_systems,
+)
 from clonemem.schemas.release import ReleaseTrace
 from clonemem.warehouse import Warehouse
 from tests.protocol_kit import Faulty, Raw, faulty, raw

@@ -24,7 +24,16 @@ from clonemem import prompts
 from clonemem.cli import app as cli_app
 from clonemem.llm.model import MemorySink, get_model
 from clonemem.schemas.config import RunConfig
-from tests.dashboard_kit import app, assert_clean, benchmark_id, charts, frame, imported_warehouse, sql, texts
+from tests.dashboard_kit import (
+    app,
+    assert_clean,
+    benchmark_id,
+    charts,
+    frame,
+    imported_warehouse,
+    sql,
+    texts,
+)
 from tests.fakeapi import FakeAPIServer
 
 SECRET = "sk-test-3b9d0c7e1a5f"

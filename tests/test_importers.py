@@ -14,7 +14,15 @@ import pytest
 from typer.testing import CliRunner
 
 from clonemem.cli import app
-from clonemem.importers import IMPORTERS, Importer, ImportFailed, ParsedPersona, Problem, QuestionSource, importer
+from clonemem.importers import (
+    IMPORTERS,
+    Importer,
+    ImportFailed,
+    ParsedPersona,
+    Problem,
+    QuestionSource,
+    importer,
+)
 from clonemem.importers.base import detect_language
 from clonemem.registry import RegistryError
 from clonemem.schemas.release import ReleaseEvidence, ReleaseFile, ReleaseQuestion, ReleaseTrace

@@ -18,7 +18,15 @@ import pytest
 from typer.testing import CliRunner
 
 from clonemem.cli import app as cli_app
-from tests.dashboard_kit import app, assert_clean, benchmark_id, frame, imported_warehouse, sql, texts
+from tests.dashboard_kit import (
+    app,
+    assert_clean,
+    benchmark_id,
+    frame,
+    imported_warehouse,
+    sql,
+    texts,
+)
 from tests.protocol_kit import Faulty, faulty
 
 K = ("--k", "1,3")

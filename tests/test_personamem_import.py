@@ -19,7 +19,14 @@ from clonemem.exporters.release import export_release
 from clonemem.importers import IMPORTERS, import_files, importer
 from clonemem.importers.base import ImportFailed
 from clonemem.importers.personamem import PersonaMemImporter, message_time
-from clonemem.memory.base import SYSTEMS, BuildContext, MemorySystem, MemoryTrace, QuestionView, Retrieved
+from clonemem.memory.base import (
+    SYSTEMS,
+    BuildContext,
+    MemorySystem,
+    MemoryTrace,
+    QuestionView,
+    Retrieved,
+)
 from clonemem.warehouse import Warehouse
 
 FIXTURES = Path(__file__).parent / "fixtures" / "personamem"

@@ -14,7 +14,13 @@ import pytest
 from clonemem import privacy
 from clonemem.evaluation import stages as E
 from clonemem.evaluation.metrics import privacy_scores
-from clonemem.evaluation.run import EvalQuestion, GivenAnswer, PersonaData, PrivacyTask, privacy_outcome
+from clonemem.evaluation.run import (
+    EvalQuestion,
+    GivenAnswer,
+    PersonaData,
+    PrivacyTask,
+    privacy_outcome,
+)
 from clonemem.schemas.evaluation import FreeAnswer, PrivacyVerdict
 from tests.dashboard_kit import app, charts, frame
 from tests.pipeline_kit import clonemem, tiny_config

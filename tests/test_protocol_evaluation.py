@@ -197,3 +197,44 @@ def test_a_bad_predictions_file_stores_nothing(mini: Path, tmp_path: Path) -> No
         )
     with Warehouse.open_reader(mini) as wh:
         assert {t: wh.scalar(f"SELECT count(*) FROM {t}") for t in EVAL_TABLES} == before
+
+
+PERSONAMEM = Path(__file__).parent / "fixtures" / "personamem"
+
+
+def test_a_personamem_benchmark_is_scored_by_multiple_choice_accuracy(tmp_path: Path) -> None:
+    from clonemem.flows.evaluation import evaluate_flow
+
+    path = tmp_path / "wh.duckdb"
+    with Warehouse.open_writer(path) as wh:
+        import_files(wh, "personamem", [PERSONAMEM / "questions_mini.csv",
+                                        PERSONAMEM / "shared_contexts_mini.jsonl"], "pm")
+        types = dict(wh.rows("SELECT source_category, count(*) FROM questions GROUP BY 1"))
+    result = evaluate_flow(str(path), "pm", ["oracle"], [5], force=True, config=RunConfig())
+    rows = {r.group: r for r in result.protocols}
+    assert {r.protocol for r in result.protocols} == {"personamem"}
+    assert set(rows) == {"overall", *types}
+    assert {g: r.n for g, r in rows.items() if g != "overall"} == types
+    # the same picks as CloneMem's choice accuracy (PersonaMem's "(c)" and the option ids agree)
+    assert rows["overall"].accuracy == pytest.approx(result.scores("oracle", 5).choice_accuracy)
+
+
+def test_the_question_inspector_shows_a_questions_protocol_scores(evaluated, mini: Path,
+                                                                   monkeypatch) -> None:
+    from tests.dashboard_kit import app, assert_clean, frame
+
+    monkeypatch.setenv("CLONEMEM_WAREHOUSE", str(mini))
+    with Warehouse.open_reader(mini) as wh:
+        qid, answer, f1 = wh.rows(
+            "SELECT question_id, a.answer_text, s.value FROM eval_protocol_scores s "
+            "JOIN eval_protocol_answers a USING (eval_run_id, protocol, system, k, question_id) "
+            "JOIN questions q USING (question_id) WHERE s.eval_run_id = ? AND s.protocol = 'locomo' "
+            "AND s.metric = 'f1' AND q.source_category <> '5' ORDER BY question_id LIMIT 1",
+            [evaluated.eval_run_id])[0]
+    at = app("Question inspector", benchmark="mini", question=qid)
+    at.selectbox(key="qi_eval").set_value(evaluated.eval_run_id).run()
+    assert_clean(at, "Question inspector")
+    shown = frame(at, "protocol", "answer scored")
+    locomo = shown.filter(shown["protocol"] == "locomo").to_dicts()
+    assert [(r["answer scored"], r["f1"]) for r in locomo] == [(answer, f1)]
+    assert set(shown["protocol"]) == {"locomo", "mem0"}  # not adversarial: mem0 scores it too

@@ -337,3 +337,28 @@ def test_task_average_interval_resamples_within_each_type() -> None:
     point, (low, high) = task_average([np.array([1.0, 1.0]), np.array([0.0, 0.0, np.nan])], 100, 0)
     # type means 1 and 0 (NaN left out), whatever the resample: the interval collapses on 1/2
     assert point == 0.5 and low == 0.5 and high == 0.5
+
+
+def test_declared_protocols_follow_the_benchmarks_formats_and_skip_a_broken_importer(wh) -> None:
+    import json as _json
+
+    from clonemem.evaluation.protocols.load import declared_protocols
+    from clonemem.importers import IMPORTERS
+
+    wh.upsert(
+        "benchmarks",
+        [
+            {
+                "benchmark_id": "b1",
+                "name": "b",
+                "source": "imported",
+                "is_offline": False,
+                "config_json": _json.dumps({"formats": ["locomo", "longmemeval"]}),
+            }
+        ],
+    )
+    IMPORTERS.add_lazy("broken", "no_such_package.importer:Broken")
+    try:
+        assert declared_protocols(wh, "b1") == ("locomo", "mem0", "longmemeval")
+    finally:
+        IMPORTERS.remove("broken")

@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
-from clonemem.schemas.results import EFFICIENCY, METRICS, PRIVACY, PrivacyScores, Scores, SystemScores, TypeScores
+from clonemem.schemas.results import (
+    EFFICIENCY,
+    METRICS,
+    PRIVACY,
+    PrivacyScores,
+    Scores,
+    SystemScores,
+    TypeScores,
+)
 
 
 def test_scores_hold_every_metric_with_its_interval_and_nothing_else() -> None:

@@ -18,7 +18,13 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from clonemem.faults import checkpoint
 from clonemem.ids import stable_hash
-from clonemem.warehouse.content import PERSONA_TABLES, QA_TABLES, PersonaRows, delete_persona, delete_persona_qa
+from clonemem.warehouse.content import (
+    PERSONA_TABLES,
+    QA_TABLES,
+    PersonaRows,
+    delete_persona,
+    delete_persona_qa,
+)
 from clonemem.warehouse.lifecycle import MARK_INCOMPLETE
 from clonemem.warehouse.runs import RunStatus, adopt_runs
 

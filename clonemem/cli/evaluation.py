@@ -308,7 +308,12 @@ def precheck(benchmark: str, names: list[str], force: bool, cfg: RunConfig) -> N
     ones that do not answer ``/v1/info`` (exit 5), an ungated benchmark."""
     from clonemem.memory import SYSTEMS
     from clonemem.memory.errors import MemorySystemFailed
-    from clonemem.memory.remote import LabelTaken, options_of, refuse_registered_labels, resolve_systems
+    from clonemem.memory.remote import (
+        LabelTaken,
+        options_of,
+        refuse_registered_labels,
+        resolve_systems,
+    )
     from clonemem.warehouse import Warehouse
     from clonemem.warehouse.catalog import require_gate_passed
 

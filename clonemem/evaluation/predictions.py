@@ -69,7 +69,7 @@ class LongMemEvalLine(_Strict):
 
 
 @dataclass(frozen=True)
-class Prediction:
+class FilePrediction:
     """One question's prediction as read: where it was, its answer and its ranking in the file's
     ids."""
 
@@ -146,7 +146,7 @@ def _invalid(file: str, where: str, exc: ValidationError) -> ResultsFileError:
     return ResultsFileError(f"{file}: {where}: {_field(err['loc'])}: {problem}")
 
 
-def _longmemeval(file: str, data: bytes) -> Iterator[Prediction]:
+def _longmemeval(file: str, data: bytes) -> Iterator[FilePrediction]:
     text = _text(file, data)
     stripped = text.lstrip()
     if stripped.startswith("["):  # LongMemEval's script also reads one JSON list
@@ -187,10 +187,10 @@ def _longmemeval(file: str, data: bytes) -> Iterator[Prediction]:
                 for i, item in enumerate(line.retrieval_results.ranked_items)
             )
         )
-        yield Prediction(where, line.question_id, line.hypothesis, ranked)
+        yield FilePrediction(where, line.question_id, line.hypothesis, ranked)
 
 
-def _locomo(file: str, data: bytes, key: str, allow_missing: bool) -> Iterator[Prediction]:
+def _locomo(file: str, data: bytes, key: str, allow_missing: bool) -> Iterator[FilePrediction]:
     try:
         doc = json.loads(_text(file, data))
     except json.JSONDecodeError as exc:
@@ -228,7 +228,7 @@ def _locomo(file: str, data: bytes, key: str, allow_missing: bool) -> Iterator[P
             ranked = tuple(
                 (_dia(sample_id, c), f"{where}.{key}_context[{ci}]") for ci, c in enumerate(context)
             )
-            yield Prediction(where, f"{sample_id}:q{qi}", str(answer), ranked)
+            yield FilePrediction(where, f"{sample_id}:q{qi}", str(answer), ranked)
 
 
 def _dia(sample_id: str, ref: str) -> str:
@@ -285,7 +285,7 @@ def _trace_ids(scope: _Scope, ref: str) -> tuple[str, ...] | None:
     return None
 
 
-def _question(ids: BenchmarkIds, file: str, p: Prediction) -> QuestionRef:
+def _question(ids: BenchmarkIds, file: str, p: FilePrediction) -> QuestionRef:
     found = ids.questions.get(p.question_id, ())
     if not found:
         raise ResultsFileError(
@@ -305,7 +305,7 @@ def _resolve(
     benchmark_id: str,
     file: str,
     sha256: str,
-    predictions: Sequence[Prediction],
+    predictions: Sequence[FilePrediction],
     allow_missing: bool,
 ) -> ResolvedFile:
     ids = benchmark_ids(wh, benchmark_id)

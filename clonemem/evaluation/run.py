@@ -35,7 +35,12 @@ from clonemem.memory.base import (
 from clonemem.memory.coverage import write_coverage
 from clonemem.memory.errors import MemorySystemFailed
 from clonemem.schemas.config import FULL_CONTEXT_TOKENS
-from clonemem.schemas.evaluation import AnswerInput, JudgeInput, PrivacyJudgeInput, PrivacyRespondInput
+from clonemem.schemas.evaluation import (
+    AnswerInput,
+    JudgeInput,
+    PrivacyJudgeInput,
+    PrivacyRespondInput,
+)
 from clonemem.schemas.qa import Choice
 from clonemem.schemas.results import DIAGNOSIS, PRIVACY
 from clonemem.warehouse import Warehouse

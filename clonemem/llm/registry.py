@@ -14,7 +14,9 @@ if TYPE_CHECKING:
 
 
 def _is_provider(obj: object) -> bool:
-    from clonemem.llm.providers.base import ModelAPI  # on use: the config schema reads this module's names
+    from clonemem.llm.providers.base import (
+        ModelAPI,  # on use: the config schema reads this module's names
+    )
 
     return isinstance(obj, type) and issubclass(obj, ModelAPI)
 

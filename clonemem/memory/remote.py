@@ -31,7 +31,14 @@ from urllib.parse import urlencode, urlsplit
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from clonemem.ids import stable_hash
-from clonemem.memory.base import SYSTEMS, BuildContext, MemorySystem, MemoryTrace, QuestionView, Retrieved
+from clonemem.memory.base import (
+    SYSTEMS,
+    BuildContext,
+    MemorySystem,
+    MemoryTrace,
+    QuestionView,
+    Retrieved,
+)
 from clonemem.memory.errors import MemorySystemFailed
 from clonemem.memory.transport import Connection, Reply, ReplyTooLarge, TransportFailed
 from clonemem.registry import RegistryError

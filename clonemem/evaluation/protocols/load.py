@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from clonemem.evaluation.protocols import PROTOCOLS, Scope, protocol, selected
 from clonemem.evaluation.protocols.base import Protocol, ProtocolQuestion
 from clonemem.importers import IMPORTERS
+from clonemem.registry import RegistryError
 from clonemem.warehouse import Warehouse
 
 
@@ -63,7 +64,10 @@ def declared_protocols(wh: Warehouse, benchmark_id: str) -> tuple[str, ...]:
     )
     out: list[str] = []
     for name in IMPORTERS.names():
-        importer = IMPORTERS.get(name)
+        try:
+            importer = IMPORTERS.get(name)
+        except RegistryError:  # a plugin importer that cannot load declares nothing here
+            continue
         if getattr(importer, "source_format", None) in formats:
             out += [p for p in getattr(importer, "protocols", ()) if p not in out]
     return tuple(out)

@@ -15,7 +15,13 @@ from pydantic import BaseModel
 
 from clonemem.ids import stable_int
 from clonemem.llm.providers.base import ModelAPI
-from clonemem.llm.types import GenerateRequest, GenerateResult, PermanentError, TransientError, estimate_tokens
+from clonemem.llm.types import (
+    GenerateRequest,
+    GenerateResult,
+    PermanentError,
+    TransientError,
+    estimate_tokens,
+)
 from clonemem.schemas.config import OfflineSettings, RunConfig
 
 

@@ -3,7 +3,16 @@
 from __future__ import annotations
 
 from clonemem.offline import OfflineCall
-from clonemem.offline.world.common import arc_state, archetype_of, cap, fill, first_name, lexicon, persona_slots, pick
+from clonemem.offline.world.common import (
+    arc_state,
+    archetype_of,
+    cap,
+    fill,
+    first_name,
+    lexicon,
+    persona_slots,
+    pick,
+)
 from clonemem.schemas.generation import (
     ArcBrief,
     ArcDevelopment,

@@ -16,7 +16,14 @@ from clonemem.offline.world.common import cap, fill, first_person, lexicon, pers
 from clonemem.offline.world.qa import qa_lexicon
 from clonemem.schemas import question_types
 from clonemem.schemas.generation import PrivacyInput, PrivacyMatter, PrivacyOut, Relation
-from clonemem.schemas.qa import PrivacyDraft, PrivacyPlan, PrivacyPlanInput, PrivacyWriteInput, Segment, SegmentEvidence
+from clonemem.schemas.qa import (
+    PrivacyDraft,
+    PrivacyPlan,
+    PrivacyPlanInput,
+    PrivacyWriteInput,
+    Segment,
+    SegmentEvidence,
+)
 
 # archetype theme -> (category, sensitive kinds of its evidence)
 SENSITIVE_THEMES: dict[str, tuple[str, tuple[str, ...]]] = {

@@ -12,7 +12,15 @@ from importlib import resources
 
 from clonemem import text as textutil
 from clonemem.offline import OfflineCall
-from clonemem.offline.world.common import archetype_of, fill, first_name, first_person, lexicon, persona_slots, pick
+from clonemem.offline.world.common import (
+    archetype_of,
+    fill,
+    first_name,
+    first_person,
+    lexicon,
+    persona_slots,
+    pick,
+)
 from clonemem.schemas import question_types
 from clonemem.schemas.qa import (
     ChoiceAttempt,
