@@ -133,7 +133,7 @@ def test_a_call_record_holds_its_stored_texts_packed_and_gives_them_back_whole()
     assert held < len(prompt) / 3  # held packed: what an evaluation keeps until it lands
     assert rec.prompt_text == prompt and rec.response_text == "{}"
     assert rec.row()["prompt_text"] == prompt and rec.row()["response_text"] == "{}"
-    assert "warehouse" not in rec.row() and len(rec.row()) == 19
+    assert "warehouse" not in rec.row() and len(rec.row()) == 21  # with error_class and attempt_log
     again = pickle.loads(pickle.dumps(rec))  # as Prefect persists and serves a cached result
     assert again == rec and again.prompt_text == prompt
     assert _stored_call(None, None).row()["prompt_text"] is None and _stored_call(None, None).response_text is None
