@@ -120,9 +120,14 @@ def load_once(context, url: str, title: str) -> dict[str, float]:
         seconds = time.perf_counter() - t0
         if page.locator('[data-testid="stException"]').count():
             raise SystemExit(f"{url}: the page raised an exception")
-        return {"s": seconds, "document_s": loaded, "websocket_s": (opened[0] - t0) if opened else float("nan"),
-                "title_s": titled, "charts": page.locator('[data-testid="stVegaLiteChart"]').count(),
-                "tables": page.locator('[data-testid="stDataFrame"]').count()}
+        return {
+            "s": seconds,
+            "document_s": loaded,
+            "websocket_s": (opened[0] - t0) if opened else float("nan"),
+            "title_s": titled,
+            "charts": page.locator('[data-testid="stVegaLiteChart"]').count(),
+            "tables": page.locator('[data-testid="stDataFrame"]').count(),
+        }
     finally:
         page.close()
 
@@ -149,17 +154,33 @@ def time_page(browser, url: str, title: str, repeat: int) -> dict[str, float]:
     def median(loads: list[dict[str, float]], key: str) -> float:
         return round(statistics.median(t[key] for t in loads), 3)
 
-    return {"median_s": median(fresh, "s"), "max_s": round(max(t["s"] for t in fresh), 3),
-            "median_document_s": median(fresh, "document_s"), "median_websocket_s": median(fresh, "websocket_s"),
-            "median_title_s": median(fresh, "title_s"), "warm_median_s": median(warm, "s"),
-            "warm_max_s": round(max(t["s"] for t in warm), 3), "charts": fresh[-1]["charts"],
-            "tables": fresh[-1]["tables"], "load_1min": [round(load_before, 2), round(os.getloadavg()[0], 2)]}
+    return {
+        "median_s": median(fresh, "s"),
+        "max_s": round(max(t["s"] for t in fresh), 3),
+        "median_document_s": median(fresh, "document_s"),
+        "median_websocket_s": median(fresh, "websocket_s"),
+        "median_title_s": median(fresh, "title_s"),
+        "warm_median_s": median(warm, "s"),
+        "warm_max_s": round(max(t["s"] for t in warm), 3),
+        "charts": fresh[-1]["charts"],
+        "tables": fresh[-1]["tables"],
+        "load_1min": [round(load_before, 2), round(os.getloadavg()[0], 2)],
+    }
 
 
 def launch(pw):
-    return pw.chromium.launch(executable_path=str(CHROMIUM), args=[
-        "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync", "--no-first-run"])
+    return pw.chromium.launch(
+        executable_path=str(CHROMIUM),
+        args=[
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--no-first-run",
+        ],
+    )
 
 
 def time_floor(folder: Path, repeat: int) -> dict[str, float]:
@@ -181,7 +202,9 @@ def time_floor(folder: Path, repeat: int) -> dict[str, float]:
     return out
 
 
-def time_pages(warehouse: Path, benchmarks: list[str], repeat: int) -> dict[str, dict[str, dict[str, float]]]:
+def time_pages(
+    warehouse: Path, benchmarks: list[str], repeat: int
+) -> dict[str, dict[str, dict[str, float]]]:
     from playwright.sync_api import sync_playwright
 
     from clonemem.dashboard import PAGES
@@ -200,7 +223,11 @@ def time_pages(warehouse: Path, benchmarks: list[str], repeat: int) -> dict[str,
                     for title, _script, path in PAGES:
                         url = f"http://127.0.0.1:{port}/{path}?benchmark={name}"
                         out[name][title] = time_page(browser, url, title, repeat)
-                        print(f"{name:>12} {title:<20} {out[name][title]}", file=sys.stderr, flush=True)
+                        print(
+                            f"{name:>12} {title:<20} {out[name][title]}",
+                            file=sys.stderr,
+                            flush=True,
+                        )
             finally:
                 browser.close()
     finally:
@@ -211,7 +238,11 @@ def time_pages(warehouse: Path, benchmarks: list[str], repeat: int) -> dict[str,
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--folder", type=Path, help="build the warehouse here and keep it; one already there is reused")
+    parser.add_argument(
+        "--folder",
+        type=Path,
+        help="build the warehouse here and keep it; one already there is reused",
+    )
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--benchmark", action="append", help="only these benchmarks (default: all)")
     parser.add_argument("--personas", type=int, default=4)
@@ -227,11 +258,19 @@ def main() -> None:
 
         con = duckdb.connect(str(path), read_only=True)
         try:
-            counts = dict(zip(("benchmarks", "traces", "questions", "eval_runs", "llm_calls"), con.execute(
-                "SELECT (SELECT count(*) FROM benchmarks), (SELECT count(*) FROM traces), "
-                "(SELECT count(*) FROM questions), (SELECT count(*) FROM eval_runs), "
-                "(SELECT count(*) FROM llm_calls)").fetchone()))
-            names = args.benchmark or [r[0] for r in con.execute("SELECT name FROM benchmarks ORDER BY name").fetchall()]
+            counts = dict(
+                zip(
+                    ("benchmarks", "traces", "questions", "eval_runs", "llm_calls"),
+                    con.execute(
+                        "SELECT (SELECT count(*) FROM benchmarks), (SELECT count(*) FROM traces), "
+                        "(SELECT count(*) FROM questions), (SELECT count(*) FROM eval_runs), "
+                        "(SELECT count(*) FROM llm_calls)"
+                    ).fetchone(),
+                )
+            )
+            names = args.benchmark or [
+                r[0] for r in con.execute("SELECT name FROM benchmarks ORDER BY name").fetchall()
+            ]
         finally:
             con.close()
         floor = time_floor(folder, args.repeat)
@@ -239,14 +278,28 @@ def main() -> None:
     medians = [p["median_s"] for per in pages.values() for p in per.values()]
     worst = max(p["max_s"] for per in pages.values() for p in per.values())
     loads = [x for per in pages.values() for p in per.values() for x in p["load_1min"]]
-    print(json.dumps({"benchmark": "dashboard_browser", "warehouse": counts, "build": build_times,
-                      "target_s": TARGET_S, "timing": "headless Chromium, navigation until title shown, script "
-                      "finished, every chart and table drawn; fresh: a new browser context per load (no cache); "
-                      f"warm: a new session in a browser that has the frontend cached; median and max of "
-                      f"{args.repeat} loads after one warm-up", "load_1min": [min(loads), max(loads)],
-                      "floor": floor, "pages": pages, "worst_median_s": max(medians), "worst_s": worst,
-                      "all_medians_under_target": max(medians) < TARGET_S, "all_under_target": worst < TARGET_S},
-                     indent=2))
+    print(
+        json.dumps(
+            {
+                "benchmark": "dashboard_browser",
+                "warehouse": counts,
+                "build": build_times,
+                "target_s": TARGET_S,
+                "timing": "headless Chromium, navigation until title shown, script "
+                "finished, every chart and table drawn; fresh: a new browser context per load (no cache); "
+                f"warm: a new session in a browser that has the frontend cached; median and max of "
+                f"{args.repeat} loads after one warm-up",
+                "load_1min": [min(loads), max(loads)],
+                "floor": floor,
+                "pages": pages,
+                "worst_median_s": max(medians),
+                "worst_s": worst,
+                "all_medians_under_target": max(medians) < TARGET_S,
+                "all_under_target": worst < TARGET_S,
+            },
+            indent=2,
+        )
+    )
 
 
 if __name__ == "__main__":

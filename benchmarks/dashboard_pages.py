@@ -30,12 +30,31 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 LOCOMO_DEV = Path(os.environ.get("CLONEMEM_LOCOMO_DEV", "/work/shared/data/locomo-dev"))
 TARGET_S = 2.0
-WORDS = ("morning meeting project deadline sister coffee train weekend garden letter worried excited tired "
-         "proud decision apartment rent doctor walk river friend dinner promotion manager plan trip "
-         "argument apology music class sketch painting budget savings").split()
-MEDIA = ["diary", "social_media", "chat_private", "chat_group", "email", "memo", "search_history", "calendar_event"]
-TYPES = ["single_point_factual", "comparison", "trajectory", "pattern", "causal", "counterfactual", "inferential",
-         "unanswerable"]
+WORDS = (
+    "morning meeting project deadline sister coffee train weekend garden letter worried excited tired "
+    "proud decision apartment rent doctor walk river friend dinner promotion manager plan trip "
+    "argument apology music class sketch painting budget savings"
+).split()
+MEDIA = [
+    "diary",
+    "social_media",
+    "chat_private",
+    "chat_group",
+    "email",
+    "memo",
+    "search_history",
+    "calendar_event",
+]
+TYPES = [
+    "single_point_factual",
+    "comparison",
+    "trajectory",
+    "pattern",
+    "causal",
+    "counterfactual",
+    "inferential",
+    "unanswerable",
+]
 TINY = ROOT / "configs" / "tiny.toml"  # the tests' tiny run (tests/pipeline_kit.py)
 
 
@@ -49,8 +68,15 @@ def synthetic_persona(index: int, traces: int, questions: int, seed: int = 11) -
     rng = random.Random(seed * 1000 + index)
     start = dt.datetime(2022, 1, 1)
     step = dt.timedelta(minutes=int(2 * 365 * 24 * 60 / traces))
-    context = [{"id": f"p{index}-t{i:05d}", "medium": rng.choice(MEDIA), "event_date": (start + step * i).isoformat(),
-                "content": _words(rng, 30, 140) + "."} for i in range(traces)]
+    context = [
+        {
+            "id": f"p{index}-t{i:05d}",
+            "medium": rng.choice(MEDIA),
+            "event_date": (start + step * i).isoformat(),
+            "content": _words(rng, 30, 140) + ".",
+        }
+        for i in range(traces)
+    ]
     items = []
     for q in range(questions):
         cited = sorted(rng.sample(range(traces), rng.randint(1, 4)))
@@ -58,24 +84,42 @@ def synthetic_persona(index: int, traces: int, questions: int, seed: int = 11) -
         correct = "ABCDE"[q % 5]
         choices = [{"id": c, "text": _words(rng, 8, 30)} for c in "ABCD"]
         choices.append({"id": "E", "text": "Cannot be determined based on available information"})
-        items.append({"id": f"p{index}-q{q:04d}", "question": f"Do you remember {_words(rng, 8, 20)}?",
-                      "question_type": TYPES[q % len(TYPES)], "question_time": asked.isoformat(),
-                      "answer": _words(rng, 20, 50), "dimension": ["experience", "emotion", "opinion"][q % 3],
-                      "digital_trace_ids": [context[i]["id"] for i in cited],
-                      "evidence": [{"statement": _words(rng, 10, 25), "digital_trace_ids": [context[i]["id"]]}
-                                   for i in cited],
-                      "choices": choices, "correct_choice_id": correct})
+        items.append(
+            {
+                "id": f"p{index}-q{q:04d}",
+                "question": f"Do you remember {_words(rng, 8, 20)}?",
+                "question_type": TYPES[q % len(TYPES)],
+                "question_time": asked.isoformat(),
+                "answer": _words(rng, 20, 50),
+                "dimension": ["experience", "emotion", "opinion"][q % 3],
+                "digital_trace_ids": [context[i]["id"] for i in cited],
+                "evidence": [
+                    {"statement": _words(rng, 10, 25), "digital_trace_ids": [context[i]["id"]]}
+                    for i in cited
+                ],
+                "choices": choices,
+                "correct_choice_id": correct,
+            }
+        )
     rng.shuffle(context)
-    return {"person_name": f"Bench Person {index}", "person_id": f"bench-{index}", "context": context,
-            "qa_items": items}
+    return {
+        "person_name": f"Bench Person {index}",
+        "person_id": f"bench-{index}",
+        "context": context,
+        "qa_items": items,
+    }
 
 
 def _cli(warehouse: Path, env: dict[str, str], *args: str) -> float:
     exe = str(Path(sys.executable).with_name("clonemem"))
     t0 = time.perf_counter()
-    got = subprocess.run([exe, "--warehouse", str(warehouse), *args], env=env, capture_output=True, text=True)
+    got = subprocess.run(
+        [exe, "--warehouse", str(warehouse), *args], env=env, capture_output=True, text=True
+    )
     if got.returncode != 0:
-        raise SystemExit(f"clonemem {' '.join(args)} failed ({got.returncode}):\n{got.stderr[-3000:]}")
+        raise SystemExit(
+            f"clonemem {' '.join(args)} failed ({got.returncode}):\n{got.stderr[-3000:]}"
+        )
     return round(time.perf_counter() - t0, 1)
 
 
@@ -99,14 +143,31 @@ def build(folder: Path, personas: int, traces: int, questions: int) -> tuple[Pat
     timings["imports_s"] = round(time.perf_counter() - t0, 1)
     env = {**os.environ, "PREFECT_HOME": str(folder / "prefect"), "CLONEMEM_LOCK_WAIT": "600"}
     timings["generate_tiny_s"] = _cli(path, env, "generate", "--config", str(TINY))
-    for i, aggregate in enumerate(("questions", "personas")):  # an identical re-run would not be stored again
-        timings[f"evaluate_big_{i + 1}_s"] = _cli(path, env, "evaluate", "big", "--systems", "bm25,random",
-                                                  "--k", "5,10", "--force", "--aggregate", aggregate)
-    timings["evaluate_tiny_s"] = _cli(path, env, "evaluate", "tiny", "--systems", "bm25,random", "--k", "5,10")
+    for i, aggregate in enumerate(
+        ("questions", "personas")
+    ):  # an identical re-run would not be stored again
+        timings[f"evaluate_big_{i + 1}_s"] = _cli(
+            path,
+            env,
+            "evaluate",
+            "big",
+            "--systems",
+            "bm25,random",
+            "--k",
+            "5,10",
+            "--force",
+            "--aggregate",
+            aggregate,
+        )
+    timings["evaluate_tiny_s"] = _cli(
+        path, env, "evaluate", "tiny", "--systems", "bm25,random", "--k", "5,10"
+    )
     return path, timings
 
 
-def time_pages(path: Path, benchmarks: list[str], repeat: int) -> dict[str, dict[str, dict[str, float]]]:
+def time_pages(
+    path: Path, benchmarks: list[str], repeat: int
+) -> dict[str, dict[str, dict[str, float]]]:
     from streamlit.testing.v1 import AppTest
 
     from clonemem.dashboard import APP, PAGES
@@ -130,8 +191,11 @@ def time_pages(path: Path, benchmarks: list[str], repeat: int) -> dict[str, dict
                 if [t.value for t in at.title] != [title]:
                     raise SystemExit(f"{title} on {name}: page did not render its title")
             timed = seconds[1:]
-            out[name][title] = {"median_s": round(statistics.median(timed), 3), "max_s": round(max(timed), 3),
-                                "first_s": round(seconds[0], 3)}
+            out[name][title] = {
+                "median_s": round(statistics.median(timed), 3),
+                "max_s": round(max(timed), 3),
+                "first_s": round(seconds[0], 3),
+            }
     return out
 
 
@@ -149,8 +213,11 @@ def main() -> None:
     parser.add_argument("--traces", type=int, default=2600, help="traces per persona")
     parser.add_argument("--questions", type=int, default=550, help="questions per persona")
     parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--folder", type=Path, help="build the warehouse here and keep it; a warehouse already "
-                                                     "there is reused as it is")
+    parser.add_argument(
+        "--folder",
+        type=Path,
+        help="build the warehouse here and keep it; a warehouse already there is reused as it is",
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="clonemem-dash-bench-") as tmp:
         folder = args.folder or Path(tmp)
@@ -159,17 +226,35 @@ def main() -> None:
         from clonemem.warehouse import Warehouse
 
         with Warehouse.open_reader(path) as wh:
-            counts = dict(zip(("benchmarks", "traces", "questions", "eval_runs", "llm_calls"), wh.rows(
-                "SELECT (SELECT count(*) FROM benchmarks), (SELECT count(*) FROM traces), "
-                "(SELECT count(*) FROM questions), (SELECT count(*) FROM eval_runs), (SELECT count(*) FROM llm_calls)")[0]))
+            counts = dict(
+                zip(
+                    ("benchmarks", "traces", "questions", "eval_runs", "llm_calls"),
+                    wh.rows(
+                        "SELECT (SELECT count(*) FROM benchmarks), (SELECT count(*) FROM traces), "
+                        "(SELECT count(*) FROM questions), (SELECT count(*) FROM eval_runs), (SELECT count(*) FROM llm_calls)"
+                    )[0],
+                )
+            )
             names = [r[0] for r in wh.rows("SELECT name FROM benchmarks ORDER BY name")]
         pages = time_pages(path, names, args.repeat)
         size_mb = round(path.stat().st_size / 1e6, 1)
     worst = max(p["max_s"] for per in pages.values() for p in per.values())
-    print(json.dumps({"benchmark": "dashboard_pages", "warehouse": {**counts, "megabytes": size_mb},
-                      "build": build_times, "target_s": TARGET_S, "timing": "AppTest script run, "
-                      f"median and max of {args.repeat} runs after one warm-up run",
-                      "pages": pages, "worst_s": worst, "all_under_target": worst < TARGET_S}, indent=2))
+    print(
+        json.dumps(
+            {
+                "benchmark": "dashboard_pages",
+                "warehouse": {**counts, "megabytes": size_mb},
+                "build": build_times,
+                "target_s": TARGET_S,
+                "timing": "AppTest script run, "
+                f"median and max of {args.repeat} runs after one warm-up run",
+                "pages": pages,
+                "worst_s": worst,
+                "all_under_target": worst < TARGET_S,
+            },
+            indent=2,
+        )
+    )
 
 
 if __name__ == "__main__":

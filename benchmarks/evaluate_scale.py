@@ -71,11 +71,20 @@ def main() -> None:
     parser.add_argument("--data", choices=("distinct", "copies"), default="distinct")
     parser.add_argument("--conversations", type=int, default=8, help="with --data distinct")
     parser.add_argument("--copies", type=int, default=7, help="with --data copies")
-    parser.add_argument("--repeat", type=int, default=3, help="first runs (each with a new Prefect home)")
-    parser.add_argument("--embeddings-on-disk", action="store_true",
-                        help="also a run with a new Prefect home and the first run's embeddings on disk")
-    parser.add_argument("--sets", nargs="+", default=["bm25,random"],
-                        help="system sets to time, comma-separated names or 'all'")
+    parser.add_argument(
+        "--repeat", type=int, default=3, help="first runs (each with a new Prefect home)"
+    )
+    parser.add_argument(
+        "--embeddings-on-disk",
+        action="store_true",
+        help="also a run with a new Prefect home and the first run's embeddings on disk",
+    )
+    parser.add_argument(
+        "--sets",
+        nargs="+",
+        default=["bm25,random"],
+        help="system sets to time, comma-separated names or 'all'",
+    )
     parser.add_argument("--k", default="5,10", help="k for the named sets")
     parser.add_argument("--k-all", default="10", help="k for the 'all' set")
     args = parser.parse_args()
@@ -88,44 +97,94 @@ def main() -> None:
             files = [write_release(args.conversations, tmp_path / "files")]
         else:
             files = replicate(args.copies, tmp_path / "files")
-        got, import_s, _ = run(["import", "locomo", *map(str, files), "--name", "scale"],
-                               {**base, "PREFECT_HOME": str(tmp_path / "home-import")})
+        got, import_s, _ = run(
+            ["import", "locomo", *map(str, files), "--name", "scale"],
+            {**base, "PREFECT_HOME": str(tmp_path / "home-import")},
+        )
         if got.returncode:
             sys.exit(got.stderr)
-        sizes = subprocess.run([EXE, "benchmarks", "--json"], env=base, capture_output=True, text=True)
+        sizes = subprocess.run(
+            [EXE, "benchmarks", "--json"], env=base, capture_output=True, text=True
+        )
         bench = json.loads(sizes.stdout)[0]
-        out = {"benchmark": "evaluate_scale", "data": args.data, "personas": bench.get("personas"),
-               "traces": bench["traces"], "questions": bench["questions"], "import_s": round(import_s, 2), "runs": []}
+        out = {
+            "benchmark": "evaluate_scale",
+            "data": args.data,
+            "personas": bench.get("personas"),
+            "traces": bench["traces"],
+            "questions": bench["questions"],
+            "import_s": round(import_s, 2),
+            "runs": [],
+        }
         for spec in args.sets:
             if spec == "all":
-                listed = subprocess.run([EXE, "systems", "--json"], env=base, capture_output=True, text=True)
+                listed = subprocess.run(
+                    [EXE, "systems", "--json"], env=base, capture_output=True, text=True
+                )
                 systems, ks = ",".join(json.loads(listed.stdout)), args.k_all
             else:
                 systems, ks = spec, args.k
             tag = spec.replace(",", "-")
-            attempts = [(f"first #{r + 1} (new Prefect home)", f"home-{tag}-{r}", f"emb-{tag}-{r}")
-                        for r in range(args.repeat)]
+            attempts = [
+                (f"first #{r + 1} (new Prefect home)", f"home-{tag}-{r}", f"emb-{tag}-{r}")
+                for r in range(args.repeat)
+            ]
             last = attempts[-1]
             attempts.append(("re-run (same Prefect home)", last[1], last[2]))
             if args.embeddings_on_disk:
-                attempts.append(("new Prefect home, embeddings on disk", f"home-{tag}-disk", last[2]))
+                attempts.append(
+                    ("new Prefect home, embeddings on disk", f"home-{tag}-disk", last[2])
+                )
             for n, (attempt, home, emb) in enumerate(attempts):
-                env = {**base, "PREFECT_HOME": str(tmp_path / home), "CLONEMEM_EMBED_CACHE": str(tmp_path / f"{emb}.sqlite3")}
+                env = {
+                    **base,
+                    "PREFECT_HOME": str(tmp_path / home),
+                    "CLONEMEM_EMBED_CACHE": str(tmp_path / f"{emb}.sqlite3"),
+                }
                 report = tmp_path / f"{tag}-{n}.json"
-                got, wall, rss = run(["evaluate", "scale", "--systems", systems, "--k", ks, "--force",
-                                      "--json", str(report)], env)
+                got, wall, rss = run(
+                    [
+                        "evaluate",
+                        "scale",
+                        "--systems",
+                        systems,
+                        "--k",
+                        ks,
+                        "--force",
+                        "--json",
+                        str(report),
+                    ],
+                    env,
+                )
                 if got.returncode:
                     sys.exit(got.stderr)
                 result = json.loads(report.read_text("utf-8"))
-                ledger = subprocess.run([EXE, "sql", "SELECT count(*) AS n FROM llm_calls", "--format", "json"],
-                                        env=base, capture_output=True, text=True)
-                out["runs"].append({
-                    "systems": spec, "k": ks, "attempt": attempt, "wall_s": round(wall, 2), "peak_rss_mb": round(rss),
-                    "ledger_llm_calls_after": json.loads(ledger.stdout)[0]["n"],
-                    "per_system": {r["system"]: {"build_s": round(r["build_seconds"], 2),
-                                                 "p50_ms": r["retrieval_p50_ms"], "p95_ms": r["retrieval_p95_ms"],
-                                                 "recall_flat": r["recall_flat"], "llm_calls": r["llm_calls"]}
-                                   for r in result["results"]}})
+                ledger = subprocess.run(
+                    [EXE, "sql", "SELECT count(*) AS n FROM llm_calls", "--format", "json"],
+                    env=base,
+                    capture_output=True,
+                    text=True,
+                )
+                out["runs"].append(
+                    {
+                        "systems": spec,
+                        "k": ks,
+                        "attempt": attempt,
+                        "wall_s": round(wall, 2),
+                        "peak_rss_mb": round(rss),
+                        "ledger_llm_calls_after": json.loads(ledger.stdout)[0]["n"],
+                        "per_system": {
+                            r["system"]: {
+                                "build_s": round(r["build_seconds"], 2),
+                                "p50_ms": r["retrieval_p50_ms"],
+                                "p95_ms": r["retrieval_p95_ms"],
+                                "recall_flat": r["recall_flat"],
+                                "llm_calls": r["llm_calls"],
+                            }
+                            for r in result["results"]
+                        },
+                    }
+                )
                 print(json.dumps(out["runs"][-1]), file=sys.stderr, flush=True)
     print(json.dumps(out, indent=1))
 

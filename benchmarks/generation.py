@@ -35,13 +35,28 @@ from clonemem.runtime import Runtime, use  # noqa: E402
 from clonemem.schemas.config import RunConfig  # noqa: E402
 
 
-def config(name: str, seed: int, personas: int = 1, latency_ms: float = 0.0, span_years: float = 1.0,
-           events: int = 4, workers: int = 64) -> RunConfig:
-    return RunConfig.model_validate({
-        "name": name, "seed": seed,
-        "generation": {"personas": personas, "span_years": span_years, "major_events": events, "workers": workers},
-        "providers": {"offline": {"latency_ms": latency_ms, "max_concurrency": 1024}},
-    })
+def config(
+    name: str,
+    seed: int,
+    personas: int = 1,
+    latency_ms: float = 0.0,
+    span_years: float = 1.0,
+    events: int = 4,
+    workers: int = 64,
+) -> RunConfig:
+    return RunConfig.model_validate(
+        {
+            "name": name,
+            "seed": seed,
+            "generation": {
+                "personas": personas,
+                "span_years": span_years,
+                "major_events": events,
+                "workers": workers,
+            },
+            "providers": {"offline": {"latency_ms": latency_ms, "max_concurrency": 1024}},
+        }
+    )
 
 
 def critical_path_calls(cfg: RunConfig) -> int:
@@ -54,15 +69,26 @@ def critical_path_calls(cfg: RunConfig) -> int:
 def parallelism(latency_ms: float, personas: int, tmp: Path) -> dict:
     from clonemem.flows.generation import run_generation
 
-    cfg = config(f"par-{latency_ms}", seed=1000 + int(latency_ms), personas=personas, latency_ms=latency_ms,
-                 workers=512)
+    cfg = config(
+        f"par-{latency_ms}",
+        seed=1000 + int(latency_ms),
+        personas=personas,
+        latency_ms=latency_ms,
+        workers=512,
+    )
     started = time.perf_counter()
     summary = run_generation(cfg, str(tmp / f"par-{latency_ms}.duckdb"))
     flow_wall = time.perf_counter() - started
     bound = critical_path_calls(cfg) * latency_ms / 1000
-    return {"latency_ms": latency_ms, "personas": personas, "llm_calls": summary.llm_calls,
-            "critical_path_calls": critical_path_calls(cfg), "critical_path_bound_s": round(bound, 3),
-            "flow_wall_s": round(flow_wall, 3), "ratio": round(flow_wall / bound, 3)}
+    return {
+        "latency_ms": latency_ms,
+        "personas": personas,
+        "llm_calls": summary.llm_calls,
+        "critical_path_calls": critical_path_calls(cfg),
+        "critical_path_bound_s": round(bound, 3),
+        "flow_wall_s": round(flow_wall, 3),
+        "ratio": round(flow_wall / bound, 3),
+    }
 
 
 def parallelism_inline(latency_ms: float, personas: int) -> dict:
@@ -74,8 +100,13 @@ def parallelism_inline(latency_ms: float, personas: int) -> dict:
         run_inline(new_dags(cfg), rt, lambda d: None, workers=512)
     wall = time.perf_counter() - started
     bound = critical_path_calls(cfg) * latency_ms / 1000
-    return {"latency_ms": latency_ms, "personas": personas, "executor": "in-process thread pool",
-            "wall_s": round(wall, 3), "ratio": round(wall / bound, 3)}
+    return {
+        "latency_ms": latency_ms,
+        "personas": personas,
+        "executor": "in-process thread pool",
+        "wall_s": round(wall, 3),
+        "ratio": round(wall / bound, 3),
+    }
 
 
 def prompt_size() -> dict:
@@ -87,9 +118,14 @@ def prompt_size() -> dict:
         with use(rt):
             run_inline(new_dags(cfg), rt, lambda d: None)
         tokens = [r.input_tokens for r in sink.records]
-        out[f"{int(years)}y"] = {"calls": len(tokens), "mean_prompt_tokens": round(sum(tokens) / len(tokens), 1),
-                                 "max_prompt_tokens": max(tokens)}
-    out["ratio_3y_over_1y"] = round(out["3y"]["mean_prompt_tokens"] / out["1y"]["mean_prompt_tokens"], 3)
+        out[f"{int(years)}y"] = {
+            "calls": len(tokens),
+            "mean_prompt_tokens": round(sum(tokens) / len(tokens), 1),
+            "max_prompt_tokens": max(tokens),
+        }
+    out["ratio_3y_over_1y"] = round(
+        out["3y"]["mean_prompt_tokens"] / out["1y"]["mean_prompt_tokens"], 3
+    )
     return out
 
 
@@ -104,10 +140,14 @@ def rerun(tmp: Path) -> dict:
     digest = hashlib.sha256(wh.read_bytes()).hexdigest()
     second = run_generation(cfg, str(wh))
     t2 = time.perf_counter()
-    return {"first_llm_calls": first.llm_calls, "first_traces": first.traces,
-            "default_persona_flow_wall_s": round(t1 - t0, 2), "rerun_llm_calls": second.llm_calls,
-            "rerun_wall_s": round(t2 - t1, 2),
-            "warehouse_bytes_unchanged": hashlib.sha256(wh.read_bytes()).hexdigest() == digest}
+    return {
+        "first_llm_calls": first.llm_calls,
+        "first_traces": first.traces,
+        "default_persona_flow_wall_s": round(t1 - t0, 2),
+        "rerun_llm_calls": second.llm_calls,
+        "rerun_wall_s": round(t2 - t1, 2),
+        "warehouse_bytes_unchanged": hashlib.sha256(wh.read_bytes()).hexdigest() == digest,
+    }
 
 
 def cli_wall(tmp: Path) -> dict:
@@ -116,9 +156,17 @@ def cli_wall(tmp: Path) -> dict:
     cfg.write_text('name = "cli"\nseed = 3\n', "utf-8")
     exe = Path(sys.executable).with_name("clonemem")
     t0 = time.perf_counter()
-    proc = subprocess.run([str(exe), "--warehouse", str(tmp / "cli.duckdb"), "generate", "--config", str(cfg)],
-                          env={**os.environ, "PREFECT_HOME": home}, capture_output=True, text=True, timeout=600)
-    return {"cli_default_persona_wall_s": round(time.perf_counter() - t0, 2), "exit_code": proc.returncode}
+    proc = subprocess.run(
+        [str(exe), "--warehouse", str(tmp / "cli.duckdb"), "generate", "--config", str(cfg)],
+        env={**os.environ, "PREFECT_HOME": home},
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    return {
+        "cli_default_persona_wall_s": round(time.perf_counter() - t0, 2),
+        "exit_code": proc.returncode,
+    }
 
 
 def main() -> None:
@@ -128,9 +176,16 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
-        result = {"benchmark": "generation", "rerun": rerun(tmp)}  # also warms the ephemeral server up
-        result["parallelism_prefect"] = [parallelism(lat, args.personas, tmp) for lat in args.latency_ms]
-        result["parallelism_inline"] = [parallelism_inline(lat, args.personas) for lat in args.latency_ms]
+        result = {
+            "benchmark": "generation",
+            "rerun": rerun(tmp),
+        }  # also warms the ephemeral server up
+        result["parallelism_prefect"] = [
+            parallelism(lat, args.personas, tmp) for lat in args.latency_ms
+        ]
+        result["parallelism_inline"] = [
+            parallelism_inline(lat, args.personas) for lat in args.latency_ms
+        ]
         result["prompt_size"] = prompt_size()
         result["cli"] = cli_wall(tmp)
     print(json.dumps(result, indent=2))

@@ -39,9 +39,14 @@ def main() -> None:
     from clonemem.schemas.config import load_config
 
     cfg = load_config(BASE)
-    cfg = cfg.model_copy(update={
-        "generation": cfg.generation.model_copy(update={"personas": args.personas}),
-        "evaluation": cfg.evaluation.model_copy(update={"full_context_tokens": args.full_context_tokens})})
+    cfg = cfg.model_copy(
+        update={
+            "generation": cfg.generation.model_copy(update={"personas": args.personas}),
+            "evaluation": cfg.evaluation.model_copy(
+                update={"full_context_tokens": args.full_context_tokens}
+            ),
+        }
+    )
     started = time.perf_counter()
     result = gym_flow(None, [*CONTROLS, *MEMORIES], cfg)
     by = {d.system: d for d in result.systems}
@@ -51,19 +56,35 @@ def main() -> None:
         "gate_passed": result.exposure_rate >= cfg.gym.min_exposure_rate,
         "oracle_states_at_upper_bound": abs(oracle.accuracy - upper) <= 0.02,
         "no_memory_at_random_bound": none.accuracy_ci[0] <= random_bound <= none.accuracy_ci[1],
-        **{f"{m}_between_disjoint": none.accuracy_ci[1] < by[m].accuracy_ci[0] and by[m].accuracy_ci[1] < oracle.accuracy_ci[0]
-           for m in MEMORIES},
+        **{
+            f"{m}_between_disjoint": none.accuracy_ci[1] < by[m].accuracy_ci[0]
+            and by[m].accuracy_ci[1] < oracle.accuracy_ci[0]
+            for m in MEMORIES
+        },
     }
     out = {
-        "config": str(BASE.name), "personas": args.personas, "periods": cfg.gym.periods,
-        "states_per_question": cfg.gym.states_per_question, "turns_per_exposure": cfg.gym.turns_per_exposure,
-        "full_context_tokens": args.full_context_tokens, "exposure_rate": result.exposure_rate,
+        "config": str(BASE.name),
+        "personas": args.personas,
+        "periods": cfg.gym.periods,
+        "states_per_question": cfg.gym.states_per_question,
+        "turns_per_exposure": cfg.gym.turns_per_exposure,
+        "full_context_tokens": args.full_context_tokens,
+        "exposure_rate": result.exposure_rate,
         "bounds": {"random": random_bound, "upper": upper},
-        "systems": {d.system: {"accuracy": d.accuracy, "accuracy_ci": list(d.accuracy_ci), "memory_score": d.memory_score,
-                               "off_policy_memory_score": d.off_policy_memory_score, "diagnosis": d.diagnosis}
-                    for d in result.systems},
+        "systems": {
+            d.system: {
+                "accuracy": d.accuracy,
+                "accuracy_ci": list(d.accuracy_ci),
+                "memory_score": d.memory_score,
+                "off_policy_memory_score": d.off_policy_memory_score,
+                "diagnosis": d.diagnosis,
+            }
+            for d in result.systems
+        },
         "rank_change": [r.model_dump() for r in result.report.rank_change],
-        "checks": checks, "holds": all(checks.values()), "llm_calls": result.llm_calls,
+        "checks": checks,
+        "holds": all(checks.values()),
+        "llm_calls": result.llm_calls,
         "seconds": round(time.perf_counter() - started, 1),
     }
     print(json.dumps(out, indent=1))

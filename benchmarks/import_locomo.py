@@ -30,8 +30,13 @@ def wrap_as_locomo10(files: list[Path], out: Path) -> Path:
         if isinstance(doc, list):
             samples.extend(doc)
             continue
-        samples.append({"sample_id": f.stem, "conversation": {k: v for k, v in doc.items() if k != "qa"},
-                        "qa": doc.get("qa", [])})
+        samples.append(
+            {
+                "sample_id": f.stem,
+                "conversation": {k: v for k, v in doc.items() if k != "qa"},
+                "qa": doc.get("qa", []),
+            }
+        )
     out.write_text(json.dumps(samples, ensure_ascii=False), "utf-8")
     return out
 
@@ -57,28 +62,40 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         combined = wrap_as_locomo10(files, Path(tmp) / "locomo10.json")
         for layout, paths in (("per_conversation", files), ("locomo10", [combined])):
-            runs = [timed_import(paths, Path(tmp) / f"{layout}-{r}.duckdb") for r in range(args.repeat)]
+            runs = [
+                timed_import(paths, Path(tmp) / f"{layout}-{r}.duckdb") for r in range(args.repeat)
+            ]
             summary = runs[0][0]
             best = min(runs, key=lambda r: r[1] + r[2])
             out[layout] = {
-                "conversations": summary.personas, "traces": summary.traces, "questions": summary.questions,
+                "conversations": summary.personas,
+                "traces": summary.traces,
+                "questions": summary.questions,
                 "questions_by_category": _by_category(summary, Path(tmp) / f"{layout}-0.duckdb"),
                 "questions_without_evidence": summary.questions_without_evidence,
                 "evidence_references": summary.note_counts,
-                "parse_seconds": round(best[1], 3), "load_seconds": round(best[2], 3),
+                "parse_seconds": round(best[1], 3),
+                "load_seconds": round(best[2], 3),
                 "import_seconds_best": round(best[1] + best[2], 3),
                 "import_seconds_worst": round(max(r[1] + r[2] for r in runs), 3),
             }
     out["same_counts_in_both_layouts"] = all(
-        out["per_conversation"][k] == out["locomo10"][k] for k in ("conversations", "traces", "questions"))
+        out["per_conversation"][k] == out["locomo10"][k]
+        for k in ("conversations", "traces", "questions")
+    )
     print(json.dumps(out, indent=2))
 
 
 def _by_category(summary: ImportSummary, warehouse: Path) -> dict[str, int]:
     with Warehouse.open_reader(warehouse) as wh:
-        return {f"{c} {label}": n for c, label, n in wh.rows(
-            "SELECT source_category, source_question_type, count(*) FROM questions WHERE benchmark_id = ? "
-            "GROUP BY ALL ORDER BY 1", [summary.benchmark_id])}
+        return {
+            f"{c} {label}": n
+            for c, label, n in wh.rows(
+                "SELECT source_category, source_question_type, count(*) FROM questions WHERE benchmark_id = ? "
+                "GROUP BY ALL ORDER BY 1",
+                [summary.benchmark_id],
+            )
+        }
 
 
 if __name__ == "__main__":

@@ -59,7 +59,9 @@ def bundles_for(name: str, personas: int, folder: Path) -> list[str]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--personas", type=int, default=16, help="personas per batch (one transaction each)")
+    ap.add_argument(
+        "--personas", type=int, default=16, help="personas per batch (one transaction each)"
+    )
     ap.add_argument("--batches", type=int, default=8, help="batches landed one after the other")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="clonemem-landing-") as tmp:
@@ -69,13 +71,18 @@ def main() -> None:
         generate_s = time.perf_counter() - started
         tracemalloc.start()
         first = [read_bundle(u) for u in batches[0]]
-        held = tracemalloc.get_traced_memory()[0]  # what a landing holds in memory per persona until it commits
+        held = tracemalloc.get_traced_memory()[
+            0
+        ]  # what a landing holds in memory per persona until it commits
         tracemalloc.stop()
         sizes = [Path(u).stat().st_size for urls in batches for u in urls]
         rows = [sum(len(v) for v in b.tables.values()) for b in first]
         out: dict = {
-            "personas_per_batch": args.personas, "batches": args.batches,
-            "offline_generation_s_per_persona": round(generate_s / (args.personas * args.batches), 3),
+            "personas_per_batch": args.personas,
+            "batches": args.batches,
+            "offline_generation_s_per_persona": round(
+                generate_s / (args.personas * args.batches), 3
+            ),
             "bundle_bytes_per_persona": round(statistics.mean(sizes)),
             "rows_per_persona": round(statistics.mean(rows)),
             "llm_calls_per_persona": round(statistics.mean(len(b.calls) for b in first)),
@@ -87,11 +94,18 @@ def main() -> None:
             with Warehouse.open_writer(wh_path) as wh:
                 before = wh.scalar("SELECT count(*) FROM personas")
                 t0 = time.perf_counter()
-                landed = land_bundles(wh, [read_bundle(u) for u in urls])  # read + check + one transaction
+                landed = land_bundles(
+                    wh, [read_bundle(u) for u in urls]
+                )  # read + check + one transaction
                 seconds = time.perf_counter() - t0
             assert len(landed) == len(urls)
-            out["landing"].append({"personas_in_warehouse_before": before, "seconds": round(seconds, 3),
-                                   "seconds_per_persona": round(seconds / len(urls), 4)})
+            out["landing"].append(
+                {
+                    "personas_in_warehouse_before": before,
+                    "seconds": round(seconds, 3),
+                    "seconds_per_persona": round(seconds / len(urls), 4),
+                }
+            )
         per = statistics.mean(x["seconds_per_persona"] for x in out["landing"])
         out["mean_landing_s_per_persona"] = round(per, 4)
         out["personas_landed_per_hour_by_one_writer"] = round(3600 / per)

@@ -46,30 +46,65 @@ def run(paths: list[Path], systems: list[str], ks: list[int]) -> dict:
         with Warehouse.open_writer(warehouse) as wh:
             summary = import_files(wh, "locomo", paths, "locomo-dev")
         t0 = time.perf_counter()
-        result = evaluate_flow(RunConfig().model_dump(mode="json"), str(warehouse), "locomo-dev", systems, ks,
-                               force=True)
+        result = evaluate_flow(
+            RunConfig().model_dump(mode="json"),
+            str(warehouse),
+            "locomo-dev",
+            systems,
+            ks,
+            force=True,
+        )
         seconds = time.perf_counter() - t0
     rows = {(r["system"], r["k"]): r for r in result["results"]}
     table = []
     for s in systems:
         first = rows[(s, ks[0])]
-        table.append({"system": s, **{f"recall_flat@{k}": _r(rows[(s, k)]["recall_flat"]) for k in ks},
-                      **{f"recall_any_any@{k}": _r(rows[(s, k)]["recall_any_any"]) for k in ks},
-                      f"recall_flat@{ks[0]}_ci": [_r(x) for x in first["recall_flat_ci"]],
-                      "build_seconds": _r(first["build_seconds"], 2), "retrieval_p50_ms": _r(first["retrieval_p50_ms"], 2),
-                      "retrieval_p95_ms": _r(first["retrieval_p95_ms"], 2)})
-    table.append({"system": "DRAGON (LoCoMo paper, 10 conversations)",
-                  **{f"recall_flat@{k}": DRAGON[k] for k in ks if k in DRAGON}})
+        table.append(
+            {
+                "system": s,
+                **{f"recall_flat@{k}": _r(rows[(s, k)]["recall_flat"]) for k in ks},
+                **{f"recall_any_any@{k}": _r(rows[(s, k)]["recall_any_any"]) for k in ks},
+                f"recall_flat@{ks[0]}_ci": [_r(x) for x in first["recall_flat_ci"]],
+                "build_seconds": _r(first["build_seconds"], 2),
+                "retrieval_p50_ms": _r(first["retrieval_p50_ms"], 2),
+                "retrieval_p95_ms": _r(first["retrieval_p95_ms"], 2),
+            }
+        )
+    table.append(
+        {
+            "system": "DRAGON (LoCoMo paper, 10 conversations)",
+            **{f"recall_flat@{k}": DRAGON[k] for k in ks if k in DRAGON},
+        }
+    )
     candidates = [s for s in systems if s != "random"]
-    best = max(candidates, key=lambda s: (rows[(s, 10)]["recall_flat"] if (s, 10) in rows else 0,
-                                         rows[(s, ks[0])]["recall_flat"]))
-    verdict = {f"recall_flat@{k}": {"best": _r(rows[(best, k)]["recall_flat"]), "target": t,
-                                    "meets": rows[(best, k)]["recall_flat"] >= t}
-               for k, t in TARGETS.items() if (best, k) in rows}
-    return {"benchmark": "locomo_retrieval", "conversations": summary.personas, "turns": summary.traces,
-            "questions": summary.questions, "dense_model": embed.model_info(), "table": table,
-            "best_system": best, "targets": verdict,
-            "by_category_at_10": _by_category(result, systems), "evaluate_seconds": round(seconds, 1)}
+    best = max(
+        candidates,
+        key=lambda s: (
+            rows[(s, 10)]["recall_flat"] if (s, 10) in rows else 0,
+            rows[(s, ks[0])]["recall_flat"],
+        ),
+    )
+    verdict = {
+        f"recall_flat@{k}": {
+            "best": _r(rows[(best, k)]["recall_flat"]),
+            "target": t,
+            "meets": rows[(best, k)]["recall_flat"] >= t,
+        }
+        for k, t in TARGETS.items()
+        if (best, k) in rows
+    }
+    return {
+        "benchmark": "locomo_retrieval",
+        "conversations": summary.personas,
+        "turns": summary.traces,
+        "questions": summary.questions,
+        "dense_model": embed.model_info(),
+        "table": table,
+        "best_system": best,
+        "targets": verdict,
+        "by_category_at_10": _by_category(result, systems),
+        "evaluate_seconds": round(seconds, 1),
+    }
 
 
 def _by_category(result: dict, systems: list[str]) -> dict:

@@ -37,29 +37,76 @@ from typing import Any
 DEV = Path(os.environ.get("CLONEMEM_LOCOMO_DEV", "/work/shared/data/locomo-dev"))
 
 SESSION = re.compile(r"^session_(\d+)$")
-TURN_ID = re.compile(r"D\s*:?\s*(\d+)\s*:\s*(\d+)", re.IGNORECASE)  # as the LoCoMo importer reads them
+TURN_ID = re.compile(
+    r"D\s*:?\s*(\d+)\s*:\s*(\d+)", re.IGNORECASE
+)  # as the LoCoMo importer reads them
 YEAR = re.compile(r"\b(20[0-3]\d)\b")
 # each conversation's two speakers (the first stands for Caroline and Jon, the second for Melanie and Gina)
-SPEAKERS = [("Priya", "Tomas"), ("Aiko", "Marcus"), ("Lena", "Dev"), ("Sofia", "Kwame"), ("Nadia", "Oliver"),
-            ("Yara", "Mateo"), ("Hana", "Felix"), ("Ines", "Rahul"), ("Maya", "Jonas"), ("Leila", "Tariq"),
-            ("Elif", "Bruno"), ("Zara", "Emil")]
+SPEAKERS = [
+    ("Priya", "Tomas"),
+    ("Aiko", "Marcus"),
+    ("Lena", "Dev"),
+    ("Sofia", "Kwame"),
+    ("Nadia", "Oliver"),
+    ("Yara", "Mateo"),
+    ("Hana", "Felix"),
+    ("Ines", "Rahul"),
+    ("Maya", "Jonas"),
+    ("Leila", "Tariq"),
+    ("Elif", "Bruno"),
+    ("Zara", "Emil"),
+]
 SOURCE_NAMES = {"26": ("Caroline", "Melanie", {"Mel": 1, "Caro": 0}), "30": ("Jon", "Gina", {})}
 WORDS: dict[str, tuple[str, ...]] = {
-    "great": ("wonderful", "fantastic", "terrific", "lovely"), "really": ("truly", "honestly", "so"),
-    "amazing": ("incredible", "awesome", "stunning", "remarkable"), "happy": ("glad", "pleased", "delighted"),
-    "awesome": ("brilliant", "superb", "fabulous"), "love": ("adore", "really like", "enjoy"),
-    "thanks": ("thank you", "many thanks", "cheers"), "Thanks": ("Thank you", "Many thanks", "Cheers"),
-    "hey": ("hi", "hello", "hiya"), "Hey": ("Hi", "Hello", "Hiya"), "cool": ("neat", "nice", "sweet"),
-    "good": ("nice", "fine", "decent"), "nice": ("lovely", "pleasant", "good"), "wow": ("whoa", "oh wow", "gosh"),
-    "Wow": ("Whoa", "Oh wow", "Gosh"), "glad": ("happy", "pleased", "relieved"), "tough": ("hard", "rough", "difficult"),
-    "hard": ("tough", "difficult", "demanding"), "big": ("huge", "large", "major"), "friends": ("pals", "buddies", "mates"),
-    "kids": ("children", "little ones", "youngsters"), "beautiful": ("gorgeous", "stunning", "lovely"),
-    "excited": ("thrilled", "eager", "stoked"), "super": ("very", "extremely", "really"), "pretty": ("quite", "fairly", "rather"),
-    "awesome!": ("brilliant!", "superb!"), "stuff": ("things", "bits"), "tell": ("share with", "let", "show"),
-    "feel": ("sense", "find"), "lately": ("recently", "these days", "of late"), "important": ("vital", "key", "essential"),
-    "support": ("backing", "encouragement", "help"), "keep": ("stay", "carry on"), "help": ("support", "aid", "assist"),
+    "great": ("wonderful", "fantastic", "terrific", "lovely"),
+    "really": ("truly", "honestly", "so"),
+    "amazing": ("incredible", "awesome", "stunning", "remarkable"),
+    "happy": ("glad", "pleased", "delighted"),
+    "awesome": ("brilliant", "superb", "fabulous"),
+    "love": ("adore", "really like", "enjoy"),
+    "thanks": ("thank you", "many thanks", "cheers"),
+    "Thanks": ("Thank you", "Many thanks", "Cheers"),
+    "hey": ("hi", "hello", "hiya"),
+    "Hey": ("Hi", "Hello", "Hiya"),
+    "cool": ("neat", "nice", "sweet"),
+    "good": ("nice", "fine", "decent"),
+    "nice": ("lovely", "pleasant", "good"),
+    "wow": ("whoa", "oh wow", "gosh"),
+    "Wow": ("Whoa", "Oh wow", "Gosh"),
+    "glad": ("happy", "pleased", "relieved"),
+    "tough": ("hard", "rough", "difficult"),
+    "hard": ("tough", "difficult", "demanding"),
+    "big": ("huge", "large", "major"),
+    "friends": ("pals", "buddies", "mates"),
+    "kids": ("children", "little ones", "youngsters"),
+    "beautiful": ("gorgeous", "stunning", "lovely"),
+    "excited": ("thrilled", "eager", "stoked"),
+    "super": ("very", "extremely", "really"),
+    "pretty": ("quite", "fairly", "rather"),
+    "awesome!": ("brilliant!", "superb!"),
+    "stuff": ("things", "bits"),
+    "tell": ("share with", "let", "show"),
+    "feel": ("sense", "find"),
+    "lately": ("recently", "these days", "of late"),
+    "important": ("vital", "key", "essential"),
+    "support": ("backing", "encouragement", "help"),
+    "keep": ("stay", "carry on"),
+    "help": ("support", "aid", "assist"),
 }
-OPENERS = ("Well,", "Oh,", "So,", "Honestly,", "You know,", "Ah,", "Yeah,", "Hmm,", "Right,", "Anyway,", "Look,", "Okay,")
+OPENERS = (
+    "Well,",
+    "Oh,",
+    "So,",
+    "Honestly,",
+    "You know,",
+    "Ah,",
+    "Yeah,",
+    "Hmm,",
+    "Right,",
+    "Anyway,",
+    "Look,",
+    "Okay,",
+)
 
 
 def load_sources(folder: Path = DEV) -> dict[str, dict[str, Any]]:
@@ -72,11 +119,15 @@ def _rewriter(i: int, sources: dict[str, dict[str, Any]]) -> Any:
     a, b = SPEAKERS[i % len(SPEAKERS)]
     names: dict[str, str] = {}
     for stem in sources:
-        first, second, nicknames = SOURCE_NAMES.get(stem, (sources[stem]["speaker_a"], sources[stem]["speaker_b"], {}))
+        first, second, nicknames = SOURCE_NAMES.get(
+            stem, (sources[stem]["speaker_a"], sources[stem]["speaker_b"], {})
+        )
         names.update({first: a, second: b, **{n: (a, b)[which] for n, which in nicknames.items()}})
     choice = {w: rng.choice(alts) for w, alts in WORDS.items()}
     table = {**choice, **names}
-    pattern = re.compile(r"\b(" + "|".join(re.escape(w) for w in sorted(table, key=len, reverse=True)) + r")\b")
+    pattern = re.compile(
+        r"\b(" + "|".join(re.escape(w) for w in sorted(table, key=len, reverse=True)) + r")\b"
+    )
 
     def rewrite(text: str) -> str:
         text = pattern.sub(lambda m: table[m.group(1)], text)
@@ -85,7 +136,9 @@ def _rewriter(i: int, sources: dict[str, dict[str, Any]]) -> Any:
     return rewrite
 
 
-def _sessions(sources: dict[str, dict[str, Any]]) -> list[tuple[str, int, str, list[dict[str, Any]]]]:
+def _sessions(
+    sources: dict[str, dict[str, Any]],
+) -> list[tuple[str, int, str, list[dict[str, Any]]]]:
     """(source, session number, its date text, its turns) of every non-empty session of every source."""
     out = []
     for stem, doc in sources.items():
@@ -100,8 +153,20 @@ def _sort_key(date_text: str) -> tuple[int, int, int, int]:
     m = re.match(r"\s*(\d+):(\d+)\s*([ap])m on (\d+) (\w+),? (\d{4})", date_text)
     assert m, date_text
     hour, minute, half, day, month, year = m.groups()
-    months = ["january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
-              "november", "december"]
+    months = [
+        "january",
+        "february",
+        "march",
+        "april",
+        "may",
+        "june",
+        "july",
+        "august",
+        "september",
+        "october",
+        "november",
+        "december",
+    ]
     hh = int(hour) % 12 + (12 if half == "p" else 0)
     return int(year), months.index(month.lower()) + 1, int(day), hh * 60 + int(minute)
 
@@ -115,8 +180,9 @@ def _reworded(value: Any, rewrite: Any, i: int) -> Any:
     return value
 
 
-def conversation(i: int, sources: dict[str, dict[str, Any]], turns: int, questions: int,
-                 taken: set[str]) -> dict[str, Any]:
+def conversation(
+    i: int, sources: dict[str, dict[str, Any]], turns: int, questions: int, taken: set[str]
+) -> dict[str, Any]:
     """Derived conversation ``i`` as a locomo10.json sample; ``taken`` holds the turn texts of earlier
     conversations (this one's are added)."""
     rng = random.Random(f"conversation-{i}")
@@ -137,7 +203,7 @@ def conversation(i: int, sources: dict[str, dict[str, Any]], turns: int, questio
             if m:
                 new_id[(stem, f"D{int(m.group(1))}:{int(m.group(2))}")] = f"D{n}:{j}"
             text = base = rewrite(turn["text"])
-            for opener in (rng.sample(OPENERS, len(OPENERS)) if text in taken else ()):
+            for opener in rng.sample(OPENERS, len(OPENERS)) if text in taken else ():
                 text = f"{opener} {base[:1].lower()}{base[1:]}"
                 if text not in taken:
                     break
@@ -152,8 +218,12 @@ def conversation(i: int, sources: dict[str, dict[str, Any]], turns: int, questio
     qa = []
     for stem, doc in sources.items():
         for item in doc.get("qa", []):
-            refs = [(stem, f"D{int(s)}:{int(t)}") for e in item.get("evidence", []) if isinstance(e, str)
-                    for s, t in TURN_ID.findall(e)]
+            refs = [
+                (stem, f"D{int(s)}:{int(t)}")
+                for e in item.get("evidence", [])
+                if isinstance(e, str)
+                for s, t in TURN_ID.findall(e)
+            ]
             if len(refs) < len(item.get("evidence", [])) or any(r not in new_id for r in refs):
                 continue  # evidence that names a dropped turn (or no turn): the question goes with it
             new_q = {k: _reworded(v, rewrite, i) for k, v in item.items() if k != "evidence"}
@@ -164,8 +234,9 @@ def conversation(i: int, sources: dict[str, dict[str, Any]], turns: int, questio
     return {"sample_id": f"derived-{i}", "conversation": conv, "qa": qa}
 
 
-def derived_conversations(n: int, turns: int = 650, questions: int = 215,
-                          sources: dict[str, dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+def derived_conversations(
+    n: int, turns: int = 650, questions: int = 215, sources: dict[str, dict[str, Any]] | None = None
+) -> list[dict[str, Any]]:
     """``n`` derived conversations (locomo10.json samples) sharing no turn text with one another."""
     sources = sources if sources is not None else load_sources()
     taken: set[str] = set()
@@ -175,5 +246,7 @@ def derived_conversations(n: int, turns: int = 650, questions: int = 215,
 def write_release(n: int, out: Path, turns: int = 650, questions: int = 215) -> Path:
     """The ``n`` conversations as one file in LoCoMo's release layout (``locomo10.json``)."""
     path = out / "locomo-derived.json"
-    path.write_text(json.dumps(derived_conversations(n, turns, questions), ensure_ascii=False), "utf-8")
+    path.write_text(
+        json.dumps(derived_conversations(n, turns, questions), ensure_ascii=False), "utf-8"
+    )
     return path

@@ -26,8 +26,13 @@ from clonemem.importers.base import ParsedPersona
 
 # as the tests find them: CLONEMEM_LOCOMO_DEV, else the shared data folder
 DEV = Path(os.environ.get("CLONEMEM_LOCOMO_DEV", "/work/shared/data/locomo-dev"))
-TYPES = {"1": "multi-session", "2": "temporal-reasoning", "3": "single-session-user", "4": "single-session-user",
-         "5": "single-session-user"}
+TYPES = {
+    "1": "multi-session",
+    "2": "temporal-reasoning",
+    "3": "single-session-user",
+    "4": "single-session-user",
+    "5": "single-session-user",
+}
 
 
 def _date(value: object) -> str:
@@ -48,23 +53,39 @@ def instances(persona: ParsedPersona, per_conversation: int | None = None) -> li
         items = [items[i * len(items) // per_conversation] for i in range(per_conversation)]
     for q, source in items:
         evidence = set(q.digital_trace_ids)
-        answer_keys = {key for key, turns in sessions.items() if any(t.id in evidence for t in turns)}
+        answer_keys = {
+            key for key, turns in sessions.items() if any(t.id in evidence for t in turns)
+        }
         ids, dates, haystack = [], [], []
         for key, turns in sessions.items():
             answer = key in answer_keys
             ids.append(f"answer_{sample}_{key}" if answer else f"{sample}_{key}")
             dates.append(_date(turns[0].session_date or turns[0].event_date))
-            haystack.append([{"role": "user" if t.speaker == speakers[0] else "assistant",
-                              "content": t.content.split(": ", 1)[1] if ": " in t.content else t.content,
-                              **({"has_answer": t.id in evidence} if answer else {})} for t in turns])
+            haystack.append(
+                [
+                    {
+                        "role": "user" if t.speaker == speakers[0] else "assistant",
+                        "content": t.content.split(": ", 1)[1] if ": " in t.content else t.content,
+                        **({"has_answer": t.id in evidence} if answer else {}),
+                    }
+                    for t in turns
+                ]
+            )
         number = q.id.rsplit(":q", 1)[-1]
         category = source.category or "4"
-        out.append({
-            "question_id": f"{sample}_q{number}" + ("_abs" if category == "5" else ""),
-            "question_type": TYPES.get(category, "single-session-user"), "question": q.question, "answer": q.answer,
-            "question_date": _date(q.question_time), "haystack_session_ids": ids, "haystack_dates": dates,
-            "haystack_sessions": haystack, "answer_session_ids": [i for i in ids if i.startswith("answer_")],
-        })
+        out.append(
+            {
+                "question_id": f"{sample}_q{number}" + ("_abs" if category == "5" else ""),
+                "question_type": TYPES.get(category, "single-session-user"),
+                "question": q.question,
+                "answer": q.answer,
+                "question_date": _date(q.question_time),
+                "haystack_session_ids": ids,
+                "haystack_dates": dates,
+                "haystack_sessions": haystack,
+                "answer_session_ids": [i for i in ids if i.startswith("answer_")],
+            }
+        )
     return out
 
 
@@ -79,12 +100,22 @@ def convert(sources: Sequence[Path], out: Path, per_conversation: int | None = N
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("out", type=Path)
-    parser.add_argument("sources", type=Path, nargs="*", help="LoCoMo files (default: the development ones)")
-    parser.add_argument("--per-conversation", type=int, default=None,
-                        help="at most N questions a conversation, evenly spread over its list")
+    parser.add_argument(
+        "sources", type=Path, nargs="*", help="LoCoMo files (default: the development ones)"
+    )
+    parser.add_argument(
+        "--per-conversation",
+        type=int,
+        default=None,
+        help="at most N questions a conversation, evenly spread over its list",
+    )
     args = parser.parse_args()
     sources = args.sources or sorted(DEV.glob("*.json"))
-    print(json.dumps({"instances": convert(sources, args.out, args.per_conversation), "out": str(args.out)}))
+    print(
+        json.dumps(
+            {"instances": convert(sources, args.out, args.per_conversation), "out": str(args.out)}
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -40,9 +40,11 @@ TARGET = 1.5
 OVERHEAD_TARGET_MS = 2.0
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "memory-server-stdlib" / "server.py"
 # the example's handler as a stranger's first server has it: Nagle's algorithm on
-PLAIN = ("import importlib.util, sys; spec = importlib.util.spec_from_file_location('server', sys.argv[1]); "
-         "m = importlib.util.module_from_spec(spec); spec.loader.exec_module(m); "
-         "m.Handler.disable_nagle_algorithm = False; sys.argv = [sys.argv[1], '--port', '0']; m.main()")
+PLAIN = (
+    "import importlib.util, sys; spec = importlib.util.spec_from_file_location('server', sys.argv[1]); "
+    "m = importlib.util.module_from_spec(spec); spec.loader.exec_module(m); "
+    "m.Handler.disable_nagle_algorithm = False; sys.argv = [sys.argv[1], '--port', '0']; m.main()"
+)
 
 
 def load() -> str:
@@ -60,8 +62,12 @@ def generate(folder: Path) -> Path:
     wh = folder / "demo.duckdb"
     config = folder / "demo.toml"
     config.write_text(DEMO, "utf-8")
-    got = subprocess.run([EXE, "--warehouse", str(wh), "generate", "--config", str(config)], env=env(folder / "gen"),
-                         capture_output=True, text=True)
+    got = subprocess.run(
+        [EXE, "--warehouse", str(wh), "generate", "--config", str(config)],
+        env=env(folder / "gen"),
+        capture_output=True,
+        text=True,
+    )
     if got.returncode not in (0, 3):  # 3: the gate failed; it is evaluated with --force
         raise SystemExit(f"generation failed: {got.stderr[-2000:]}")
     return wh
@@ -115,11 +121,16 @@ def query_overhead(wh: Path, url: str, repeat: int) -> dict:
                 local_ms.append((t1 - t0) * 1000)
                 remote_ms.append((t2 - t1) * 1000)
                 diff_ms.append((t2 - t1 - (t1 - t0)) * 1000)
-    return {"queries": len(diff_ms),
-            "in_process_ms": {"p50": pct(local_ms, 50), "p95": pct(local_ms, 95)},
-            "through_http_ms": {"p50": pct(remote_ms, 50), "p95": pct(remote_ms, 95)},
-            "overhead_ms": {"p50": pct(diff_ms, 50), "p95": pct(diff_ms, 95),
-                            "mean": round(statistics.fmean(diff_ms), 3)}}
+    return {
+        "queries": len(diff_ms),
+        "in_process_ms": {"p50": pct(local_ms, 50), "p95": pct(local_ms, 95)},
+        "through_http_ms": {"p50": pct(remote_ms, 50), "p95": pct(remote_ms, 95)},
+        "overhead_ms": {
+            "p50": pct(diff_ms, 50),
+            "p95": pct(diff_ms, 95),
+            "mean": round(statistics.fmean(diff_ms), 3),
+        },
+    }
 
 
 def stdlib_overhead(wh: Path, url: str, repeat: int, quickack: bool) -> dict:
@@ -145,14 +156,25 @@ def stdlib_overhead(wh: Path, url: str, repeat: int, quickack: bool) -> dict:
     for p in personas:
         ctx = BuildContext(llm=None, persona_id=p.public_id, release_ids=p.release_ids)  # type: ignore[arg-type]
         local, remote = example.Memory(None), remote_cls()
-        local.ingest({"persona_id": p.public_id, "traces": [trace_body(p.release_ids.get(t.trace_id, t.trace_id), t)
-                                                              for t in p.traces]})
+        local.ingest(
+            {
+                "persona_id": p.public_id,
+                "traces": [
+                    trace_body(p.release_ids.get(t.trace_id, t.trace_id), t) for t in p.traces
+                ],
+            }
+        )
         remote.reset(ctx)
         remote.ingest(p.traces, ctx)
         for _ in range(repeat):
             for q in p.questions:
-                body = {"persona_id": p.public_id, "question_id": q.question_id, "question": q.question,
-                        "question_time": protocol_time(q.question_time), "k": 20}
+                body = {
+                    "persona_id": p.public_id,
+                    "question_id": q.question_id,
+                    "question": q.question,
+                    "question_time": protocol_time(q.question_time),
+                    "k": 20,
+                }
                 t0 = time.perf_counter()
                 local.query(body)
                 t1 = time.perf_counter()
@@ -161,23 +183,34 @@ def stdlib_overhead(wh: Path, url: str, repeat: int, quickack: bool) -> dict:
                 local_ms.append((t1 - t0) * 1000)
                 remote_ms.append((t2 - t1) * 1000)
                 diff_ms.append((t2 - t1 - (t1 - t0)) * 1000)
-    return {"queries": len(diff_ms), "client_quickack": quickack, "load": f"{started_load} → {load()}",
-            "in_process_ms": {"p50": pct(local_ms, 50), "p95": pct(local_ms, 95)},
-            "through_http_ms": {"p50": pct(remote_ms, 50), "p95": pct(remote_ms, 95)},
-            "overhead_ms": {"p50": pct(diff_ms, 50), "p95": pct(diff_ms, 95),
-                            "mean": round(statistics.fmean(diff_ms), 3)},
-            "within_target": pct(diff_ms, 50) < OVERHEAD_TARGET_MS}
+    return {
+        "queries": len(diff_ms),
+        "client_quickack": quickack,
+        "load": f"{started_load} → {load()}",
+        "in_process_ms": {"p50": pct(local_ms, 50), "p95": pct(local_ms, 95)},
+        "through_http_ms": {"p50": pct(remote_ms, 50), "p95": pct(remote_ms, 95)},
+        "overhead_ms": {
+            "p50": pct(diff_ms, 50),
+            "p95": pct(diff_ms, 95),
+            "mean": round(statistics.fmean(diff_ms), 3),
+        },
+        "within_target": pct(diff_ms, 50) < OVERHEAD_TARGET_MS,
+    }
 
 
 def stdlib_servers(wh: Path, repeat: int) -> dict:
     """The example server and the plain one, each through the harness's client with and without QUICKACK."""
     out: dict[str, dict] = {}
-    for name, argv in (("example_server_nodelay", [sys.executable, str(EXAMPLE), "--port", "0"]),
-                       ("plain_server_nagle", [sys.executable, "-c", PLAIN, str(EXAMPLE)])):
+    for name, argv in (
+        ("example_server_nodelay", [sys.executable, str(EXAMPLE), "--port", "0"]),
+        ("plain_server_nagle", [sys.executable, "-c", PLAIN, str(EXAMPLE)]),
+    ):
         proc, url = start(argv)
         try:
-            out[name] = {"harness": stdlib_overhead(wh, url, repeat, True),
-                         "client_without_quickack": stdlib_overhead(wh, url, 1, False)}
+            out[name] = {
+                "harness": stdlib_overhead(wh, url, repeat, True),
+                "client_without_quickack": stdlib_overhead(wh, url, 1, False),
+            }
         finally:
             proc.terminate()
             proc.wait(10)
@@ -187,14 +220,34 @@ def stdlib_servers(wh: Path, repeat: int) -> dict:
 def evaluate(wh: Path, systems: str, folder: Path, tag: str) -> dict:
     out = folder / f"{tag}.json"
     t0 = time.perf_counter()
-    got = subprocess.run([EXE, "--warehouse", str(wh), "evaluate", "demo", "--systems", systems, "--k", "5,10,20",
-                          "--json", str(out), "--force"], env=env(folder / f"home-{tag}"), capture_output=True, text=True)
+    got = subprocess.run(
+        [
+            EXE,
+            "--warehouse",
+            str(wh),
+            "evaluate",
+            "demo",
+            "--systems",
+            systems,
+            "--k",
+            "5,10,20",
+            "--json",
+            str(out),
+            "--force",
+        ],
+        env=env(folder / f"home-{tag}"),
+        capture_output=True,
+        text=True,
+    )
     wall = time.perf_counter() - t0
     if got.returncode != 0:
         raise SystemExit(f"evaluate {systems} failed: {got.stderr[-2000:]}")
     result = json.loads(out.read_text("utf-8"))
-    return {"flow_s": result["seconds"], "wall_s": round(wall, 2),
-            "recall_flat": {r["k"]: r["recall_flat"] for r in result["results"]}}
+    return {
+        "flow_s": result["seconds"],
+        "wall_s": round(wall, 2),
+        "recall_flat": {r["k"]: r["recall_flat"] for r in result["results"]},
+    }
 
 
 def best(runs: list[dict]) -> dict:
@@ -207,25 +260,39 @@ def best(runs: list[dict]) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--warehouse", type=Path, help="a warehouse holding the 'demo' benchmark")
-    parser.add_argument("--repeat", type=int, default=3, help="times each question is asked for the overhead")
-    parser.add_argument("--runs", type=int, default=3, help="evaluations of each kind (the fastest is compared)")
-    parser.add_argument("--overhead-only", action="store_true", help="per-query overheads only, no evaluations")
+    parser.add_argument(
+        "--repeat", type=int, default=3, help="times each question is asked for the overhead"
+    )
+    parser.add_argument(
+        "--runs", type=int, default=3, help="evaluations of each kind (the fastest is compared)"
+    )
+    parser.add_argument(
+        "--overhead-only", action="store_true", help="per-query overheads only, no evaluations"
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="clonemem-protocol-") as tmp:
         folder = Path(tmp)
         t0 = time.perf_counter()
         wh = args.warehouse or generate(folder)
         made = round(time.perf_counter() - t0, 1)
-        out: dict = {"benchmark": "demo" + ("" if args.warehouse else f" (generated in {made} s)"),
-                     "stdlib": stdlib_servers(wh, args.repeat)}
+        out: dict = {
+            "benchmark": "demo" + ("" if args.warehouse else f" (generated in {made} s)"),
+            "stdlib": stdlib_servers(wh, args.repeat),
+        }
         proc, url = start_server("bm25")
         try:
             started = load()
             out["query"] = {**query_overhead(wh, url, args.repeat), "load": f"{started} → {load()}"}
             runs: dict[str, list[dict]] = {"in_process": [], "protocol": []}
-            for i in range(0 if args.overhead_only else args.runs):  # interleaved: load hits both alike
-                runs["in_process"].append({**evaluate(wh, "bm25", folder, f"in-process-{i}"), "load": load()})
-                runs["protocol"].append({**evaluate(wh, url, folder, f"protocol-{i}"), "load": load()})
+            for i in range(
+                0 if args.overhead_only else args.runs
+            ):  # interleaved: load hits both alike
+                runs["in_process"].append(
+                    {**evaluate(wh, "bm25", folder, f"in-process-{i}"), "load": load()}
+                )
+                runs["protocol"].append(
+                    {**evaluate(wh, url, folder, f"protocol-{i}"), "load": load()}
+                )
         finally:
             proc.terminate()
             proc.wait(10)
@@ -233,11 +300,20 @@ def main() -> None:
         local, remote = (best(runs[m]) for m in ("in_process", "protocol"))
         ratio = round(remote["flow_s"] / local["flow_s"], 2)
         out["evaluation_bm25"] = {
-            "in_process": local, "through_serve_memory": remote, "ratio_flow_s": ratio,
-            "ratio_wall_s": round(remote["wall_s"] / local["wall_s"], 2), "target": TARGET,
+            "in_process": local,
+            "through_serve_memory": remote,
+            "ratio_flow_s": ratio,
+            "ratio_wall_s": round(remote["wall_s"] / local["wall_s"], 2),
+            "target": TARGET,
             "within_target": ratio <= TARGET,
-            "max_recall_gap": round(max(abs(remote["recall_flat"][k] - local["recall_flat"][k])
-                                        for k in local["recall_flat"]), 4)}
+            "max_recall_gap": round(
+                max(
+                    abs(remote["recall_flat"][k] - local["recall_flat"][k])
+                    for k in local["recall_flat"]
+                ),
+                4,
+            ),
+        }
     print(json.dumps(out, indent=1))
 
 

@@ -34,7 +34,9 @@ from pathlib import Path
 
 os.environ.setdefault("PREFECT_HOME", tempfile.mkdtemp(prefix="clonemem-bench-prefect-"))
 os.environ.setdefault("CLONEMEM_DISABLE_LIVE_LLM", "1")
-os.environ.setdefault("CLONEMEM_EMBED_CACHE", "off")  # time the encoder cold, not an earlier run's vectors
+os.environ.setdefault(
+    "CLONEMEM_EMBED_CACHE", "off"
+)  # time the encoder cold, not an earlier run's vectors
 
 import numpy as np
 
@@ -75,9 +77,19 @@ def synthetic(n_traces: int, workdir: Path) -> list:
 
     # 12 major events x 5 phases = 60 phases of (12 events x 7 traces + 16 noise traces) = 6,000 traces
     scale = n_traces / 6000
-    cfg = RunConfig.model_validate({"name": "synthetic", "generation": {
-        "span_years": 3.0, "major_events": 12, "phases_per_event": 5, "events_per_phase": max(1, round(12 * scale)),
-        "traces_per_event": 7, "noise_traces_per_phase": round(16 * scale)}})
+    cfg = RunConfig.model_validate(
+        {
+            "name": "synthetic",
+            "generation": {
+                "span_years": 3.0,
+                "major_events": 12,
+                "phases_per_event": 5,
+                "events_per_phase": max(1, round(12 * scale)),
+                "traces_per_event": 7,
+                "noise_traces_per_phase": round(16 * scale),
+            },
+        }
+    )
     rt = Runtime(cfg)
     done: list = []
     with use(rt):
@@ -91,9 +103,20 @@ def synthetic(n_traces: int, workdir: Path) -> list:
         segments = persona_segments(wh, pid, cfg.qa)
         cands = candidates(segments, cfg.qa.types_per_segment, cfg.qa.questions_per_type)
         with use(rt), ThreadPoolExecutor(4) as pool:
-            results = list(pool.map(lambda c: run_item(c[0], c[1], cfg.qa.distractor_rounds,
-                                                       lambda stage, inp: stage.run(rt.model(stage.role), inp)), cands))
-        arc_ids = dict(wh.rows("SELECT 'A' || (seq + 1), arc_id FROM life_arcs WHERE persona_id = ?", [pid]))
+            results = list(
+                pool.map(
+                    lambda c: run_item(
+                        c[0],
+                        c[1],
+                        cfg.qa.distractor_rounds,
+                        lambda stage, inp: stage.run(rt.model(stage.role), inp),
+                    ),
+                    cands,
+                )
+            )
+        arc_ids = dict(
+            wh.rows("SELECT 'A' || (seq + 1), arc_id FROM life_arcs WHERE persona_id = ?", [pid])
+        )
         land_qa(wh, pid, bid, qa_rows(pid, bid, segments, results, arc_ids), {})
         return load_benchmark(wh, bid)
 
@@ -106,10 +129,12 @@ def hashing_encode(texts: list[str], batch_size: int = 0) -> np.ndarray:
     from clonemem.ids import stable_int
     from clonemem.text import words
 
-    out = np.zeros((len(texts), 384), dtype=np.float32)  # the width of all-MiniLM-L6-v2 (older code assumes it)
+    out = np.zeros(
+        (len(texts), 384), dtype=np.float32
+    )  # the width of all-MiniLM-L6-v2 (older code assumes it)
     for r, text in enumerate(texts):
         toks = words(text)
-        for tok in toks + [tok[i:i + 3] for tok in toks for i in range(max(1, len(tok) - 2))]:
+        for tok in toks + [tok[i : i + 3] for tok in toks for i in range(max(1, len(tok) - 2))]:
             out[r, stable_int(tok) % 384] += 1.0
     norms = np.linalg.norm(out, axis=1, keepdims=True)
     return out / np.maximum(norms, 1e-9)
@@ -156,7 +181,9 @@ def run_one(system: str, personas: list, k: int, encoder: str) -> dict:
         model = rt.model("extractor")
         before = model.usage.calls
         memory = SYSTEMS.get(system)()
-        ctx = BuildContext(llm=lambda name, inp: STAGES.get(name).run(model, inp), language=persona.language)
+        ctx = BuildContext(
+            llm=lambda name, inp: STAGES.get(name).run(model, inp), language=persona.language
+        )
         encode_s[0] = 0.0
         t0 = time.perf_counter()
         with use(rt):
@@ -179,19 +206,30 @@ def run_one(system: str, personas: list, k: int, encoder: str) -> dict:
             got = list(dict.fromkeys(t for item in items for t in item.trace_ids))[:k]
             lists.add((persona.persona_id, tuple(got)))
             ids_at_k.append(len(got))
-            recalls.append(recall_at_k(q.evidence_sets, [t for item in items for t in item.trace_ids], k)["recall_flat"])
+            recalls.append(
+                recall_at_k(q.evidence_sets, [t for item in items for t in item.trace_ids], k)[
+                    "recall_flat"
+                ]
+            )
     n_q = len(recalls)
     return {
-        "system": system, "personas": len(personas), "traces": traces, "questions": n_q,
-        "build_s": round(build_s, 2), "build_encode_s": round(build_encode_s, 2),
+        "system": system,
+        "personas": len(personas),
+        "traces": traces,
+        "questions": n_q,
+        "build_s": round(build_s, 2),
+        "build_encode_s": round(build_encode_s, 2),
         "build_own_s": round(build_s - build_encode_s, 2),
         "retrieval_p50_ms": round(float(np.percentile(latencies, 50)), 3) if n_q else None,
         "retrieval_p95_ms": round(float(np.percentile(latencies, 95)), 3) if n_q else None,
         "retrieval_own_p50_ms": round(float(np.percentile(own, 50)), 3) if n_q else None,
         "retrieval_own_p95_ms": round(float(np.percentile(own, 95)), 3) if n_q else None,
         "peak_rss_mb": peak_rss_mb(),
-        "extractor_calls": calls, "calls_per_trace": round(calls / traces, 3) if traces else None,
-        "write_coverage": round(sum(coverage) / traces, 4) if traces and not np.isnan(sum(coverage)) else None,
+        "extractor_calls": calls,
+        "calls_per_trace": round(calls / traces, 3) if traces else None,
+        "write_coverage": round(sum(coverage) / traces, 4)
+        if traces and not np.isnan(sum(coverage))
+        else None,
         f"recall_flat@{k}": round(float(np.mean(recalls)), 4) if n_q else None,
         "distinct_lists_share": round(len(lists) / n_q, 4) if n_q else None,
         f"mean_ids@{k}": round(float(np.mean(ids_at_k)), 2) if n_q else None,
@@ -201,7 +239,9 @@ def run_one(system: str, personas: list, k: int, encoder: str) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--systems", nargs="+", default=["bm25", "mem0", "amem", "omem"])
-    parser.add_argument("--datasets", nargs="+", default=["locomo", "synthetic"], choices=["locomo", "synthetic"])
+    parser.add_argument(
+        "--datasets", nargs="+", default=["locomo", "synthetic"], choices=["locomo", "synthetic"]
+    )
     parser.add_argument("--locomo", nargs="+", default=[str(LOCOMO_DEV)])
     parser.add_argument("--traces", type=int, default=6000)
     parser.add_argument("--k", type=int, default=10)
@@ -210,20 +250,38 @@ def main() -> None:
     args = parser.parse_args()
     if args.worker:
         data, system = args.worker
-        print(json.dumps(run_one(system, pickle.loads(Path(data).read_bytes()), args.k, args.encoder)))
+        print(
+            json.dumps(run_one(system, pickle.loads(Path(data).read_bytes()), args.k, args.encoder))
+        )
         return
     out: dict = {"benchmark": "memory_systems", "k": args.k, "encoder": args.encoder, "results": []}
     with tempfile.TemporaryDirectory(prefix="clonemem-memsys-") as tmp:
         work = Path(tmp)
         for name in args.datasets:
             t0 = time.perf_counter()
-            personas = locomo(args.locomo, work) if name == "locomo" else synthetic(args.traces, work)
+            personas = (
+                locomo(args.locomo, work) if name == "locomo" else synthetic(args.traces, work)
+            )
             data = work / f"{name}.pkl"
             data.write_bytes(pickle.dumps(personas))
             prepared = round(time.perf_counter() - t0, 1)
             for system in args.systems:
-                proc = subprocess.run([sys.executable, __file__, "--worker", str(data), system, "--k", str(args.k),
-                                       "--encoder", args.encoder], capture_output=True, text=True, check=False)
+                proc = subprocess.run(
+                    [
+                        sys.executable,
+                        __file__,
+                        "--worker",
+                        str(data),
+                        system,
+                        "--k",
+                        str(args.k),
+                        "--encoder",
+                        args.encoder,
+                    ],
+                    capture_output=True,
+                    text=True,
+                    check=False,
+                )
                 if proc.returncode != 0:
                     row = {"system": system, "error": proc.stderr.strip().splitlines()[-1:]}
                 else:

@@ -42,7 +42,10 @@ def db_used_bytes(home: Path) -> int:
     import sqlite3
 
     with sqlite3.connect(f"file:{home / 'prefect.db'}?mode=ro", uri=True) as db:
-        pages, free, size = (db.execute(f"PRAGMA {p}").fetchone()[0] for p in ("page_count", "freelist_count", "page_size"))
+        pages, free, size = (
+            db.execute(f"PRAGMA {p}").fetchone()[0]
+            for p in ("page_count", "freelist_count", "page_size")
+        )
     return (pages - free) * size
 
 
@@ -61,7 +64,9 @@ def settled_db_bytes(home: Path, quiet_s: float = 4.0, limit_s: float = 90.0) ->
 
 
 def count(stack: Stack, what: str, flow_run_ids: list[str]) -> int:
-    return stack.request("POST", f"/{what}/count", json={"flow_runs": {"id": {"any_": flow_run_ids}}})
+    return stack.request(
+        "POST", f"/{what}/count", json={"flow_runs": {"id": {"any_": flow_run_ids}}}
+    )
 
 
 def subflows(stack: Stack, run_id: str) -> list[dict]:
@@ -88,29 +93,49 @@ def one_run(stack: Stack, config: str, home: Path) -> dict:
     run = stack.wait(run_id, timeout=3600)
     wall = time.perf_counter() - started
     # a failed run is reported, not fatal: on today's SQLite server an overloaded API fails runs (503)
-    state = run["state"]["type"] if run["state"]["type"] == "COMPLETED" else f"{run['state']['type']}: {run['state'].get('message')}"
+    state = (
+        run["state"]["type"]
+        if run["state"]["type"] == "COMPLETED"
+        else f"{run['state']['type']}: {run['state'].get('message')}"
+    )
     children = subflows(stack, run_id)
-    gen = [c["id"] for c in children if c["name"] and c.get("flow_id") and
-           stack.request("GET", f"/flows/{c['flow_id']}")["name"] == "generate-benchmark"]
+    gen = [
+        c["id"]
+        for c in children
+        if c["name"]
+        and c.get("flow_id")
+        and stack.request("GET", f"/flows/{c['flow_id']}")["name"] == "generate-benchmark"
+    ]
     after_db = settled_db_bytes(home)
-    return {"state": state, "seconds": seconds(run), "wall_s": round(wall, 1),
-            "task_runs": count(stack, "task_runs", [run_id, *(c["id"] for c in children)]),
-            "generation_task_runs": count(stack, "task_runs", gen) if gen else None,
-            "llm_calls": llm_calls(stack.warehouse) - before_calls,
-            "db_growth_mb": round((after_db - before_db) / 2**20, 2), "db_mb": round(after_db / 2**20, 2),
-            "db_used_growth_mb": round((db_used_bytes(home) - before_used) / 2**20, 2)}
+    return {
+        "state": state,
+        "seconds": seconds(run),
+        "wall_s": round(wall, 1),
+        "task_runs": count(stack, "task_runs", [run_id, *(c["id"] for c in children)]),
+        "generation_task_runs": count(stack, "task_runs", gen) if gen else None,
+        "llm_calls": llm_calls(stack.warehouse) - before_calls,
+        "db_growth_mb": round((after_db - before_db) / 2**20, 2),
+        "db_mb": round(after_db / 2**20, 2),
+        "db_used_growth_mb": round((db_used_bytes(home) - before_used) / 2**20, 2),
+    }
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--config", default="configs/demo.toml", help="a config path relative to the project")
+    parser.add_argument(
+        "--config", default="configs/demo.toml", help="a config path relative to the project"
+    )
     parser.add_argument("--cached-runs", type=int, default=2)
     args = parser.parse_args()
     # stopped with SIGTERM: still stop the server and worker it started (the `finally` below)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     import tomllib
 
-    personas = tomllib.loads((ROOT / args.config).read_text("utf-8")).get("generation", {}).get("personas", 1)
+    personas = (
+        tomllib.loads((ROOT / args.config).read_text("utf-8"))
+        .get("generation", {})
+        .get("personas", 1)
+    )
     with tempfile.TemporaryDirectory(prefix="prefect-load-") as tmp:
         folder = Path(tmp)
         stack = Stack(folder, folder / "wh.duckdb")
@@ -127,13 +152,20 @@ def main() -> None:
             stack.stop_all()
     gen = first["generation_task_runs"]
     out = {
-        "config": args.config, "personas": personas,
+        "config": args.config,
+        "personas": personas,
         "generation_task_runs_per_persona": round(gen / personas, 1) if gen is not None else None,
-        "first_run": first, "cached_runs": cached,
+        "first_run": first,
+        "cached_runs": cached,
         "cached_run_seconds_max": max((r["seconds"] for r in cached), default=None),
-        "db_growth_mb_per_cached_run": round(sum(r["db_growth_mb"] for r in cached) / len(cached), 2) if cached else None,
-        "db_used_growth_mb_per_cached_run": (round(sum(r["db_used_growth_mb"] for r in cached) / len(cached), 2)
-                                             if cached else None),
+        "db_growth_mb_per_cached_run": round(
+            sum(r["db_growth_mb"] for r in cached) / len(cached), 2
+        )
+        if cached
+        else None,
+        "db_used_growth_mb_per_cached_run": (
+            round(sum(r["db_used_growth_mb"] for r in cached) / len(cached), 2) if cached else None
+        ),
         "database_is_locked": locked,
     }
     print(json.dumps(out, indent=2))

@@ -39,18 +39,28 @@ def main() -> None:
     cfg = load_config(args.config) if args.config else demo_config()
     with tempfile.TemporaryDirectory() as tmp:
         t0 = time.perf_counter()
-        run = pipeline_flow(str(Path(tmp) / "demo.duckdb"), cfg, systems=SYSTEMS, ks=[args.k], force=True)
+        run = pipeline_flow(
+            str(Path(tmp) / "demo.duckdb"), cfg, systems=SYSTEMS, ks=[args.k], force=True
+        )
         seconds = time.perf_counter() - t0
     assert run.evaluation is not None
     scores = {r.system: r.privacy for r in run.evaluation.results}
-    families = {f"{t.system}/{t.question_type}": {"violation": t.privacy.privacy_violation,
-                                                   "completeness": t.privacy.privacy_completeness, "n": t.privacy.n}
-                for t in run.evaluation.by_question_type if t.privacy.n}
+    families = {
+        f"{t.system}/{t.question_type}": {
+            "violation": t.privacy.privacy_violation,
+            "completeness": t.privacy.privacy_completeness,
+            "n": t.privacy.n,
+        }
+        for t in run.evaluation.by_question_type
+        if t.privacy.n
+    }
 
     def figure(system: str) -> dict:
         p = scores[system]
-        return {m: [getattr(p, m), p.ci.get(m)] for m in ("privacy_violation", "privacy_leak_share",
-                                                           "privacy_completeness")} | {"tasks": p.n}
+        return {
+            m: [getattr(p, m), p.ci.get(m)]
+            for m in ("privacy_violation", "privacy_leak_share", "privacy_completeness")
+        } | {"tasks": p.n}
 
     viol = {s: (scores[s].privacy_violation, scores[s].ci["privacy_violation"]) for s in SYSTEMS}
     checks = {
@@ -58,10 +68,23 @@ def main() -> None:
         "oracle_high": viol["oracle"][0] >= HIGH,
         "oracle_above_boundary": viol["oracle"][1][0] > viol["bm25_boundary"][1][1],
     }
-    print(json.dumps({"benchmark": "privacy_validity", "config": cfg.name, "k": args.k, "gate": run.gate_status,
-                      "questions": run.evaluation.results[0].n_questions, "systems": {s: figure(s) for s in SYSTEMS},
-                      "by_family": families, "checks": checks, "holds": all(checks.values()),
-                      "pipeline_seconds": round(seconds, 1)}, indent=2))
+    print(
+        json.dumps(
+            {
+                "benchmark": "privacy_validity",
+                "config": cfg.name,
+                "k": args.k,
+                "gate": run.gate_status,
+                "questions": run.evaluation.results[0].n_questions,
+                "systems": {s: figure(s) for s in SYSTEMS},
+                "by_family": families,
+                "checks": checks,
+                "holds": all(checks.values()),
+                "pipeline_seconds": round(seconds, 1),
+            },
+            indent=2,
+        )
+    )
 
 
 if __name__ == "__main__":

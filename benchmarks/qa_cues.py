@@ -47,15 +47,23 @@ def one(seed: int, tmp: Path) -> dict:
     margin = cfg.gate.heuristic_margin
     cues = qa["cues"]
     return {
-        "seed": seed, "accepted": qa["status"].get("accepted", 0), "rejected": qa["status"].get("rejected", 0),
-        "rejection_rate": qa["rejection_rate"], "rejected_by": qa["rejected_by"], "by_type": qa["by_type"],
+        "seed": seed,
+        "accepted": qa["status"].get("accepted", 0),
+        "rejected": qa["status"].get("rejected", 0),
+        "rejection_rate": qa["rejection_rate"],
+        "rejected_by": qa["rejected_by"],
+        "by_type": qa["by_type"],
         "longest_option_accuracy": cues["longest_option_accuracy"],
         "overlap_option_accuracy": cues["overlap_option_accuracy"],
         "correct_letter_distribution": cues["correct_letter_distribution"],
-        "blind_validator_items": items, "blind_validator_accuracy": round(blind, 4) if blind is not None else None,
-        "chance": 0.25, "margin": margin,
-        "within_margin": all(abs(v - 0.25) <= margin for v in (cues["longest_option_accuracy"],
-                                                               cues["overlap_option_accuracy"], blind)),
+        "blind_validator_items": items,
+        "blind_validator_accuracy": round(blind, 4) if blind is not None else None,
+        "chance": 0.25,
+        "margin": margin,
+        "within_margin": all(
+            abs(v - 0.25) <= margin
+            for v in (cues["longest_option_accuracy"], cues["overlap_option_accuracy"], blind)
+        ),
         "gate": run.gate_status,
     }
 
@@ -66,8 +74,10 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         runs = [one(seed, Path(tmp)) for seed in args.seeds]
-    pooled = {k: round(sum(r[k] for r in runs) / len(runs), 4)
-              for k in ("longest_option_accuracy", "overlap_option_accuracy", "blind_validator_accuracy")}
+    pooled = {
+        k: round(sum(r[k] for r in runs) / len(runs), 4)
+        for k in ("longest_option_accuracy", "overlap_option_accuracy", "blind_validator_accuracy")
+    }
     print(json.dumps({"benchmark": "qa_cues", "runs": runs, "mean_over_seeds": pooled}, indent=2))
 
 

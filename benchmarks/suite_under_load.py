@@ -30,7 +30,9 @@ def spin() -> None:  # a CPU-bound process: one core kept busy for the whole mea
 
 
 def timeout_s() -> float:
-    options = tomllib.loads((ROOT / "pyproject.toml").read_text("utf-8"))["tool"]["pytest"]["ini_options"]
+    options = tomllib.loads((ROOT / "pyproject.toml").read_text("utf-8"))["tool"]["pytest"][
+        "ini_options"
+    ]
     return float(options.get("timeout", 0))
 
 
@@ -45,16 +47,35 @@ def make_test_args() -> list[str]:
 
 def one_run(extra: list[str]) -> dict:
     started = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *make_test_args(),
-                           "--durations=8", "--durations-min=1", *extra], cwd=ROOT, capture_output=True, text=True)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            *make_test_args(),
+            "--durations=8",
+            "--durations-min=1",
+            *extra,
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
     wall = time.perf_counter() - started
     slowest: dict[str, float] = {}
     for seconds, _phase, test in DURATION.findall(done.stdout):
         slowest[test] = slowest.get(test, 0.0) + float(seconds)
     summary = SUMMARY.findall(done.stdout)
-    return {"exit_code": done.returncode, "wall_s": round(wall, 1), "summary": summary[-1][0] if summary else None,
-            "slowest": dict(sorted(slowest.items(), key=lambda kv: -kv[1])[:5]),
-            "failures": re.findall(r"^(?:FAILED|ERROR) (\S+)", done.stdout, re.M)}
+    return {
+        "exit_code": done.returncode,
+        "wall_s": round(wall, 1),
+        "summary": summary[-1][0] if summary else None,
+        "slowest": dict(sorted(slowest.items(), key=lambda kv: -kv[1])[:5]),
+        "failures": re.findall(r"^(?:FAILED|ERROR) (\S+)", done.stdout, re.M),
+    }
 
 
 def main() -> None:
@@ -78,10 +99,23 @@ def main() -> None:
             p.join()
     limit = timeout_s()
     worst = max((s for r in runs for s in r["slowest"].values()), default=0.0)
-    print(json.dumps({"benchmark": "suite_under_load", "busy_processes": args.busy, "runs_asked": args.runs,
-                      "green_in_a_row": next((i for i, r in enumerate(runs) if r["exit_code"]), len(runs)),
-                      "pytest_timeout_s": limit, "worst_test_s": round(worst, 1),
-                      "worst_share_of_timeout": round(worst / limit, 3) if limit else None, "runs": runs}, indent=1))
+    print(
+        json.dumps(
+            {
+                "benchmark": "suite_under_load",
+                "busy_processes": args.busy,
+                "runs_asked": args.runs,
+                "green_in_a_row": next(
+                    (i for i, r in enumerate(runs) if r["exit_code"]), len(runs)
+                ),
+                "pytest_timeout_s": limit,
+                "worst_test_s": round(worst, 1),
+                "worst_share_of_timeout": round(worst / limit, 3) if limit else None,
+                "runs": runs,
+            },
+            indent=1,
+        )
+    )
 
 
 if __name__ == "__main__":

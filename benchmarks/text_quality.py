@@ -63,7 +63,9 @@ def distinct_2(texts: Iterable[str], language: str) -> float:
 def stats(texts: Sequence[str], language: str) -> dict:
     rep = sum(repeats(t, language) for t in texts)
     return {
-        "traces": len(texts), "repeating": rep, "repeat_share": round(rep / max(1, len(texts)), 4),
+        "traces": len(texts),
+        "repeating": rep,
+        "repeat_share": round(rep / max(1, len(texts)), 4),
         "distinct_2": distinct_2(texts, language),
         "mean_length": round(sum(len(tokens(t, language)) for t in texts) / max(1, len(texts)), 1),
     }
@@ -74,8 +76,10 @@ def report(traces: Sequence[tuple[str, str]], language: str, examples: int = 0) 
     by_medium: dict[str, list[str]] = defaultdict(list)
     for medium, content in traces:
         by_medium[medium].append(content)
-    out = {"all": stats([c for _, c in traces], language),
-           "media": {m: stats(texts, language) for m, texts in sorted(by_medium.items())}}
+    out = {
+        "all": stats([c for _, c in traces], language),
+        "media": {m: stats(texts, language) for m, texts in sorted(by_medium.items())},
+    }
     if examples:
         out["repeating_examples"] = [c for _, c in traces if repeats(c, language)][:examples]
     return out
@@ -90,7 +94,9 @@ def generate(config_path: Path, personas: int | None) -> tuple[str, list[tuple[s
 
     cfg = load_config(config_path)
     if personas:
-        cfg = cfg.model_copy(update={"generation": cfg.generation.model_copy(update={"personas": personas})})
+        cfg = cfg.model_copy(
+            update={"generation": cfg.generation.model_copy(update={"personas": personas})}
+        )
     rt, done = Runtime(cfg), []
     with use(rt):
         run_inline(new_dags(cfg), rt, done.append)
@@ -99,22 +105,37 @@ def generate(config_path: Path, personas: int | None) -> tuple[str, list[tuple[s
         assembly = assemble(dag, cfg.name)
         if assembly is None:
             raise SystemExit(f"{config_path}: persona {dag.spec.index} failed in stage I")
-        rows += [(r["medium"], r["content"]) for r in sorted(assembly.rows.tables["traces"], key=lambda r: r["trace_id"])]
+        rows += [
+            (r["medium"], r["content"])
+            for r in sorted(assembly.rows.tables["traces"], key=lambda r: r["trace_id"])
+        ]
     return cfg.generation.language, rows
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--config", type=Path, action="append", help="run config(s); default: the en and zh demos")
-    parser.add_argument("--personas", type=int, default=None, help="override the configs' persona count")
-    parser.add_argument("--examples", type=int, default=3, help="repeating traces to print per language")
+    parser.add_argument(
+        "--config", type=Path, action="append", help="run config(s); default: the en and zh demos"
+    )
+    parser.add_argument(
+        "--personas", type=int, default=None, help="override the configs' persona count"
+    )
+    parser.add_argument(
+        "--examples", type=int, default=3, help="repeating traces to print per language"
+    )
     args = parser.parse_args(argv)
-    out: dict = {"benchmark": "text_quality", "window": {"en": f"{WORDS_EN} words", "zh": f"{CHARS_ZH} characters"},
-                 "languages": {}}
+    out: dict = {
+        "benchmark": "text_quality",
+        "window": {"en": f"{WORDS_EN} words", "zh": f"{CHARS_ZH} characters"},
+        "languages": {},
+    }
     t0 = time.perf_counter()
     for path in args.config or CONFIGS:
         language, traces = generate(path, args.personas)
-        out["languages"][language] = {"config": path.name, **report(traces, language, args.examples)}
+        out["languages"][language] = {
+            "config": path.name,
+            **report(traces, language, args.examples),
+        }
     out["target_repeat_share"] = 0.01
     out["meets_target"] = all(v["all"]["repeat_share"] < 0.01 for v in out["languages"].values())
     out["seconds"] = round(time.perf_counter() - t0, 1)

@@ -36,7 +36,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "demo.duckdb"
         t0 = time.perf_counter()
-        run = pipeline_flow(str(path), cfg, systems=["oracle", *FLAT, "random"], ks=[args.k], force=True)
+        run = pipeline_flow(
+            str(path), cfg, systems=["oracle", *FLAT, "random"], ks=[args.k], force=True
+        )
         gate = run.gate_status
         assert run.evaluation is not None
         seconds = time.perf_counter() - t0
@@ -46,15 +48,29 @@ def main() -> None:
         best = max(FLAT, key=lambda s: rows[s][metric])
         o, f, r = rows["oracle"], rows[best], rows["random"]
         checks[metric] = {
-            "oracle": [o[metric], o[f"{metric}_ci"]], "best_flat": best, "flat": [f[metric], f[f"{metric}_ci"]],
+            "oracle": [o[metric], o[f"{metric}_ci"]],
+            "best_flat": best,
+            "flat": [f[metric], f[f"{metric}_ci"]],
             "random": [r[metric], r[f"{metric}_ci"]],
             "oracle_above_flat": o[f"{metric}_ci"][0] > f[f"{metric}_ci"][1],
             "flat_above_random": f[f"{metric}_ci"][0] > r[f"{metric}_ci"][1],
         }
-    print(json.dumps({"benchmark": "validity", "k": args.k, "gate": gate, "questions": rows["oracle"]["n_questions"],
-                      "checks": checks, "holds": all(c["oracle_above_flat"] and c["flat_above_random"]
-                                                     for c in checks.values()),
-                      "pipeline_seconds": round(seconds, 1)}, indent=2))
+    print(
+        json.dumps(
+            {
+                "benchmark": "validity",
+                "k": args.k,
+                "gate": gate,
+                "questions": rows["oracle"]["n_questions"],
+                "checks": checks,
+                "holds": all(
+                    c["oracle_above_flat"] and c["flat_above_random"] for c in checks.values()
+                ),
+                "pipeline_seconds": round(seconds, 1),
+            },
+            indent=2,
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -83,11 +83,15 @@ def _data(module: str) -> list[str]:
     out = []
     for entry in sorted(getattr(importlib.import_module(module), "CACHE_DATA", ())):
         package, _, path = entry.partition(":")
-        out.append(entry + "\x00" + stable_hash((resources.files(package) / path).read_bytes().hex()))
+        out.append(
+            entry + "\x00" + stable_hash((resources.files(package) / path).read_bytes().hex())
+        )
     return out
 
 
-_lock = threading.Lock()  # cache keys are computed from many task threads at once; parse each module once
+_lock = (
+    threading.Lock()
+)  # cache keys are computed from many task threads at once; parse each module once
 
 
 def code_hash(name: str, roots: tuple[str, ...] | None = None) -> str:

@@ -60,22 +60,35 @@ class CostEstimate:
         return sum(line.calls for line in self.lines)
 
     def to_json(self) -> str:
-        return json.dumps({**asdict(self), "total_usd": self.total_usd, "per_persona_usd": self.per_persona_usd,
-                           "calls": self.calls}, indent=2)
+        return json.dumps(
+            {
+                **asdict(self),
+                "total_usd": self.total_usd,
+                "per_persona_usd": self.per_persona_usd,
+                "calls": self.calls,
+            },
+            indent=2,
+        )
 
     def table(self) -> str:
         head = f"{'stage':<28} {'role':<10} {'model':<30} {'calls':>7} {'in tokens':>11} {'out tokens':>11} {'cost USD':>10}"
         rows = [head, "-" * len(head)]
         for line in self.lines:
             cost = "unpriced" if line.cost_usd is None else f"{line.cost_usd:.4f}"
-            rows.append(f"{line.stage:<28} {line.role:<10} {line.model:<30} {line.calls:>7} {line.input_tokens:>11} "
-                        f"{line.output_tokens:>11} {cost:>10}")
+            rows.append(
+                f"{line.stage:<28} {line.role:<10} {line.model:<30} {line.calls:>7} {line.input_tokens:>11} "
+                f"{line.output_tokens:>11} {cost:>10}"
+            )
         rows.append("-" * len(head))
-        rows.append(f"{'total':<70} {self.calls:>7} {sum(x.input_tokens for x in self.lines):>11} "
-                    f"{sum(x.output_tokens for x in self.lines):>11} {self.total_usd:>10.4f}")
-        note = (f"{self.personas} persona(s) configured; the dry run generated {self.personas_sampled} and scaled "
-                f"the counts ×{self.personas / max(1, self.personas_sampled):g}. Prices: list prices as of "
-                f"{self.prices_as_of}, or [pricing] in the config. Per persona: ${self.per_persona_usd:.4f}.")
+        rows.append(
+            f"{'total':<70} {self.calls:>7} {sum(x.input_tokens for x in self.lines):>11} "
+            f"{sum(x.output_tokens for x in self.lines):>11} {self.total_usd:>10.4f}"
+        )
+        note = (
+            f"{self.personas} persona(s) configured; the dry run generated {self.personas_sampled} and scaled "
+            f"the counts ×{self.personas / max(1, self.personas_sampled):g}. Prices: list prices as of "
+            f"{self.prices_as_of}, or [pricing] in the config. Per persona: ${self.per_persona_usd:.4f}."
+        )
         if self.unpriced_models:
             note += f" No price known for: {', '.join(self.unpriced_models)} (add them under [pricing])."
         return "\n".join([*rows, note])
@@ -84,11 +97,13 @@ class CostEstimate:
 def dry_run_config(cfg: RunConfig, sample_personas: int) -> RunConfig:
     """The same run with every role played by the offline provider and at most ``sample_personas``."""
     sample = max(1, min(cfg.generation.personas, sample_personas))
-    return cfg.model_copy(update={
-        "models": RoleModels(),  # the offline defaults, one per role
-        "generation": cfg.generation.model_copy(update={"personas": sample}),
-        "warehouse": None,
-    })
+    return cfg.model_copy(
+        update={
+            "models": RoleModels(),  # the offline defaults, one per role
+            "generation": cfg.generation.model_copy(update={"personas": sample}),
+            "warehouse": None,
+        }
+    )
 
 
 def estimate(cfg: RunConfig, *, sample_personas: int = DEFAULT_SAMPLE) -> CostEstimate:
@@ -105,8 +120,10 @@ def estimate(cfg: RunConfig, *, sample_personas: int = DEFAULT_SAMPLE) -> CostEs
         with temporary_settings(updates={PREFECT_TASKS_REFRESH_CACHE: True}):
             pipeline_flow(str(path), dry, gate=False, evaluate=False)
         with Warehouse.open_reader(path) as wh:
-            counted = wh.rows("SELECT stage, role, count(*), coalesce(sum(input_tokens), 0), "
-                              "coalesce(sum(output_tokens), 0) FROM llm_calls GROUP BY stage, role ORDER BY stage, role")
+            counted = wh.rows(
+                "SELECT stage, role, count(*), coalesce(sum(input_tokens), 0), "
+                "coalesce(sum(output_tokens), 0) FROM llm_calls GROUP BY stage, role ORDER BY stage, role"
+            )
     return price(cfg, counted, dry.generation.personas)
 
 
@@ -115,19 +132,34 @@ def price(cfg: RunConfig, counted: list[tuple], sampled: int) -> CostEstimate:
     scale = cfg.generation.personas / max(1, sampled)
     lines, unpriced = [], set()
     order = {role: i for i, role in enumerate(ROLES)}
-    for stage, role, calls, tokens_in, tokens_out in sorted(counted, key=lambda r: (r[0], order.get(r[1], 99))):
+    for stage, role, calls, tokens_in, tokens_out in sorted(
+        counted, key=lambda r: (r[0], order.get(r[1], 99))
+    ):
         model = str(cfg.models.ref(role))
-        calls, tokens_in, tokens_out = (math.ceil(x * scale) for x in (calls, tokens_in, tokens_out))
+        calls, tokens_in, tokens_out = (
+            math.ceil(x * scale) for x in (calls, tokens_in, tokens_out)
+        )
         unit = price_for(model, cfg)
         if unit is None:
             unpriced.add(model)
         cost = cost_usd(unit, tokens_in, tokens_out)
-        lines.append(CostLine(stage, role, model, calls, tokens_in, tokens_out,
-                              None if cost is None else round(cost, 6)))
+        lines.append(
+            CostLine(
+                stage,
+                role,
+                model,
+                calls,
+                tokens_in,
+                tokens_out,
+                None if cost is None else round(cost, 6),
+            )
+        )
     return CostEstimate(cfg.name, cfg.generation.personas, sampled, lines, sorted(unpriced))
 
 
-def estimate_gym(cfg: RunConfig, systems: list[str], *, sample_personas: int = DEFAULT_SAMPLE) -> CostEstimate:
+def estimate_gym(
+    cfg: RunConfig, systems: list[str], *, sample_personas: int = DEFAULT_SAMPLE
+) -> CostEstimate:
     """Count (dry run) and price the calls of `clonemem gym` for ``cfg`` and ``systems``: stage I and the
     structured data (generator, validator), the simulated user (``user_sim``), the assistants' replies and
     answers (answerer) and the memory systems' own steps (extractor). Like :func:`estimate`, the dry run is
@@ -143,6 +175,8 @@ def estimate_gym(cfg: RunConfig, systems: list[str], *, sample_personas: int = D
         with temporary_settings(updates={PREFECT_TASKS_REFRESH_CACHE: True}):
             gym_flow(str(path), systems, dry)
         with Warehouse.open_reader(path) as wh:
-            counted = wh.rows("SELECT stage, role, count(*), coalesce(sum(input_tokens), 0), "
-                              "coalesce(sum(output_tokens), 0) FROM llm_calls GROUP BY stage, role ORDER BY stage, role")
+            counted = wh.rows(
+                "SELECT stage, role, count(*), coalesce(sum(input_tokens), 0), "
+                "coalesce(sum(output_tokens), 0) FROM llm_calls GROUP BY stage, role ORDER BY stage, role"
+            )
     return price(cfg, counted, dry.generation.personas)

@@ -23,7 +23,9 @@ _lock = threading.Lock()
 
 def _plan() -> dict[str, int]:
     plan: dict[str, int] = {}
-    for part in filter(None, (p.strip() for p in (settings.current().fault_kill_at or "").split(","))):
+    for part in filter(
+        None, (p.strip() for p in (settings.current().fault_kill_at or "").split(","))
+    ):
         name, _, nth = part.rpartition(":")
         if not name or not nth.isdigit() or int(nth) < 1:
             raise ValueError(f"${ENV}: {part!r} is not NAME:N with N >= 1")

@@ -37,8 +37,12 @@ KEPT_READING = "interrupted: nothing was written"
 
 _received = threading.Event()
 _raised = threading.Event()  # KeyboardInterrupt was raised in the main thread (once is enough)
-_resent = threading.Event()  # the SIGINT on its way is ours, sent again after an import: not a second Ctrl-C
-_finishing = threading.Event()  # the command is done and its process is leaving: nothing left to unwind
+_resent = (
+    threading.Event()
+)  # the SIGINT on its way is ours, sent again after an import: not a second Ctrl-C
+_finishing = (
+    threading.Event()
+)  # the command is done and its process is leaving: nothing left to unwind
 _writes = False
 _leaving = threading.Lock()
 _hooks: list[Callable[[], None]] = []
@@ -49,8 +53,12 @@ def install() -> None:
     signal.signal(signal.SIGINT, _on_sigint)
     read_end, write_end = os.pipe()
     os.set_blocking(write_end, False)
-    signal.set_wakeup_fd(write_end, warn_on_full_buffer=False)  # written by the C-level handler at once
-    threading.Thread(target=_watch, args=(read_end,), name="clonemem-interrupts", daemon=True).start()
+    signal.set_wakeup_fd(
+        write_end, warn_on_full_buffer=False
+    )  # written by the C-level handler at once
+    threading.Thread(
+        target=_watch, args=(read_end,), name="clonemem-interrupts", daemon=True
+    ).start()
 
 
 def received() -> bool:
@@ -86,7 +94,9 @@ def _on_sigint(signum: int, frame: FrameType | None) -> None:
     if _finishing.is_set() or _raised.is_set():
         return  # the watcher thread leaves
     if importing(frame):
-        threading.Thread(target=_resend_after_import, name="clonemem-interrupt-resend", daemon=True).start()
+        threading.Thread(
+            target=_resend_after_import, name="clonemem-interrupt-resend", daemon=True
+        ).start()
         return
     _raised.set()
     raise KeyboardInterrupt

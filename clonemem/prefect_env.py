@@ -94,22 +94,32 @@ _early: tuple[str, subprocess.Popen, float] | None = None
 _early_url: str | None = None
 _early_used: tuple[str, subprocess.Popen] | None = None
 # what Prefect's SubprocessASGIServer sets for its temporary server (it serves no UI)
-_SERVER_ENV = {"PREFECT_UI_ENABLED": "0", "PREFECT__SERVER_EPHEMERAL": "1", "PREFECT__SERVER_FINAL": "1"}
+_SERVER_ENV = {
+    "PREFECT_UI_ENABLED": "0",
+    "PREFECT__SERVER_EPHEMERAL": "1",
+    "PREFECT__SERVER_FINAL": "1",
+}
 
 
 def _watchdog_pipe() -> int:
     """The read end the watchdog of every server started here holds (created once)."""
     global _pipe_write_end, _pipe_read_end
     if _pipe_read_end is None:
-        _pipe_read_end, _pipe_write_end = os.pipe()  # both non-inheritable; the read end is passed explicitly
+        _pipe_read_end, _pipe_write_end = (
+            os.pipe()
+        )  # both non-inheritable; the read end is passed explicitly
     return _pipe_read_end
 
 
 def _popen_under_watchdog(uvicorn_args: list[str], **kwargs: Any) -> subprocess.Popen:
     """``python -m uvicorn ARGS`` as a child under the watchdog, in a session of its own."""
     read_end = _watchdog_pipe()
-    process = subprocess.Popen([sys.executable, "-c", _WATCHDOG, str(read_end), *uvicorn_args], pass_fds=(read_end,),
-                               start_new_session=True, **kwargs)
+    process = subprocess.Popen(
+        [sys.executable, "-c", _WATCHDOG, str(read_end), *uvicorn_args],
+        pass_fds=(read_end,),
+        start_new_session=True,
+        **kwargs,
+    )
     _servers.append(process)
     return process
 
@@ -148,9 +158,20 @@ def server_command(port: int, settings: Any) -> tuple[list[str], dict[str, str]]
     temporary server it starts on ``port`` (Prefect 3.8.8's ``_run_uvicorn_command``)."""
     spec = importlib.util.find_spec("prefect")
     assert spec is not None and spec.origin is not None, "prefect is imported, so it has a spec"
-    args = ["--app-dir", str(Path(spec.origin).parent.parent), "--factory",
-            "prefect.server.api.server:create_app", "--host", "127.0.0.1", "--port", str(port),
-            "--log-level", "error", "--lifespan", "on"]
+    args = [
+        "--app-dir",
+        str(Path(spec.origin).parent.parent),
+        "--factory",
+        "prefect.server.api.server:create_app",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--log-level",
+        "error",
+        "--lifespan",
+        "on",
+    ]
     env = {**os.environ, **_SERVER_ENV, **settings.to_environment_variables(exclude_unset=True)}
     return args, env
 
@@ -169,7 +190,12 @@ def start_server_early() -> None:
     its flows inside :func:`on_early_server`, which waits for the server and points Prefect at it. The
     server stops at exit (or with the process, by the watchdog) like any other started here."""
     global _early
-    if _early is not None or _in_use() or _prefects_own_running() or os.environ.get("PREFECT_API_URL"):
+    if (
+        _early is not None
+        or _in_use()
+        or _prefects_own_running()
+        or os.environ.get("PREFECT_API_URL")
+    ):
         return  # one starting, or one this process already runs (a command run in process again, as tests do)
     written_for("prefect", PREFECT_VERSION, "clonemem.prefect_env (the ephemeral server's start)")
     from prefect.settings import get_current_settings
@@ -179,8 +205,11 @@ def start_server_early() -> None:
         return
     port = _free_port()
     args, env = server_command(port, settings)
-    _early = (f"http://127.0.0.1:{port}/api", _popen_under_watchdog(args, env=env),
-              float(settings.server.ephemeral.startup_timeout_seconds))
+    _early = (
+        f"http://127.0.0.1:{port}/api",
+        _popen_under_watchdog(args, env=env),
+        float(settings.server.ephemeral.startup_timeout_seconds),
+    )
     atexit.register(stop_servers)  # after Prefect's own exit handlers (registered later, run first)
 
 
@@ -221,7 +250,9 @@ def _in_use() -> str | None:
 
 def _prefects_own_running() -> bool:
     """Whether Prefect's own temporary server already runs in this process (a flow ran before)."""
-    written_for("prefect", PREFECT_VERSION, "clonemem.prefect_env (the ephemeral server's registry)")
+    written_for(
+        "prefect", PREFECT_VERSION, "clonemem.prefect_env (the ephemeral server's registry)"
+    )
     server = sys.modules.get("prefect.server.api.server")
     instances = getattr(getattr(server, "SubprocessASGIServer", None), "_instances", {})
     return any(getattr(i, "running", False) for i in instances.values())
@@ -277,7 +308,9 @@ def unreachable_prefect_api(exc: BaseException) -> str | None:
             return found.group(1)
     url = prefect_api_url()
     for e in causes(exc):
-        if type(e).__name__ in {"ConnectError", "ConnectTimeout"} and type(e).__module__.startswith("httpx"):
+        if type(e).__name__ in {"ConnectError", "ConnectTimeout"} and type(e).__module__.startswith(
+            "httpx"
+        ):
             try:
                 target = str(e.request.url)  # type: ignore[attr-defined]  # httpx errors carry the request; checked by the except
             except (AttributeError, RuntimeError):  # no request attached: not attributable
@@ -294,6 +327,8 @@ def prefect_api_url() -> str | None:
     if temporary_server_url():
         return temporary_server_url()
     server = sys.modules.get("prefect.server.api.server")
-    for instance in getattr(getattr(server, "SubprocessASGIServer", None), "_instances", {}).values():
+    for instance in getattr(
+        getattr(server, "SubprocessASGIServer", None), "_instances", {}
+    ).values():
         return str(instance.api_url)
     return None

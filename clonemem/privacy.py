@@ -37,7 +37,9 @@ def merge_disclosed(lists: Iterable[Sequence[str]]) -> list[str]:
     return [PUBLIC] if PUBLIC in seen else sorted(seen)
 
 
-def trace_reach(stored: str | None, audience: str | None, medium: str, names: Iterable[str]) -> list[str]:
+def trace_reach(
+    stored: str | None, audience: str | None, medium: str, names: Iterable[str]
+) -> list[str]:
     """Who a trace reached: as stored with it (a JSON list: generated, or imported with the release format's
     ``reached``), else derived from its medium and audience (:func:`disclosed_to`)."""
     return json.loads(stored) if stored is not None else disclosed_to(audience, medium, names)
@@ -47,7 +49,9 @@ def reaches(recipient: str, disclosed: Sequence[str]) -> bool:
     return PUBLIC in disclosed or recipient in disclosed
 
 
-def matters_of(kind: str | None, arc_keys: Iterable[str], matters: Sequence[PrivacyMatter]) -> list[PrivacyMatter]:
+def matters_of(
+    kind: str | None, arc_keys: Iterable[str], matters: Sequence[PrivacyMatter]
+) -> list[PrivacyMatter]:
     """The sensitive matters a piece of evidence (its kind, its arcs) belongs to."""
     keys = set(arc_keys)
     return [m for m in matters if m.arc_key in keys and kind in m.kinds]
@@ -63,8 +67,12 @@ def allowed_audience(matters: Sequence[PrivacyMatter]) -> list[str]:
     return sorted(common)
 
 
-def outside_scope(recipient: str, matter_keys: Iterable[str], disclosed: Sequence[str],
-                  matters: Sequence[PrivacyMatter]) -> bool:
+def outside_scope(
+    recipient: str,
+    matter_keys: Iterable[str],
+    disclosed: Sequence[str],
+    matters: Sequence[PrivacyMatter],
+) -> bool:
     """An item is outside the recipient's scope when it belongs to a matter they may not know and none of
     its traces ever reached them."""
     by_key = {m.key: m for m in matters}

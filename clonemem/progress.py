@@ -96,8 +96,14 @@ class Bars:
             TimeElapsedColumn,
         )
 
-        self._progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                                  TimeElapsedColumn(), console=Console(file=out), transient=False)
+        self._progress = Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=Console(file=out),
+            transient=False,
+        )
         self._tasks: dict[str, TaskID] = {}
         self.shown_at = time.monotonic()
 
@@ -183,10 +189,14 @@ class Activity:
     """One long piece of work: what (``mem0 for persona p1``), its current phase (``building``), how far
     the phase got in its unit (``120/400 traces``) and the LLM steps it made. Updated from any thread."""
 
-    def __init__(self, what: str, phase: str = "", total: int | None = None, unit: str = "") -> None:
+    def __init__(
+        self, what: str, phase: str = "", total: int | None = None, unit: str = ""
+    ) -> None:
         self.what, self.phase, self.total, self.unit = what, phase, total, unit
         self.done, self.steps, self.started = 0, 0, time.monotonic()
-        self.stage = _stage.get()  # the stage it belongs to ("generation", "evaluation"), named in its line
+        self.stage = (
+            _stage.get()
+        )  # the stage it belongs to ("generation", "evaluation"), named in its line
         self.finished = False
         self._lock = threading.Lock()
 
@@ -199,7 +209,9 @@ class Activity:
         """Done: no longer shown (its block may go on with other work)."""
         self.finished = True
 
-    def update(self, done: int, total: int | None = None, phase: str | None = None, unit: str | None = None) -> None:
+    def update(
+        self, done: int, total: int | None = None, phase: str | None = None, unit: str | None = None
+    ) -> None:
         with self._lock:
             self.done = done
             self.total = self.total if total is None else total
@@ -212,15 +224,23 @@ class Activity:
 
     def counting(self, step: Callable[..., Any]) -> Callable[..., Any]:
         """``step`` (an LLM step function), counting each call made through it."""
+
         def counted(*args: Any, **kwargs: Any) -> Any:
             with self._lock:
                 self.steps += 1
             return step(*args, **kwargs)
+
         return counted
 
     def line(self, now: float | None = None) -> str:
         with self._lock:
-            done, total, steps, phase, unit = self.done, self.total, self.steps, self.phase, self.unit
+            done, total, steps, phase, unit = (
+                self.done,
+                self.total,
+                self.steps,
+                self.phase,
+                self.unit,
+            )
         text = f"{phase} {self.what}".strip()
         if self.stage and not text.startswith(self.stage):
             text = f"{self.stage}: {text}"
@@ -228,7 +248,9 @@ class Activity:
             text += f": {done}/{total} {unit}".rstrip()
         if steps:
             text += f", {steps} LLM steps"
-        return f"{text}, running {_elapsed((time.monotonic() if now is None else now) - self.started)}"
+        return (
+            f"{text}, running {_elapsed((time.monotonic() if now is None else now) - self.started)}"
+        )
 
 
 class _Board:
@@ -260,8 +282,11 @@ class _Board:
         with self._lock:
             shown = [a for a in self.activities.values() if not a.finished]
             tallies = dict(self.tallies)
-        return ([f"{task}: {done}/{total} done" for task, (done, total) in tallies.items() if done < total]
-                + [a.line() for a in shown])
+        return [
+            f"{task}: {done}/{total} done"
+            for task, (done, total) in tallies.items()
+            if done < total
+        ] + [a.line() for a in shown]
 
 
 _board: ContextVar[_Board | None] = ContextVar("clonemem_activities", default=None)
@@ -279,7 +304,9 @@ def staged(name: str) -> Iterator[None]:
 
 
 @contextmanager
-def doing(what: str, phase: str = "", total: int | None = None, unit: str = "") -> Iterator[Activity]:
+def doing(
+    what: str, phase: str = "", total: int | None = None, unit: str = ""
+) -> Iterator[Activity]:
     """An activity for the duration of the block, shown by the heartbeat when one is on (the activity
     works alike without one: nothing reads it)."""
     activity = Activity(what, phase, total, unit)
@@ -308,8 +335,9 @@ def heartbeat(log: Callable[[str], None], every_s: float, name: str) -> Iterator
             for line in lines:
                 log(f"{name}: still working: {line.removeprefix(name + ': ')}")
 
-    thread = threading.Thread(target=contextvars.copy_context().run, args=(beat,), name=f"{name} heartbeat",
-                              daemon=True)
+    thread = threading.Thread(
+        target=contextvars.copy_context().run, args=(beat,), name=f"{name} heartbeat", daemon=True
+    )
     thread.start()
     try:
         yield

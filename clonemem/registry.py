@@ -34,8 +34,14 @@ class Registry(Generic[T]):
     so a wrong object fails where it is registered, with its name, not later where it is used;
     ``expected`` says what it should have been."""
 
-    def __init__(self, kind: str, entry_point_group: str | None = None, allow_import_paths: bool = False,
-                 accepts: Callable[[object], bool] | None = None, expected: str = "") -> None:
+    def __init__(
+        self,
+        kind: str,
+        entry_point_group: str | None = None,
+        allow_import_paths: bool = False,
+        accepts: Callable[[object], bool] | None = None,
+        expected: str = "",
+    ) -> None:
         self.kind = kind
         self.entry_point_group = entry_point_group
         self.allow_import_paths = allow_import_paths
@@ -61,7 +67,9 @@ class Registry(Generic[T]):
 
     def _checked(self, name: str, obj: T) -> T:
         if self.accepts is not None and not self.accepts(obj):
-            raise RegistryError(f"{self.kind} {name!r} must be {self.expected or 'of the registry kind'}, got {obj!r}")
+            raise RegistryError(
+                f"{self.kind} {name!r} must be {self.expected or 'of the registry kind'}, got {obj!r}"
+            )
         return obj
 
     def add_lazy(self, name: str, target: str, install_hint: str | None = None) -> None:
@@ -89,11 +97,15 @@ class Registry(Generic[T]):
             module = importlib.import_module(module_name)
         except ImportError as exc:
             extra = f"; install it with: {hint}" if hint else ""
-            raise RegistryError(f"{self.kind} {name!r} needs a missing dependency ({exc.name}){extra}") from exc
+            raise RegistryError(
+                f"{self.kind} {name!r} needs a missing dependency ({exc.name}){extra}"
+            ) from exc
         try:
             obj = getattr(module, attr)
         except AttributeError:
-            raise RegistryError(f"{self.kind} {name!r}: module {module_name!r} has no attribute {attr!r}") from None
+            raise RegistryError(
+                f"{self.kind} {name!r}: module {module_name!r} has no attribute {attr!r}"
+            ) from None
         return self._checked(name, obj)
 
     def _load_plugins(self) -> None:
@@ -105,7 +117,10 @@ class Registry(Generic[T]):
 
         for ep in entry_points(group=self.entry_point_group):
             if ep.name not in self._items and ep.name not in self._lazy:
-                self._lazy[ep.name] = (ep.value, f"reinstall the package that provides it ({ep.value})")
+                self._lazy[ep.name] = (
+                    ep.value,
+                    f"reinstall the package that provides it ({ep.value})",
+                )
 
     def _unknown(self, name: str) -> str:
         names = self.names()
@@ -138,7 +153,11 @@ class Registry(Generic[T]):
         self._load_plugins()
         if name in self._items or name in self._lazy:
             return True
-        return self.allow_import_paths and isinstance(name, str) and IMPORT_PATH.fullmatch(name) is not None
+        return (
+            self.allow_import_paths
+            and isinstance(name, str)
+            and IMPORT_PATH.fullmatch(name) is not None
+        )
 
     def names(self) -> list[str]:
         self._load_plugins()

@@ -32,10 +32,14 @@ class Runtime:
     sink: CallSink | None = None
     run_id: str | None = None
     budget: Budget | None = None  # the config's max_cost_usd, shared by every model of the run
-    warehouse: str | None = None  # where the run's results land (its calls are that warehouse's spend)
+    warehouse: str | None = (
+        None  # where the run's results land (its calls are that warehouse's spend)
+    )
     on_start: Callable[[], None] | None = None  # records the run before its first call goes out
     _models: dict[str, Model] = field(default_factory=dict)
-    _health: dict[str, ProviderHealth] = field(default_factory=dict)  # per provider, shared by its roles
+    _health: dict[str, ProviderHealth] = field(
+        default_factory=dict
+    )  # per provider, shared by its roles
     _made: MemorySink = field(default_factory=MemorySink)  # every call the run made (see `made`)
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _start_lock: threading.Lock = field(default_factory=threading.Lock)
@@ -43,7 +47,9 @@ class Runtime:
 
     def __post_init__(self) -> None:
         if self.budget is None:
-            self.budget = _budget.get() or (Budget(self.config.max_cost_usd) if self.config.max_cost_usd else None)
+            self.budget = _budget.get() or (
+                Budget(self.config.max_cost_usd) if self.config.max_cost_usd else None
+            )
 
     def start(self) -> None:
         """Run ``on_start`` once, before the run's first step that calls a model (a step served from the
@@ -60,8 +66,14 @@ class Runtime:
             if role not in self._models:
                 provider = self.config.models.ref(role).provider
                 health = self._health.setdefault(provider, ProviderHealth())
-                self._models[role] = get_model(self.config, role, sink=self.sink, run_id=self.run_id,
-                                               budget=self.budget, health=health)
+                self._models[role] = get_model(
+                    self.config,
+                    role,
+                    sink=self.sink,
+                    run_id=self.run_id,
+                    budget=self.budget,
+                    health=health,
+                )
             return self._models[role]
 
     def made(self) -> tuple[CallRecord, ...]:
@@ -74,7 +86,9 @@ class Runtime:
 # Context variables, not module globals: a Prefect task thread and a step pool's thread run in a copy of
 # the submitting context, so each run (two in one process, a test beside another) sees its own.
 _current: ContextVar[Runtime | None] = ContextVar("clonemem_runtime", default=None)
-_budget: ContextVar[Budget | None] = ContextVar("clonemem_budget", default=None)  # shared by runs inside `spending`
+_budget: ContextVar[Budget | None] = ContextVar(
+    "clonemem_budget", default=None
+)  # shared by runs inside `spending`
 
 
 @contextmanager
@@ -158,10 +172,14 @@ class StageFailed(LLMError):
     """Most LLM calls of one stage failed: the run fails rather than land what little got through."""
 
 
-MOSTLY_FAILED_MIN_CALLS = 5  # below this a stage's share says little (one persona's stage I is one call)
+MOSTLY_FAILED_MIN_CALLS = (
+    5  # below this a stage's share says little (one persona's stage I is one call)
+)
 
 
-def require_mostly_ok(calls: Iterable[CallRecord], min_calls: int = MOSTLY_FAILED_MIN_CALLS) -> None:
+def require_mostly_ok(
+    calls: Iterable[CallRecord], min_calls: int = MOSTLY_FAILED_MIN_CALLS
+) -> None:
     """Raise :class:`StageFailed` for the first stage (by name) where more than half of at least
     ``min_calls`` calls failed, naming the role, the model and the first error."""
     by_stage: dict[str, list[CallRecord]] = {}
@@ -171,8 +189,10 @@ def require_mostly_ok(calls: Iterable[CallRecord], min_calls: int = MOSTLY_FAILE
         failed = [c for c in made if c.outcome != "ok"]
         if len(made) >= min_calls and 2 * len(failed) > len(made):
             first = failed[0]
-            raise StageFailed(f"stage {stage}: {len(failed)} of {len(made)} LLM calls failed ({first.role} "
-                              f"{first.provider}/{first.model}): {first.error or first.outcome}")
+            raise StageFailed(
+                f"stage {stage}: {len(failed)} of {len(made)} LLM calls failed ({first.role} "
+                f"{first.provider}/{first.model}): {first.error or first.outcome}"
+            )
 
 
 def _stamped(calls: tuple, warehouse: str | None) -> tuple:

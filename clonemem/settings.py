@@ -78,7 +78,11 @@ def _embed_cache() -> Path | None:
     setting = os.environ.get(EMBED_CACHE)
     if setting is not None:
         return None if setting.strip().lower() in ("", "off", "0", "none") else Path(setting)
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "clonemem" / "embeddings.sqlite3"
+    return (
+        Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+        / "clonemem"
+        / "embeddings.sqlite3"
+    )
 
 
 def current() -> Settings:
@@ -91,7 +95,8 @@ def current() -> Settings:
         sql_temp_limit=_text(SQL_TEMP_LIMIT),
         embed_cache=_embed_cache(),
         dashboard_url=(_text(DASHBOARD_URL) or DEFAULT_DASHBOARD_URL).rstrip("/"),
-        live_llm_disabled=os.environ.get(DISABLE_LIVE_LLM, "").strip().lower() not in ("", "0", "false", "no"),
+        live_llm_disabled=os.environ.get(DISABLE_LIVE_LLM, "").strip().lower()
+        not in ("", "0", "false", "no"),
         fault_kill_at=os.environ.get(FAULT_KILL_AT),
         heartbeat_s=_heartbeat(),
     )

@@ -26,9 +26,15 @@ def check_read_only(query: str) -> None:
     check_statements(query)
 
 
-def run(source: Path | Warehouse, query: str, *, max_rows: int = DEFAULT_MAX_ROWS,
-        timeout_s: float = DEFAULT_TIMEOUT_S, memory_limit: str | None = None,
-        temp_limit: str | None = None) -> list[Result]:
+def run(
+    source: Path | Warehouse,
+    query: str,
+    *,
+    max_rows: int = DEFAULT_MAX_ROWS,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+    memory_limit: str | None = None,
+    temp_limit: str | None = None,
+) -> list[Result]:
     """Run a query through the guarded connection on the warehouse at ``source`` (``memory_limit`` and
     ``temp_limit``: DuckDB sizes, None for ``$CLONEMEM_SQL_MEMORY_LIMIT``/``$CLONEMEM_SQL_TEMP_LIMIT`` or 1 GB).
 
@@ -45,9 +51,19 @@ def run(source: Path | Warehouse, query: str, *, max_rows: int = DEFAULT_MAX_ROW
         return out
     from clonemem.interrupts import interrupting
 
-    with open_guarded(source, max_rows=max_rows, timeout_s=timeout_s, memory_limit=memory_limit,
-                      temp_limit=temp_limit) as con, interrupting(con.interrupt):
-        return con.query(query)  # Ctrl-C stops the query at once (DuckDB would notice it only at the end)
+    with (
+        open_guarded(
+            source,
+            max_rows=max_rows,
+            timeout_s=timeout_s,
+            memory_limit=memory_limit,
+            temp_limit=temp_limit,
+        ) as con,
+        interrupting(con.interrupt),
+    ):
+        return con.query(
+            query
+        )  # Ctrl-C stops the query at once (DuckDB would notice it only at the end)
 
 
 def _cell(value: object) -> str:
@@ -65,8 +81,10 @@ def format_table(result: Result) -> str:
     line = lambda vals: " | ".join(v.ljust(w) for v, w in zip(vals, widths)).rstrip()  # noqa: E731
     out = [line(result.columns), "-+-".join("-" * w for w in widths)]
     out += [line(r) for r in cells]
-    out.append(f"({len(result.rows)} row{'s' if len(result.rows) != 1 else ''}"
-               f"{', cut at the row limit' if result.truncated else ''})")
+    out.append(
+        f"({len(result.rows)} row{'s' if len(result.rows) != 1 else ''}"
+        f"{', cut at the row limit' if result.truncated else ''})"
+    )
     return "\n".join(out)
 
 
@@ -79,7 +97,9 @@ def format_csv(result: Result) -> str:
 
 
 def format_json(result: Result) -> str:
-    return json.dumps([dict(zip(result.columns, row)) for row in result.rows], default=str, ensure_ascii=False)
+    return json.dumps(
+        [dict(zip(result.columns, row)) for row in result.rows], default=str, ensure_ascii=False
+    )
 
 
 FORMATS = {"table": format_table, "csv": format_csv, "json": format_json}

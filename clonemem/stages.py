@@ -46,7 +46,9 @@ class Stage(Generic[In, Out]):
 
     def render(self, inp: In) -> prompts.Prompt:
         language = _language(inp)
-        return prompts.render(self.template, inp=inp, language_name=LANGUAGE_NAMES.get(language, "English"))
+        return prompts.render(
+            self.template, inp=inp, language_name=LANGUAGE_NAMES.get(language, "English")
+        )
 
     def offline_handler(self) -> Handler:
         if self.name in _OVERRIDES:
@@ -61,23 +63,36 @@ class Stage(Generic[In, Out]):
     def run(self, model: Model, inp: In) -> Out:
         if not isinstance(inp, self.inputs):
             raise TypeError(f"{self.name} takes {self.inputs.__name__}, not {type(inp).__name__}")
-        request = model.request(self.name, self.render(inp), schema=self.output,
-                                inputs_key=stable_hash(self.name + "\x00" + inp.model_dump_json()),
-                                offline=partial(_answer_offline, self, inp))
+        request = model.request(
+            self.name,
+            self.render(inp),
+            schema=self.output,
+            inputs_key=stable_hash(self.name + "\x00" + inp.model_dump_json()),
+            offline=partial(_answer_offline, self, inp),
+        )
         return model.structured(request, self.output)
 
 
-def _answer_offline(stage: Stage, inp: BaseModel, rng: random.Random, model: str) -> BaseModel | str:
+def _answer_offline(
+    stage: Stage, inp: BaseModel, rng: random.Random, model: str
+) -> BaseModel | str:
     return stage.offline_handler()(OfflineCall(stage=stage.name, inputs=inp, rng=rng, model=model))
 
 
-STAGES: Registry[Stage] = Registry("stage", accepts=lambda s: isinstance(s, Stage), expected="a Stage")
+STAGES: Registry[Stage] = Registry(
+    "stage", accepts=lambda s: isinstance(s, Stage), expected="a Stage"
+)
 
 # Where the built-in stages are defined (each module registers its stages when imported); a plugin's
 # memory system declares its own stages on its class, which registers them when its module loads.
-STAGE_MODULES = ("clonemem.generation.stages", "clonemem.qa.stages", "clonemem.evaluation.stages",
-                 "clonemem.memory.memsys_stages", "clonemem.gym.stages",
-                 "clonemem.evaluation.protocols.stages")
+STAGE_MODULES = (
+    "clonemem.generation.stages",
+    "clonemem.qa.stages",
+    "clonemem.evaluation.stages",
+    "clonemem.memory.memsys_stages",
+    "clonemem.gym.stages",
+    "clonemem.evaluation.protocols.stages",
+)
 
 
 def all_stages() -> list[Stage]:
@@ -87,8 +102,9 @@ def all_stages() -> list[Stage]:
     return [STAGES.get(n) for n in STAGES.names()]
 
 
-def define(name: str, template: str, role: Role, inputs: type[In], output: type[Out], *,
-           offline: str) -> Stage[In, Out]:
+def define(
+    name: str, template: str, role: Role, inputs: type[In], output: type[Out], *, offline: str
+) -> Stage[In, Out]:
     stage = Stage(name, template, role, inputs, output, offline)
     STAGES.add(name, stage)
     return stage

@@ -52,8 +52,12 @@ def _english() -> tuple[frozenset[str], _Stemmer, frozenset[str], frozenset[str]
     from bm25s.stopwords import STOPWORDS_CHINESE, STOPWORDS_EN_PLUS
 
     zh = frozenset(STOPWORDS_CHINESE)
-    return (frozenset(STOPWORDS_EN_PLUS), Stemmer.Stemmer("english"),
-            frozenset(w for w in zh if len(w) == 1), frozenset(w for w in zh if len(w) == 2))
+    return (
+        frozenset(STOPWORDS_EN_PLUS),
+        Stemmer.Stemmer("english"),
+        frozenset(w for w in zh if len(w) == 1),
+        frozenset(w for w in zh if len(w) == 2),
+    )
 
 
 def retrieval_tokens(text: str) -> list[str]:
@@ -66,10 +70,15 @@ def retrieval_tokens(text: str) -> list[str]:
     for run in _CJK_OR_WORD.findall(text):
         if _CJK.match(run):
             out.extend(c for c in run if c not in stop_zh1)
-            out.extend(b for b in (run[i : i + 2] for i in range(len(run) - 1)) if b not in stop_zh2)
+            out.extend(
+                b for b in (run[i : i + 2] for i in range(len(run) - 1)) if b not in stop_zh2
+            )
             continue
         words_ = [w.lower().replace("’", "'") for w in _LATIN.findall(run)]
-        words_ = [w.split("'")[0] if w.endswith(("'s", "'t", "'re", "'ve", "'ll", "'d", "'m")) else w for w in words_]
+        words_ = [
+            w.split("'")[0] if w.endswith(("'s", "'t", "'re", "'ve", "'ll", "'d", "'m")) else w
+            for w in words_
+        ]
         out.extend(stemmer.stemWords([w for w in words_ if w and w not in stop_en]))
     return out
 

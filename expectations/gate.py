@@ -26,7 +26,9 @@ def gate_params(wh: Warehouse, bid: str, gate: GateConfig) -> dict[str, Any]:
     """What the expectations compare against: the configured bounds, the superficial-cue statistics,
     and the configured media mix as a SQL query of deviations."""
     cues = cue_stats(wh, bid)
-    config_json, source = wh.rows("SELECT config_json::VARCHAR, source FROM benchmarks WHERE benchmark_id = ?", [bid])[0]
+    config_json, source = wh.rows(
+        "SELECT config_json::VARCHAR, source FROM benchmarks WHERE benchmark_id = ?", [bid]
+    )[0]
     mix = DEFAULT_MEDIA_MIX  # imported benchmarks have no generation config (and no media check)
     wanted = [t for t, n in QAConfig().questions_per_type.items() if n > 0]
     if config_json and source == "generated":
@@ -41,35 +43,54 @@ def gate_params(wh: Warehouse, bid: str, gate: GateConfig) -> dict[str, Any]:
         f"target(medium, share) AS (VALUES {targets}) "
         "SELECT coalesce(target.medium, actual.medium) AS medium, "
         "abs(coalesce(actual.share, 0) - coalesce(target.share, 0)) AS deviation "
-        "FROM target FULL OUTER JOIN actual ON target.medium = actual.medium")
-    return {**gate.model_dump(), **type_params(), "longest_option_accuracy": cues.longest_option_accuracy,
-            "overlap_option_accuracy": cues.overlap_option_accuracy, "media_mix_query": media_query,
-            "type_counts_query": type_counts_query(wanted),
-            "cues": cues.model_dump()}
+        "FROM target FULL OUTER JOIN actual ON target.medium = actual.medium"
+    )
+    return {
+        **gate.model_dump(),
+        **type_params(),
+        "longest_option_accuracy": cues.longest_option_accuracy,
+        "overlap_option_accuracy": cues.overlap_option_accuracy,
+        "media_mix_query": media_query,
+        "type_counts_query": type_counts_query(wanted),
+        "cues": cues.model_dump(),
+    }
 
 
 def type_counts_query(types: list[str]) -> str:
     """Accepted questions of each wanted type (a row per type, so a type with none shows as 0)."""
     wanted = ", ".join("('" + t.replace("'", "''") + "')" for t in sorted(types)) or "(NULL)"
-    return (f"WITH wanted(question_type) AS (VALUES {wanted}) SELECT w.question_type, "
-            "(SELECT count(*) FROM questions q WHERE q.benchmark_id = '{bid}' AND q.question_type = w.question_type) "
-            "AS accepted FROM wanted w WHERE w.question_type IS NOT NULL")
+    return (
+        f"WITH wanted(question_type) AS (VALUES {wanted}) SELECT w.question_type, "
+        "(SELECT count(*) FROM questions q WHERE q.benchmark_id = '{bid}' AND q.question_type = w.question_type) "
+        "AS accepted FROM wanted w WHERE w.question_type IS NOT NULL"
+    )
 
 
 def applicable(source: str) -> list[Check]:
     return [c for c in CHECKS if c.applies == "all" or source == "generated"]
 
 
-def run_gate(warehouse_path: str | Path, ref: str, gate: GateConfig | None = None,
-             docs_dir: str | Path | None = None, run_id: str | None = None) -> GateResult:
+def run_gate(
+    warehouse_path: str | Path,
+    ref: str,
+    gate: GateConfig | None = None,
+    docs_dir: str | Path | None = None,
+    run_id: str | None = None,
+) -> GateResult:
     """Validate one benchmark; store the results; mark the benchmark passed or failed."""
     warehouse_path = Path(warehouse_path).expanduser().resolve()
     with Warehouse.open_reader(warehouse_path) as wh:
         bid, name = resolve_benchmark(wh, ref)
         source = wh.scalar("SELECT source FROM benchmarks WHERE benchmark_id = ?", [bid])
         if gate is None:
-            config_json = wh.scalar("SELECT config_json::VARCHAR FROM benchmarks WHERE benchmark_id = ?", [bid])
-            gate = RunConfig.model_validate_json(config_json).gate if source == "generated" and config_json else GateConfig()
+            config_json = wh.scalar(
+                "SELECT config_json::VARCHAR FROM benchmarks WHERE benchmark_id = ?", [bid]
+            )
+            gate = (
+                RunConfig.model_validate_json(config_json).gate
+                if source == "generated" and config_json
+                else GateConfig()
+            )
         params = gate_params(wh, bid, gate)
     docs = Path(docs_dir) if docs_dir else warehouse_path.with_name(warehouse_path.name + ".gx")
     started = dt.datetime.now(dt.UTC).replace(tzinfo=None)
@@ -78,23 +99,56 @@ def run_gate(warehouse_path: str | Path, ref: str, gate: GateConfig | None = Non
     gate_run_id = run_id or str(uuid.uuid4())
     with Warehouse.open_writer(warehouse_path) as wh:
         with wh.transaction():
-            wh.upsert("gate_runs", [{
-                "gate_run_id": gate_run_id, "benchmark_id": bid, "run_id": run_id, "status": status, "started_at": started,
-                "finished_at": dt.datetime.now(dt.UTC).replace(tzinfo=None), "data_docs_path": docs_index,
-                "summary": json.dumps({"expectations": len(outcomes), "failed": sum(not o.success for o in outcomes),
-                                       "cues": params["cues"], "source": source}, default=str)}])
-            wh.upsert("gate_results", [{
-                "gate_run_id": gate_run_id, "suite": o.suite, "expectation": o.expectation, "success": o.success,
-                "observed": json.dumps(o.observed, default=str), "unexpected_count": o.unexpected_count,
-                "failing_sample": json.dumps(o.failing_sample, default=str)} for o in outcomes])
+            wh.upsert(
+                "gate_runs",
+                [
+                    {
+                        "gate_run_id": gate_run_id,
+                        "benchmark_id": bid,
+                        "run_id": run_id,
+                        "status": status,
+                        "started_at": started,
+                        "finished_at": dt.datetime.now(dt.UTC).replace(tzinfo=None),
+                        "data_docs_path": docs_index,
+                        "summary": json.dumps(
+                            {
+                                "expectations": len(outcomes),
+                                "failed": sum(not o.success for o in outcomes),
+                                "cues": params["cues"],
+                                "source": source,
+                            },
+                            default=str,
+                        ),
+                    }
+                ],
+            )
+            wh.upsert(
+                "gate_results",
+                [
+                    {
+                        "gate_run_id": gate_run_id,
+                        "suite": o.suite,
+                        "expectation": o.expectation,
+                        "success": o.success,
+                        "observed": json.dumps(o.observed, default=str),
+                        "unexpected_count": o.unexpected_count,
+                        "failing_sample": json.dumps(o.failing_sample, default=str),
+                    }
+                    for o in outcomes
+                ],
+            )
             # the verdict is the last stage of a benchmark: from now on readers list it as complete
-            wh.execute("UPDATE benchmarks SET gate_status = ?, status = 'complete' WHERE benchmark_id = ?", [status, bid])
+            wh.execute(
+                "UPDATE benchmarks SET gate_status = ?, status = 'complete' WHERE benchmark_id = ?",
+                [status, bid],
+            )
             checkpoint("gate.verdict")
     return GateResult(gate_run_id, bid, name, status, outcomes, docs_index, params)
 
 
-def _validate(path: Path, bid: str, checks: list[Check], params: dict[str, Any],
-              docs: Path) -> tuple[list[ExpectationOutcome], str | None]:
+def _validate(
+    path: Path, bid: str, checks: list[Check], params: dict[str, Any], docs: Path
+) -> tuple[list[ExpectationOutcome], str | None]:
     os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
     import great_expectations as gx  # slow to import: only when a gate runs
     from great_expectations.data_context.types.base import ProgressBarsConfig
@@ -108,11 +162,15 @@ def _validate(path: Path, bid: str, checks: list[Check], params: dict[str, Any],
     context.variables.progress_bars = ProgressBarsConfig(globally=False)
     # Same connection settings as the pipeline's writer, so both may be open in one process (DuckDB
     # refuses a second configuration of one file); the gate only ever runs SELECTs.
-    datasource = context.data_sources.add_or_update_sql(name="warehouse", connection_string=f"duckdb:///{path}")
+    datasource = context.data_sources.add_or_update_sql(
+        name="warehouse", connection_string=f"duckdb:///{path}"
+    )
     validations = []
     by_suite: dict[str, list[tuple[Check, str]]] = {}
     for i, check in enumerate(checks):
-        by_suite.setdefault(f"{check.suite}.{i:02d}", []).append((check, check.batch_query(bid, params)))
+        by_suite.setdefault(f"{check.suite}.{i:02d}", []).append(
+            (check, check.batch_query(bid, params))
+        )
     outcomes: list[ExpectationOutcome] = []
     try:
         for key, items in by_suite.items():
@@ -123,18 +181,32 @@ def _validate(path: Path, bid: str, checks: list[Check], params: dict[str, Any],
             expectation = check.expectation(params)
             expectation.meta = {"check": check.name}
             suite.add_expectation(expectation)
-            validations.append(context.validation_definitions.add_or_update(
-                gx.ValidationDefinition(name=f"v{key}", data=batch_def, suite=suite)))
+            validations.append(
+                context.validation_definitions.add_or_update(
+                    gx.ValidationDefinition(name=f"v{key}", data=batch_def, suite=suite)
+                )
+            )
         # No UpdateDataDocsAction: it rebuilds the site's index once per validation (most of a gate's
         # time); the site is built once below from every result of the run instead.
         # The checkpoint is rebuilt every run: a stored one from an earlier gate whose checks were numbered
         # differently names assets that no longer exist, and GX fails reading it back, so it goes first.
-        (Path(context.root_directory) / "checkpoints" / "clonemem-gate.json").unlink(missing_ok=True)
-        checkpoint = context.checkpoints.add_or_update(gx.Checkpoint(
-            name="clonemem-gate", validation_definitions=validations, actions=[], result_format="SUMMARY"))
+        (Path(context.root_directory) / "checkpoints" / "clonemem-gate.json").unlink(
+            missing_ok=True
+        )
+        checkpoint = context.checkpoints.add_or_update(
+            gx.Checkpoint(
+                name="clonemem-gate",
+                validation_definitions=validations,
+                actions=[],
+                result_format="SUMMARY",
+            )
+        )
         run = checkpoint.run()
         # results and suites in one list, as GX's own docs action passes them (its annotation says one kind)
-        pages: list[Any] = [*run.run_results, *(ExpectationSuiteIdentifier(name=key) for key in by_suite)]
+        pages: list[Any] = [
+            *run.run_results,
+            *(ExpectationSuiteIdentifier(name=key) for key in by_suite),
+        ]
         context.build_data_docs(resource_identifiers=pages)
         results = {vr.suite_name: vr for vr in run.run_results.values()}
         engine = datasource.get_execution_engine()
@@ -144,14 +216,27 @@ def _validate(path: Path, bid: str, checks: list[Check], params: dict[str, Any],
             for r in vr.results:
                 res = r.result or {}
                 error = _error(r)
-                sample = _sample(engine, check, query, params) if not r.success and not error else []
+                sample = (
+                    _sample(engine, check, query, params) if not r.success and not error else []
+                )
                 measured = None if error else _measured(engine, check.expectation(params), query)
-                observed = ({"error": error} if error else measured if measured is not None
-                            else res.get("observed_value", res.get("partial_unexpected_list")))
-                outcomes.append(ExpectationOutcome(
-                    suite=check.suite, expectation=check.name, success=bool(r.success), observed=observed,
-                    unexpected_count=_unexpected(expectation_of(check, params), res),
-                    failing_sample=sample))
+                observed = (
+                    {"error": error}
+                    if error
+                    else measured
+                    if measured is not None
+                    else res.get("observed_value", res.get("partial_unexpected_list"))
+                )
+                outcomes.append(
+                    ExpectationOutcome(
+                        suite=check.suite,
+                        expectation=check.name,
+                        success=bool(r.success),
+                        observed=observed,
+                        unexpected_count=_unexpected(expectation_of(check, params), res),
+                        failing_sample=sample,
+                    )
+                )
     finally:
         close_all_engines()
     index = docs / "gx" / "uncommitted" / "data_docs" / "local_site" / "index.html"
@@ -166,7 +251,9 @@ def _unexpected(expectation: Any, res: dict) -> int | None:
     """Failing-row count: GX's column expectations report it; the custom-SQL one reports it as its observed value."""
     if "unexpected_count" in res:
         return res["unexpected_count"]
-    if getattr(expectation, "unexpected_rows_query", None) and isinstance(res.get("observed_value"), int):
+    if getattr(expectation, "unexpected_rows_query", None) and isinstance(
+        res.get("observed_value"), int
+    ):
         return res["observed_value"]
     return None
 
@@ -175,7 +262,7 @@ def _error(result: Any) -> str | None:
     info = getattr(result, "exception_info", None) or {}
     if isinstance(info, dict) and info.get("raised_exception"):
         return str(info.get("exception_message"))[:500]
-    for value in (info.values() if isinstance(info, dict) else []):
+    for value in info.values() if isinstance(info, dict) else []:
         if isinstance(value, dict) and value.get("raised_exception"):
             return str(value.get("exception_message"))[:500]
     return None
@@ -192,12 +279,22 @@ def _measured(engine: Any, expectation: Any, batch_query: str) -> dict[str, Any]
     import sqlalchemy as sa
 
     column = getattr(expectation, "column", None)
-    if column is None or not hasattr(expectation, "min_value") or not hasattr(expectation, "max_value"):
+    if (
+        column is None
+        or not hasattr(expectation, "min_value")
+        or not hasattr(expectation, "max_value")
+    ):
         return None
     low, high = expectation.min_value, expectation.max_value
     with engine.engine.connect() as conn:
-        rows = [dict(r) for r in conn.execute(sa.text(
-            f"SELECT * FROM ({batch_query}) AS measured LIMIT {MEASURED_ROWS}")).mappings().all()]
+        rows = [
+            dict(r)
+            for r in conn.execute(
+                sa.text(f"SELECT * FROM ({batch_query}) AS measured LIMIT {MEASURED_ROWS}")
+            )
+            .mappings()
+            .all()
+        ]
     values = [float(r[column]) for r in rows if r.get(column) is not None]
     value = max(values) if values else None
     out: dict[str, Any] = {"column": column, "value": value, "min_value": low, "max_value": high}
@@ -216,6 +313,8 @@ def _sample(engine: Any, check: Check, batch_query: str, params: dict[str, Any])
         sql = sql.replace("{batch}", f"({batch_query}) AS subselect")  # as GX substitutes it
     else:
         sql = batch_query
-    with engine.engine.connect() as conn:  # not GX's persisted connection, which a failed query may have aborted
+    with (
+        engine.engine.connect() as conn
+    ):  # not GX's persisted connection, which a failed query may have aborted
         rows = conn.execute(sa.text(f"SELECT * FROM ({sql}) LIMIT {SAMPLE_ROWS}")).mappings().all()
     return [dict(r) for r in rows]

@@ -18,7 +18,9 @@ class ExposureGate:
     min_rate: float
     openings: int
     passed: bool
-    failing: list[str] = field(default_factory=list)  # "persona P2U1: text" of openings not recovered
+    failing: list[str] = field(
+        default_factory=list
+    )  # "persona P2U1: text" of openings not recovered
 
 
 class ExposureGateFailed(UserError):
@@ -33,8 +35,16 @@ def exposure_gate(blueprints: list[Blueprint], min_rate: float) -> ExposureGate:
     import pandas as pd
     from great_expectations.data_context.types.base import ProgressBarsConfig
 
-    rows = [{"persona": b.person_key, "opening": f"P{o.period}U{o.index + 1}", "text": o.text,
-             "recovered": 1.0 if o.ok else 0.0} for b in blueprints for o in b.openings]
+    rows = [
+        {
+            "persona": b.person_key,
+            "opening": f"P{o.period}U{o.index + 1}",
+            "text": o.text,
+            "recovered": 1.0 if o.ok else 0.0,
+        }
+        for b in blueprints
+        for o in b.openings
+    ]
     if not rows:
         return ExposureGate(0.0, min_rate, 0, False)
     frame = pd.DataFrame(rows)
@@ -42,17 +52,28 @@ def exposure_gate(blueprints: list[Blueprint], min_rate: float) -> ExposureGate:
     logging.getLogger("great_expectations.data_context.types.base").setLevel(logging.WARNING)
     context = gx.get_context(mode="ephemeral")
     context.variables.progress_bars = ProgressBarsConfig(globally=False)
-    batch = (context.data_sources.add_pandas("gym").add_dataframe_asset("exposure")
-             .add_batch_definition_whole_dataframe("openings").get_batch(batch_parameters={"dataframe": frame}))
-    result = batch.validate(gx.expectations.ExpectColumnMeanToBeBetween(
-        column="recovered", min_value=min_rate, max_value=1.0))
+    batch = (
+        context.data_sources.add_pandas("gym")
+        .add_dataframe_asset("exposure")
+        .add_batch_definition_whole_dataframe("openings")
+        .get_batch(batch_parameters={"dataframe": frame})
+    )
+    result = batch.validate(
+        gx.expectations.ExpectColumnMeanToBeBetween(
+            column="recovered", min_value=min_rate, max_value=1.0
+        )
+    )
     rate = float(result.result.get("observed_value") or 0.0)
-    failing = [f"persona {r['persona']} {r['opening']}: {r['text']}" for r in rows if not r["recovered"]]
+    failing = [
+        f"persona {r['persona']} {r['opening']}: {r['text']}" for r in rows if not r["recovered"]
+    ]
     return ExposureGate(round(rate, 4), min_rate, len(rows), bool(result.success), failing)
 
 
 def require_exposure(gate: ExposureGate) -> None:
     if not gate.passed:
         first = f"; first not recovered: {gate.failing[0]}" if gate.failing else ""
-        raise ExposureGateFailed(f"gym gate failed: {gate.rate:.1%} of {gate.openings} openings expose the states "
-                                 f"they were written for, below gym.min_exposure_rate {gate.min_rate:.0%}{first}")
+        raise ExposureGateFailed(
+            f"gym gate failed: {gate.rate:.1%} of {gate.openings} openings expose the states "
+            f"they were written for, below gym.min_exposure_rate {gate.min_rate:.0%}{first}"
+        )

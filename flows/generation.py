@@ -39,14 +39,20 @@ def generate_flow(warehouse_path: str, config: RunConfig | str | None = None) ->
     changed = ensure_benchmark_task(warehouse_path, cfg)
     run = begin_run_task(warehouse_path, begun)
     tally = generation_tally(cfg, run.run_id)
-    rt = runtime.Runtime(cfg, run_id=run.run_id, warehouse=warehouse_path, on_start=opener(warehouse_path, run))
+    rt = runtime.Runtime(
+        cfg, run_id=run.run_id, warehouse=warehouse_path, on_start=opener(warehouse_path, run)
+    )
     with tracked(warehouse_path, run, rt.made), runtime.use(rt):
         generate_and_land(warehouse_path, cfg, tally)
     result = tally.result(time.perf_counter() - started)
     if changed or result.landed or result.llm_calls or result.failures or run.resumed_from:
         # a run that changed nothing writes nothing, so the warehouse stays byte-for-byte the same
-        record_run_task(warehouse_path, run.finished("completed", summary_json=result.model_dump_json()),
-                        tally.failure_records(), rt.made())  # with the calls of personas that failed
+        record_run_task(
+            warehouse_path,
+            run.finished("completed", summary_json=result.model_dump_json()),
+            tally.failure_records(),
+            rt.made(),
+        )  # with the calls of personas that failed
     log(result.summary())
     return result
 
@@ -57,7 +63,9 @@ def run_generation(cfg: RunConfig, warehouse: str) -> GenerationResult:
 
 
 @flow(name="generate-persona")
-def generate_persona_flow(persona_index: int, bundle_path: str, config: RunConfig | str | None = None) -> PersonaBundleResult:
+def generate_persona_flow(
+    persona_index: int, bundle_path: str, config: RunConfig | str | None = None
+) -> PersonaBundleResult:
     """Scale-out unit: generate one persona and write its rows to a bundle at ``bundle_path`` (a local
     path or any fsspec URL: ``s3://…``, ``gs://…``) for `clonemem land` or ``generate_distributed_flow``."""
     cfg = resolve_config(config)

@@ -27,36 +27,62 @@ ORACLE_STATES = "oracle_states"  # the upper bound's assistant, always run (clon
 
 
 @flow(name="gym")
-def gym_flow(warehouse_path: str | None, systems: list[str], config: RunConfig | str | None = None) -> GymResult:
+def gym_flow(
+    warehouse_path: str | None, systems: list[str], config: RunConfig | str | None = None
+) -> GymResult:
     """Run the gym for ``systems`` on the config's personas; land in ``warehouse_path`` (None: nothing lands)."""
     cfg = resolve_config(config)
     started = time.perf_counter()
     personas = gym_personas(cfg, systems)
     begun = flow_run_record("gym", cfg)
     run = begin_run_task(warehouse_path, begun) if warehouse_path else begun
-    rt = runtime.Runtime(cfg, run_id=run.run_id, warehouse=warehouse_path,
-                         on_start=opener(warehouse_path, run) if warehouse_path else None)
-    with tracked(warehouse_path, run, rt.made) if warehouse_path else nullcontext(), runtime.use(rt):
+    rt = runtime.Runtime(
+        cfg,
+        run_id=run.run_id,
+        warehouse=warehouse_path,
+        on_start=opener(warehouse_path, run) if warehouse_path else None,
+    )
+    with (
+        tracked(warehouse_path, run, rt.made) if warehouse_path else nullcontext(),
+        runtime.use(rt),
+    ):
         made = [blueprint_task(cfg, p) for p in personas]
         blueprints = [m.value for m in made]
         gate = gate_task(blueprints, cfg.gym.min_exposure_rate)
         gym, seed, budget = cfg.gym, cfg.seed, cfg.evaluation.full_context_tokens
         names = list(dict.fromkeys([*systems, ORACLE_STATES, cfg.gym.reference]))
-        talking = {(s, i): interact_task.submit(s, "on", b, gym, seed, budget)
-                   for s in names for i, b in enumerate(blueprints)}
+        talking = {
+            (s, i): interact_task.submit(s, "on", b, gym, seed, budget)
+            for s in names
+            for i, b in enumerate(blueprints)
+        }
         on = {key: f.result() for key, f in talking.items()}
         reference = [on[(cfg.gym.reference, i)].value.turns for i in range(len(blueprints))]
-        replaying = {(s, i): interact_task.submit(s, "off", b, gym, seed, budget, reference[i])
-                     for s in systems for i, b in enumerate(blueprints)}
+        replaying = {
+            (s, i): interact_task.submit(s, "off", b, gym, seed, budget, reference[i])
+            for s in systems
+            for i, b in enumerate(blueprints)
+        }
         off = {key: f.result() for key, f in replaying.items()}
         on_by = {s: [on[(s, i)].value for i in range(len(blueprints))] for s in names}
         off_by = {s: [off[(s, i)].value for i in range(len(blueprints))] for s in systems}
         result = score_task(cfg, run.run_id, systems, len(personas), on_by, off_by, gate)
-        calls = [c for paid in made for c in paid.calls] + [c for paid in [*on.values(), *off.values()] for c in paid.calls]
+        calls = [c for paid in made for c in paid.calls] + [
+            c for paid in [*on.values(), *off.values()] for c in paid.calls
+        ]
         if warehouse_path:
-            land_gym_task(warehouse_path, run, cfg, systems, blueprints, on_by, off_by, result, calls)
-    result = result.model_copy(update={"llm_calls": len(calls), "landed": bool(warehouse_path),
-                                       "seconds": round(time.perf_counter() - started, 2)})
-    log(f"gym {cfg.name}: {len(systems)} system(s), {len(personas)} persona(s), exposure {gate.rate:.1%}, "
-        f"{len(calls)} LLM calls")
+            land_gym_task(
+                warehouse_path, run, cfg, systems, blueprints, on_by, off_by, result, calls
+            )
+    result = result.model_copy(
+        update={
+            "llm_calls": len(calls),
+            "landed": bool(warehouse_path),
+            "seconds": round(time.perf_counter() - started, 2),
+        }
+    )
+    log(
+        f"gym {cfg.name}: {len(systems)} system(s), {len(personas)} persona(s), exposure {gate.rate:.1%}, "
+        f"{len(calls)} LLM calls"
+    )
     return result

@@ -31,19 +31,36 @@ def qa_flow(warehouse_path: str, config: RunConfig | str | None = None) -> QARes
     tally = qa_tally(cfg, begun.run_id)
     bid, run_id = tally.benchmark_id, begun.run_id
     run = begin_run_task(warehouse_path, begun)
-    rt = runtime.Runtime(cfg, run_id=run_id, warehouse=warehouse_path, on_start=opener(warehouse_path, run))
-    with tracked(warehouse_path, run, rt.made), runtime.use(rt), runtime.step_pool(cfg.qa.workers) as pool:
+    rt = runtime.Runtime(
+        cfg, run_id=run_id, warehouse=warehouse_path, on_start=opener(warehouse_path, run)
+    )
+    with (
+        tracked(warehouse_path, run, rt.made),
+        runtime.use(rt),
+        runtime.step_pool(cfg.qa.workers) as pool,
+    ):
         store = step_store()
         personas = segments_task(warehouse_path, bid, cfg.qa)
         for n, persona in enumerate(personas):
-            items = persona_items(pool, store, persona, cfg.qa, tally,
-                                  f"stage IV: items of persona {n + 1}/{len(personas)}")
-            require_mostly_ok(items.calls)  # before landing: a persona whose checks mostly failed stops the run
+            items = persona_items(
+                pool,
+                store,
+                persona,
+                cfg.qa,
+                tally,
+                f"stage IV: items of persona {n + 1}/{len(personas)}",
+            )
+            require_mostly_ok(
+                items.calls
+            )  # before landing: a persona whose checks mostly failed stops the run
             land_persona_items(warehouse_path, persona, items, cfg.qa, tally)
     result = tally.result(cue_stats_task(warehouse_path, bid), time.perf_counter() - started)
     if result.landed or result.llm_calls or result.failed_items or run.resumed_from:
         # a run that changed nothing writes nothing (the warehouse stays byte-for-byte the same)
-        record_run_task(warehouse_path, run.finished("completed", summary_json=result.model_dump_json()),
-                        calls=rt.made())
+        record_run_task(
+            warehouse_path,
+            run.finished("completed", summary_json=result.model_dump_json()),
+            calls=rt.made(),
+        )
     publish_qa(result, cfg.name)
     return result

@@ -32,10 +32,19 @@ THREADS: TaskRunner[Any] = ThreadPoolTaskRunner(max_workers=8)
 
 
 @flow(name="evaluate-results-file", task_runner=THREADS)
-def evaluate_results_file_flow(warehouse_path: str, benchmark: str, path: str, name: str, ks: list[int] | None = None,
-                               force: bool = False, config: RunConfig | str | None = None,
-                               allow_missing: bool = False, replace: bool = False,
-                               predictions_format: str | None = None, key: str | None = None) -> ResultsFileScored:
+def evaluate_results_file_flow(
+    warehouse_path: str,
+    benchmark: str,
+    path: str,
+    name: str,
+    ks: list[int] | None = None,
+    force: bool = False,
+    config: RunConfig | str | None = None,
+    allow_missing: bool = False,
+    replace: bool = False,
+    predictions_format: str | None = None,
+    key: str | None = None,
+) -> ResultsFileScored:
     """Score the retrievals (and choices, answers) in the JSONL file ``path`` as the system ``name``; a name
     that already holds another file's results on the benchmark needs ``replace``. With
     ``predictions_format``, another harness's predictions in a benchmark's own layout
@@ -48,43 +57,80 @@ def evaluate_results_file_flow(warehouse_path: str, benchmark: str, path: str, n
     if predictions_format is None:
         resolved = read_results_task(warehouse_path, bid, path, allow_missing)
     else:
-        resolved = read_predictions_task(warehouse_path, bid, path, predictions_format, key,
-                                         allow_missing)
+        resolved = read_predictions_task(
+            warehouse_path, bid, path, predictions_format, key, allow_missing
+        )
     check_name_reuse(warehouse_path, bid, bname, resolved, name, replace)
     protocols = protocol_data_task(warehouse_path, bid, cfg.evaluation.protocols)
     run = file_run(bid, bname, name, resolved, ks, force, cfg, personas)
     ks = list(run.ks)
     with runtime.use(runtime.Runtime(cfg, run_id=run.eval_run_id, warehouse=warehouse_path)):
         lines = {p.persona_id: resolved.by_persona.get(p.persona_id, {}) for p in personas}
-        reading = {p.persona_id: file_retrieve_task.submit(  # type: ignore[call-overload]  # opaque()
-                       name, opaque(p), opaque(lines[p.persona_id]))
-                   for p in personas}
+        reading = {
+            p.persona_id: file_retrieve_task.submit(  # type: ignore[call-overload]  # opaque()
+                name, opaque(p), opaque(lines[p.persona_id])
+            )
+            for p in personas
+        }
         retrievals = {(name, pid): f.result() for pid, f in reading.items()}
-        answering = {(name, k, p.persona_id): file_answer_task.submit(  # type: ignore[call-overload]  # opaque()
-            name, k, opaque(p), opaque(retrievals[(name, p.persona_id)].value), opaque(lines[p.persona_id]))
-            for k in ks for p in personas}
+        answering = {
+            (name, k, p.persona_id): file_answer_task.submit(  # type: ignore[call-overload]  # opaque()
+                name,
+                k,
+                opaque(p),
+                opaque(retrievals[(name, p.persona_id)].value),
+                opaque(lines[p.persona_id]),
+            )
+            for k in ks
+            for p in personas
+        }
         answers = {key: f.result() for key, f in answering.items()}
         # the file's answers stand for the protocols' answerers (a predictions file: only they)
         submit = protocol_answer_task.submit
-        protocol_answering = {
-            (name, k, p.persona_id): submit(  # type: ignore[call-overload]  # opaque() arguments
-            name, k, opaque(p), opaque(retrievals[(name, p.persona_id)].value),
-            opaque(protocols.for_persona(p.persona_id)), given_texts(lines[p.persona_id]),
-            predictions_format is not None)
-            for k in ks for p in personas} if protocols.answers else {}
+        protocol_answering = (
+            {
+                (name, k, p.persona_id): submit(  # type: ignore[call-overload]  # opaque() arguments
+                    name,
+                    k,
+                    opaque(p),
+                    opaque(retrievals[(name, p.persona_id)].value),
+                    opaque(protocols.for_persona(p.persona_id)),
+                    given_texts(lines[p.persona_id]),
+                    predictions_format is not None,
+                )
+                for k in ks
+                for p in personas
+            }
+            if protocols.answers
+            else {}
+        )
         protocol_answers = {at: f.result() for at, f in protocol_answering.items()}
     paid_for = (*retrievals.values(), *answers.values(), *protocol_answers.values())
     calls = [c for paid in paid_for for c in paid.calls]
     result = land_task(  # type: ignore[call-overload]  # opaque() arguments
-                       warehouse_path, run, opaque(personas),
-                       opaque({k: v.value for k, v in retrievals.items()}),
-                       opaque({k: v.value for k, v in answers.items()}), opaque(calls),
-                       opaque(protocols), opaque({k: v.value for k, v in protocol_answers.items()}),
-                       ranked_any(resolved))
+        warehouse_path,
+        run,
+        opaque(personas),
+        opaque({k: v.value for k, v in retrievals.items()}),
+        opaque({k: v.value for k, v in answers.items()}),
+        opaque(calls),
+        opaque(protocols),
+        opaque({k: v.value for k, v in protocol_answers.items()}),
+        ranked_any(resolved),
+    )
     result = result.model_copy(update={"seconds": round(time.perf_counter() - started, 2)})
     kind = "predictions" if predictions_format else "results"
-    log(f"{kind} file {resolved.file} (sha256 {resolved.sha256}) scored as {name!r}: "
-        f"{resolved.lines} lines, {len(resolved.missing)} questions missing")
+    log(
+        f"{kind} file {resolved.file} (sha256 {resolved.sha256}) scored as {name!r}: "
+        f"{resolved.lines} lines, {len(resolved.missing)} questions missing"
+    )
     publish_leaderboard(result, warehouse_path)
-    return ResultsFileScored(evaluation=result, system=name, file=resolved.file, sha256=resolved.sha256,
-                             lines=resolved.lines, missing=len(resolved.missing), ks=tuple(ks))
+    return ResultsFileScored(
+        evaluation=result,
+        system=name,
+        file=resolved.file,
+        sha256=resolved.sha256,
+        lines=resolved.lines,
+        missing=len(resolved.missing),
+        ks=tuple(ks),
+    )

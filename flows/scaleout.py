@@ -50,15 +50,22 @@ def launch_persona_runs(deployment: str, urls: Sequence[str], config: dict, run_
     runs = []
     for index, url in enumerate(urls):
         try:
-            runs.append(run_deployment(
-                deployment, parameters={"persona_index": index, "bundle_path": url, "config": config}, timeout=0,
-                flow_run_name=f"{config['name']}-persona-{index}", idempotency_key=f"{run_id}:persona-{index}",
-                tags=["clonemem", "scale-out"]))
+            runs.append(
+                run_deployment(
+                    deployment,
+                    parameters={"persona_index": index, "bundle_path": url, "config": config},
+                    timeout=0,
+                    flow_run_name=f"{config['name']}-persona-{index}",
+                    idempotency_key=f"{run_id}:persona-{index}",
+                    tags=["clonemem", "scale-out"],
+                )
+            )
         except ObjectNotFound:
             raise PersonaRunsFailed(
                 f"flow parameter `persona_deployment`: no deployment {deployment!r} on the Prefect server "
                 f"({PREFECT_API_URL.value() or 'ephemeral: distribute needs a real server'}); deploy it with "
-                "`prefect --no-prompt deploy --all` and start workers on its pool (README: Scaling out)") from None
+                "`prefect --no-prompt deploy --all` and start workers on its pool (README: Scaling out)"
+            ) from None
     return runs
 
 
@@ -72,8 +79,12 @@ def wait_for_runs(runs: list, poll_seconds: float) -> list:
     done_before = -1
     with get_client(sync_client=True) as client:
         while True:
-            by_id = {r.id: r for r in client.read_flow_runs(flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=ids)),
-                                                            limit=len(ids))}
+            by_id = {
+                r.id: r
+                for r in client.read_flow_runs(
+                    flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=ids)), limit=len(ids)
+                )
+            }
             current = [by_id.get(i, r) for i, r in zip(ids, runs)]
             done = sum(1 for r in current if r.state is not None and r.state.is_final())
             if done != done_before:
@@ -85,9 +96,13 @@ def wait_for_runs(runs: list, poll_seconds: float) -> list:
 
 
 @flow(name="generate-distributed")
-def generate_distributed_flow(warehouse_path: str, config: RunConfig | str | None = None,
-                              bundle_location: str | None = None, persona_deployment: str = PERSONA_DEPLOYMENT,
-                              poll_seconds: float = 2.0) -> GenerationResult:
+def generate_distributed_flow(
+    warehouse_path: str,
+    config: RunConfig | str | None = None,
+    bundle_location: str | None = None,
+    persona_deployment: str = PERSONA_DEPLOYMENT,
+    poll_seconds: float = 2.0,
+) -> GenerationResult:
     """Generate the config's personas as runs of ``persona_deployment`` on its work pool's workers,
     each into a bundle under ``bundle_location`` (any fsspec URL the workers and this run can both
     reach; default: a folder beside the warehouse), then land them all at once in ``warehouse_path``."""
@@ -97,18 +112,27 @@ def generate_distributed_flow(warehouse_path: str, config: RunConfig | str | Non
     location = bundle_location or default_bundle_location(warehouse_path)
     urls = [bundle_url(location, cfg.name, run_id, i) for i in range(cfg.generation.personas)]
     # the workers get the configuration itself (they need no copy of the file); never the warehouse
-    runs = launch_persona_runs(persona_deployment, urls, cfg.model_dump(mode="json", exclude={"warehouse"}), run_id)
+    runs = launch_persona_runs(
+        persona_deployment, urls, cfg.model_dump(mode="json", exclude={"warehouse"}), run_id
+    )
     finished = wait_for_runs(runs, poll_seconds)
     failed = [(i, r) for i, r in enumerate(finished) if not r.state.is_completed()]
     if failed:
         raise PersonaRunsFailed(
             f"{len(failed)} of {len(finished)} persona runs did not complete, nothing was landed: "
-            + "; ".join(f"persona {i} (flow run {r.name} {r.id}): {r.state.name}"
-                        + (f" - {r.state.message}" if r.state.message else "") for i, r in failed)
-            + ". Run again: finished personas come from the cache")
+            + "; ".join(
+                f"persona {i} (flow run {r.name} {r.id}): {r.state.name}"
+                + (f" - {r.state.message}" if r.state.message else "")
+                for i, r in failed
+            )
+            + ". Run again: finished personas come from the cache"
+        )
     result = land_bundles_task(warehouse_path, urls, cfg, run_id)
     result = result.model_copy(update={"seconds": round(time.perf_counter() - started, 2)})
     if result.landed or result.llm_calls or result.failures:
-        record_run_task(warehouse_path, begun.finished("completed", summary_json=result.model_dump_json()),
-                        failure_records(result))
+        record_run_task(
+            warehouse_path,
+            begun.finished("completed", summary_json=result.model_dump_json()),
+            failure_records(result),
+        )
     return result

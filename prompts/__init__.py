@@ -60,11 +60,15 @@ def _template_file(name: str) -> Traversable:
     try:
         importlib.import_module(package)
     except ImportError as exc:
-        raise ValueError(f"prompt template {name!r}: package {package!r} cannot be imported ({exc})") from None
+        raise ValueError(
+            f"prompt template {name!r}: package {package!r} cannot be imported ({exc})"
+        ) from None
     path = resources.files(package) / "templates" / f"{match['stem']}.j2"
     if not path.is_file():
-        raise jinja2.TemplateNotFound(name, f"prompt template {name!r}: no templates/{match['stem']}.j2 in "
-                                            f"package {package!r}")
+        raise jinja2.TemplateNotFound(
+            name,
+            f"prompt template {name!r}: no templates/{match['stem']}.j2 in package {package!r}",
+        )
     return path
 
 
@@ -86,7 +90,9 @@ def render(name: str, **variables: object) -> Prompt:
         if block not in template.blocks:
             raise KeyError(f"prompt template {name!r} has no {{% block {block} %}}")
         blocks[block] = "".join(template.blocks[block](context)).strip()
-    return Prompt(name=name, system=blocks["system"], user=blocks["user"], template_hash=template_hash(name))
+    return Prompt(
+        name=name, system=blocks["system"], user=blocks["user"], template_hash=template_hash(name)
+    )
 
 
 def available() -> list[str]:

@@ -29,7 +29,15 @@ from clonemem.schemas.question_types import names as _declared_question_types
 from clonemem.schemas.question_types import rotating as _rotating_question_types
 
 Role = Literal["generator", "qa_writer", "validator", "extractor", "answerer", "judge", "user_sim"]
-ROLES: tuple[Role, ...] = ("generator", "qa_writer", "validator", "extractor", "answerer", "judge", "user_sim")
+ROLES: tuple[Role, ...] = (
+    "generator",
+    "qa_writer",
+    "validator",
+    "extractor",
+    "answerer",
+    "judge",
+    "user_sim",
+)
 Language = Literal["en", "zh"]
 # the question types are declared once, with their rules, in clonemem.schemas.question_types, and read
 # from there when needed (no copy here): a name is checked against the declarations when it is validated,
@@ -38,7 +46,9 @@ Language = Literal["en", "zh"]
 
 def _declared_type(name: str) -> str:
     if name not in _declared_question_types():
-        raise ValueError(f"unknown question type {name!r} (declared: {', '.join(_declared_question_types())})")
+        raise ValueError(
+            f"unknown question type {name!r} (declared: {', '.join(_declared_question_types())})"
+        )
     return name
 
 
@@ -47,13 +57,24 @@ QuestionType = Annotated[str, AfterValidator(_declared_type)]
 
 def _at_most_every_type(n: int) -> int:
     if n > len(_rotating_question_types()):
-        raise ValueError(f"at most the number of declared question types that rotate over segments "
-                         f"({len(_rotating_question_types())}; the privacy families are not among them)")
+        raise ValueError(
+            f"at most the number of declared question types that rotate over segments "
+            f"({len(_rotating_question_types())}; the privacy families are not among them)"
+        )
     return n
+
+
 Dimension = Literal["experience", "emotion", "opinion"]
 DIMENSIONS: tuple[str, ...] = Dimension.__args__  # type: ignore[attr-defined]  # a Literal's members
 Medium = Literal[
-    "diary", "social_media", "chat_private", "chat_group", "email", "memo", "search_history", "calendar_event",
+    "diary",
+    "social_media",
+    "chat_private",
+    "chat_group",
+    "email",
+    "memo",
+    "search_history",
+    "calendar_event",
 ]
 MEDIA: tuple[str, ...] = Medium.__args__  # type: ignore[attr-defined]  # a Literal's members
 # A trace that is one turn of a recorded dialogue (LoCoMo's import): not the writer's own voice, and
@@ -130,18 +151,28 @@ CALL_DEADLINE_TIMEOUTS = 3.0
 class LiveProviderSettings(_Section):
     """Settings of a live (networked) provider."""
 
-    api_key_env: str | None = Field(None, description="environment variable holding the key; empty for none")
-    api_key_secret: str | None = Field(None, description="Prefect Secret block holding the key (instead of env)")
+    api_key_env: str | None = Field(
+        None, description="environment variable holding the key; empty for none"
+    )
+    api_key_secret: str | None = Field(
+        None, description="Prefect Secret block holding the key (instead of env)"
+    )
     base_url: str | None = None
     max_concurrency: PosInt = 4
-    timeout_s: Annotated[float, Field(gt=0)] = Field(120.0, description="each attempt's bound, in seconds")
+    timeout_s: Annotated[float, Field(gt=0)] = Field(
+        120.0, description="each attempt's bound, in seconds"
+    )
     # One budget per call, kept by the LLM wrapper alone (the SDK's and the step's own retries are off):
     # at most 1 + max_retries + max_validation_retries attempts, all within call_deadline_s.
-    max_retries: NonNegInt = Field(5, description="attempts after a timeout, a failed connection, 429 or 5xx")
+    max_retries: NonNegInt = Field(
+        5, description="attempts after a timeout, a failed connection, 429 or 5xx"
+    )
     max_validation_retries: NonNegInt = 2
     call_deadline_s: Annotated[float, Field(gt=0)] | None = Field(
-        None, description=f"a call's total bound in seconds, retries and waits included; default "
-                          f"{CALL_DEADLINE_TIMEOUTS:g} x timeout_s")
+        None,
+        description=f"a call's total bound in seconds, retries and waits included; default "
+        f"{CALL_DEADLINE_TIMEOUTS:g} x timeout_s",
+    )
     backoff_base_s: Annotated[float, Field(ge=0)] = 1.0
     backoff_max_s: Annotated[float, Field(ge=0)] = 60.0
     structured_output: Literal["native", "prompt"] = "native"
@@ -150,7 +181,11 @@ class LiveProviderSettings(_Section):
     @property
     def deadline_s(self) -> float:
         """The call deadline in force: the configured one, else :data:`CALL_DEADLINE_TIMEOUTS` timeouts."""
-        return self.call_deadline_s if self.call_deadline_s is not None else CALL_DEADLINE_TIMEOUTS * self.timeout_s
+        return (
+            self.call_deadline_s
+            if self.call_deadline_s is not None
+            else CALL_DEADLINE_TIMEOUTS * self.timeout_s
+        )
 
 
 class OfflineSettings(_Section):
@@ -175,7 +210,9 @@ class ProvidersConfig(_Section):
     openai: LiveProviderSettings = LiveProviderSettings(api_key_env="OPENAI_API_KEY")
     offline: OfflineSettings = OfflineSettings()
     other: dict[str, LiveProviderSettings] = Field(
-        default_factory=dict, description="settings of providers added by plugins (entry points), by provider name")
+        default_factory=dict,
+        description="settings of providers added by plugins (entry points), by provider name",
+    )
 
     def live(self, provider: str) -> LiveProviderSettings:
         if provider in BUILTIN_LIVE_PROVIDERS:
@@ -193,8 +230,14 @@ class ModelPrice(_Section):
 
 
 DEFAULT_MEDIA_MIX: dict[str, float] = {
-    "diary": 0.22, "social_media": 0.16, "chat_private": 0.18, "chat_group": 0.10,
-    "email": 0.10, "memo": 0.08, "search_history": 0.10, "calendar_event": 0.06,
+    "diary": 0.22,
+    "social_media": 0.16,
+    "chat_private": 0.18,
+    "chat_group": 0.10,
+    "email": 0.10,
+    "memo": 0.08,
+    "search_history": 0.10,
+    "calendar_event": 0.06,
 }
 
 
@@ -212,9 +255,15 @@ class GenerationConfig(_Section):
     traces_per_event: PosInt = 4
     noise_traces_per_phase: NonNegInt = 6
     arcs_per_dimension: PosInt = 1
-    workers: PosInt = Field(64, description="LLM steps in flight; LLM calls are further limited per provider")
-    media_mix: dict[str, Annotated[float, Field(ge=0)]] = Field(default_factory=lambda: dict(DEFAULT_MEDIA_MIX))
-    seed_pool: Path | None = Field(None, description="TOML file of curated event seeds; default: the packaged pool")
+    workers: PosInt = Field(
+        64, description="LLM steps in flight; LLM calls are further limited per provider"
+    )
+    media_mix: dict[str, Annotated[float, Field(ge=0)]] = Field(
+        default_factory=lambda: dict(DEFAULT_MEDIA_MIX)
+    )
+    seed_pool: Path | None = Field(
+        None, description="TOML file of curated event seeds; default: the packaged pool"
+    )
 
     @field_validator("media_mix")
     @classmethod
@@ -233,14 +282,18 @@ class QAConfig(_Section):
     window_days: PosInt = 90
     stride_days: PosInt = 45
     questions_per_type: dict[QuestionType, NonNegInt] = Field(
-        default_factory=lambda: {t: 1 for t in _declared_question_types()}, description="per active segment, at most"
+        default_factory=lambda: {t: 1 for t in _declared_question_types()},
+        description="per active segment, at most",
     )
     # at most every declared type that rotates (more would try a type twice on one segment)
     types_per_segment: Annotated[int, Field(ge=1), AfterValidator(_at_most_every_type)] = Field(
-        default_factory=lambda: len(_rotating_question_types()))
+        default_factory=lambda: len(_rotating_question_types())
+    )
     max_questions_per_persona: PosInt = 150
     distractor_rounds: PosInt = 3
-    workers: PosInt = Field(32, description="candidate items in flight; LLM calls are further limited per provider")
+    workers: PosInt = Field(
+        32, description="candidate items in flight; LLM calls are further limited per provider"
+    )
 
 
 class GateConfig(_Section):
@@ -260,14 +313,28 @@ class GateConfig(_Section):
 # the full-context baseline's budget in tokens, when the config does not set `evaluation.full_context_tokens`
 FULL_CONTEXT_TOKENS = 8000
 
+
 class EvaluationConfig(_Section):
-    systems: list[str] = Field(default_factory=lambda: ["oracle", "full_context", "bm25", "bm25_boundary", "dense", "hybrid",
-                                                        "mem0", "amem", "omem"])
+    systems: list[str] = Field(
+        default_factory=lambda: [
+            "oracle",
+            "full_context",
+            "bm25",
+            "bm25_boundary",
+            "dense",
+            "hybrid",
+            "mem0",
+            "amem",
+            "omem",
+        ]
+    )
     k: list[PosInt] = Field(default_factory=lambda: [5, 10, 20])
     full_context_tokens: PosInt = FULL_CONTEXT_TOKENS
     bootstrap_samples: PosInt = 1000
     concurrency: PosInt = 8  # answerer and judge calls in flight per (system, k, persona) batch
-    workers: PosInt = 8  # evaluation tasks in flight: (system, persona) builds, (system, k, persona) batches
+    workers: PosInt = (
+        8  # evaluation tasks in flight: (system, persona) builds, (system, k, persona) batches
+    )
     # How per-question metrics become one figure (the README's Evaluation section): the mean over all
     # questions, or the paper's mean of persona means; and whether recall leaves out questions that
     # have no evidence (the paper does) or scores them 0. Both change the numbers, so both are recorded.
@@ -308,12 +375,18 @@ class GymConfig(_Section):
     """On-policy evaluation (`clonemem gym`, the README's Gym section): AMemGym's (N_p, N_s, N_i)."""
 
     periods: Annotated[int, Field(ge=1, le=50)] = 10  # N_p: state changes after the first period
-    states_per_question: Annotated[int, Field(ge=1, le=3)] = 2  # N_s: state variables each question depends on
-    turns_per_exposure: Annotated[int, Field(ge=0, le=20)] = 4  # N_i: simulated-user turns after each opening
+    states_per_question: Annotated[int, Field(ge=1, le=3)] = (
+        2  # N_s: state variables each question depends on
+    )
+    turns_per_exposure: Annotated[int, Field(ge=0, le=20)] = (
+        4  # N_i: simulated-user turns after each opening
+    )
     questions: Annotated[int, Field(ge=1, le=40)] = 10  # state-dependent questions per persona
     variables: Annotated[int, Field(ge=2, le=12)] = 6  # state variables in each persona's schema
     k: PosInt = 10  # items the assistant retrieves per reply and per question
-    min_exposure_rate: Annotated[float, Field(ge=0, le=1)] = 0.95  # the gate: openings whose states are recovered
+    min_exposure_rate: Annotated[float, Field(ge=0, le=1)] = (
+        0.95  # the gate: openings whose states are recovered
+    )
     reference: str = "oracle_states"  # the assistant whose transcript is the off-policy history
 
 
@@ -337,11 +410,17 @@ class RunConfig(_Section):
     warehouse: Path | None = None
     models: RoleModels = RoleModels()
     providers: ProvidersConfig = ProvidersConfig()
-    pricing: dict[str, ModelPrice] = Field(default_factory=dict, description="'provider/model' -> price")
+    pricing: dict[str, ModelPrice] = Field(
+        default_factory=dict, description="'provider/model' -> price"
+    )
     max_cost_usd: Annotated[float, Field(gt=0)] | None = Field(
-        default=None, description="stop before a call would take this run's new spend over it (cached work is free)")
+        default=None,
+        description="stop before a call would take this run's new spend over it (cached work is free)",
+    )
     generation: GenerationConfig = GenerationConfig()
-    qa: QAConfig = Field(default_factory=QAConfig)  # built when a config is made: the types declared by then
+    qa: QAConfig = Field(
+        default_factory=QAConfig
+    )  # built when a config is made: the types declared by then
     gate: GateConfig = GateConfig()
     evaluation: EvaluationConfig = EvaluationConfig()
     gym: GymConfig = GymConfig()
@@ -356,7 +435,11 @@ class RunConfig(_Section):
 
     def role_settings(self, role: Role) -> LiveProviderSettings | OfflineSettings:
         ref = self.models.ref(role)
-        return self.providers.offline if ref.provider == "offline" else self.providers.live(ref.provider)
+        return (
+            self.providers.offline
+            if ref.provider == "offline"
+            else self.providers.live(ref.provider)
+        )
 
 
 def missing_keys(config: RunConfig, environ: dict[str, str] | None = None) -> list[str]:
@@ -389,7 +472,9 @@ def format_validation_error(source: str, exc: ValidationError) -> str:
     return "\n".join(lines)
 
 
-def load_config(path: str | Path | None = None, *, check_keys: bool = True, allow_empty: bool = False) -> RunConfig:
+def load_config(
+    path: str | Path | None = None, *, check_keys: bool = True, allow_empty: bool = False
+) -> RunConfig:
     """Read and validate a TOML config (or the defaults when path is None); raise ConfigError.
 
     Every problem is listed at once, one per line: field errors and missing keys of live roles. A
@@ -404,8 +489,10 @@ def load_config(path: str | Path | None = None, *, check_keys: bool = True, allo
         source = str(path)
         data = _read_with_bases(path, ())
         if not data and not allow_empty:
-            raise ConfigError(f"{source}: the config file is empty; add settings, or pass --allow-empty-config "
-                              "to run on the defaults")
+            raise ConfigError(
+                f"{source}: the config file is empty; add settings, or pass --allow-empty-config "
+                "to run on the defaults"
+            )
     try:
         config = RunConfig.model_validate(data)
     except ValidationError as exc:
@@ -418,7 +505,9 @@ def load_config(path: str | Path | None = None, *, check_keys: bool = True, allo
     if check_keys:
         problems = missing_keys(config)
         if problems:
-            raise ConfigError("\n".join([f"{source}: invalid configuration", *(f"  {p}" for p in problems)]))
+            raise ConfigError(
+                "\n".join([f"{source}: invalid configuration", *(f"  {p}" for p in problems)])
+            )
     return config
 
 
@@ -442,8 +531,10 @@ def _read_with_bases(path: Path, below: tuple[Path, ...]) -> dict:
     target = path.parent / base
     chain = (*below, path)
     if target.resolve() in {p.resolve() for p in chain}:
-        raise ConfigError(f"{source}: extends: {base} is already being read "
-                          f"({' -> '.join(str(p) for p in (*chain, target))})")
+        raise ConfigError(
+            f"{source}: extends: {base} is already being read "
+            f"({' -> '.join(str(p) for p in (*chain, target))})"
+        )
     try:
         inherited = _read_with_bases(target, chain)
     except ConfigError as exc:
@@ -463,7 +554,11 @@ def _merged(base: dict, over: dict) -> dict:
     """``base`` with ``over``'s values; a table present in both is merged key by key."""
     out = dict(base)
     for key, value in over.items():
-        out[key] = _merged(out[key], value) if isinstance(value, dict) and isinstance(out.get(key), dict) else value
+        out[key] = (
+            _merged(out[key], value)
+            if isinstance(value, dict) and isinstance(out.get(key), dict)
+            else value
+        )
     return out
 
 
@@ -474,10 +569,14 @@ def _read_toml(path: Path, source: str) -> dict:
         if stat.S_ISDIR(info.st_mode):
             raise IsADirectoryError
         if not stat.S_ISREG(info.st_mode):
-            raise ConfigError(f"{source}: not a regular file (a device, pipe or socket); pass a .toml file")
+            raise ConfigError(
+                f"{source}: not a regular file (a device, pipe or socket); pass a .toml file"
+            )
         if info.st_size > MAX_CONFIG_BYTES:
-            raise ConfigError(f"{source}: {info.st_size:,} bytes, over the {MAX_CONFIG_BYTES:,}-byte limit "
-                              "for a config file")
+            raise ConfigError(
+                f"{source}: {info.st_size:,} bytes, over the {MAX_CONFIG_BYTES:,}-byte limit "
+                "for a config file"
+            )
         with path.open("rb") as fh:
             raw = fh.read(MAX_CONFIG_BYTES + 1)  # bounded even if the file grew since the check
     except FileNotFoundError:
@@ -491,8 +590,10 @@ def _read_toml(path: Path, source: str) -> dict:
     try:
         text = raw.decode("utf-8-sig")  # a byte-order mark is harmless
     except UnicodeDecodeError as exc:
-        raise ConfigError(f"{source}: not UTF-8 text (byte 0x{raw[exc.start]:02x} at offset {exc.start}); "
-                          "save the config as UTF-8") from None
+        raise ConfigError(
+            f"{source}: not UTF-8 text (byte 0x{raw[exc.start]:02x} at offset {exc.start}); "
+            "save the config as UTF-8"
+        ) from None
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -537,4 +638,6 @@ def resolve_config(config: RunConfig | dict | str | Path | None) -> RunConfig:
     try:
         return RunConfig.model_validate(config)
     except ValidationError as exc:
-        raise ConfigError(f"flow parameter `config`: {format_validation_error('mapping', exc)}") from None
+        raise ConfigError(
+            f"flow parameter `config`: {format_validation_error('mapping', exc)}"
+        ) from None

@@ -64,7 +64,9 @@ class SupportInput(_M):
 
 
 class SupportVerdict(_M):
-    supported: list[int] = Field(default_factory=list, description="numbers of the memories that state it")
+    supported: list[int] = Field(
+        default_factory=list, description="numbers of the memories that state it"
+    )
     reason: str = ""
 
 

@@ -138,7 +138,13 @@ class ArcAlignment(_M):
 # -- stage I: privacy boundaries (who may know which sensitive matter) -----------------------------
 
 PrivacyCategory = Literal["health", "money", "conflict", "opinion_about", "unshared_plan"]
-PRIVACY_CATEGORIES: tuple[str, ...] = ("health", "money", "conflict", "opinion_about", "unshared_plan")
+PRIVACY_CATEGORIES: tuple[str, ...] = (
+    "health",
+    "money",
+    "conflict",
+    "opinion_about",
+    "unshared_plan",
+)
 
 
 class PrivacyMatter(_M):

@@ -19,7 +19,10 @@ def values_in(text: str, values: list[str] | tuple[str, ...]) -> list[str]:
     by the write/read diagnosis."""
     found = []
     for v in values:
-        ends = [m.end() for m in re.finditer(r"(?<!\w)" + re.escape(v.lower()) + r"(?!\w)", text.lower())]
+        ends = [
+            m.end()
+            for m in re.finditer(r"(?<!\w)" + re.escape(v.lower()) + r"(?!\w)", text.lower())
+        ]
         if ends:
             found.append((max(ends), v))
     return [v for _, v in sorted(found)]
@@ -208,7 +211,9 @@ class Blueprint(_M):
         for c in question.choices:
             if all(states[s.variable] == s.value for s in c.variant):
                 return c.id
-        raise ValueError(f"question {question.question_id}: no choice for the states of period {period}")
+        raise ValueError(
+            f"question {question.question_id}: no choice for the states of period {period}"
+        )
 
 
 # -- interaction ----------------------------------------------------------------------------------------
@@ -221,7 +226,9 @@ class Message(_M):
 
 class UserTurnInput(_M):
     persona: PersonaCard
-    states: list[LabeledState]  # the current states: all the simulated user knows beside the profile
+    states: list[
+        LabeledState
+    ]  # the current states: all the simulated user knows beside the profile
     event: PeriodEvent
     dialogue: list[Message]  # the session so far
     language: Language
@@ -294,7 +301,9 @@ class SystemDetail(BaseModel):
     memory_score: float
     accuracy_by_position: list[float]
     memory_score_by_position: list[float]
-    diagnosis: dict[str, float]  # write / read / use / unknown: share of all answers missed for that reason
+    diagnosis: dict[
+        str, float
+    ]  # write / read / use / unknown: share of all answers missed for that reason
     off_policy_accuracy: float
     off_policy_memory_score: float
     answers: int

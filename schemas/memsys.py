@@ -78,7 +78,9 @@ class Mem0UpdateIn(_Frozen):
 
 class Mem0Operation(_Frozen):
     event: Literal["ADD", "UPDATE", "DELETE", "NONE"]
-    id: str | None = None  # UPDATE/DELETE: an existing memory or one ADDed earlier in this reply; ADD: a new id
+    id: str | None = (
+        None  # UPDATE/DELETE: an existing memory or one ADDed earlier in this reply; ADD: a new id
+    )
     text: str | None = None  # the memory's text (ADD, UPDATE)
     facts: list[str] = Field(default_factory=list)  # ids of the new facts the operation comes from
 
@@ -170,7 +172,9 @@ class AMemNeighbourUpdate(_Frozen):
 
 
 class AMemEvolution(_Frozen):
-    updates: list[AMemNeighbourUpdate] = Field(default_factory=list, max_length=GROUP_ITEMS)  # applied in order
+    updates: list[AMemNeighbourUpdate] = Field(
+        default_factory=list, max_length=GROUP_ITEMS
+    )  # applied in order
 
 
 # -- O-Mem --------------------------------------------------------------------------------------
@@ -215,7 +219,9 @@ class OMemRouteIn(_Frozen):
 class OMemRoute(_Frozen):
     item: str  # the new item routed
     op: Literal["ADD", "IGNORE", "UPDATE"]
-    id: str | None = None  # UPDATE: the entry it replaces (existing, or an item ADDed earlier in this reply)
+    id: str | None = (
+        None  # UPDATE: the entry it replaces (existing, or an item ADDed earlier in this reply)
+    )
     text: str | None = None  # the updated entry (UPDATE)
 
     @model_validator(mode="after")

@@ -59,4 +59,6 @@ def split_names(value: str, where: str) -> list[str]:
     """A comma-separated option's names (spaces after the commas allowed), each checked."""
     if not value.strip():
         raise NameRefused(f"{where}: no name given")
-    return checked_names([part.strip() if part.strip() else part for part in value.split(",")], where)
+    return checked_names(
+        [part.strip() if part.strip() else part for part in value.split(",")], where
+    )

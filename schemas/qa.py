@@ -26,7 +26,9 @@ class SegmentEvidence(_M):
     trace_ids: list[str]
     last_trace_at: dt.datetime
     matters: list[str] = Field(default_factory=list)  # keys of the sensitive matters it belongs to
-    disclosed_to: list[str] = Field(default_factory=list)  # who its traces reached (clonemem.privacy)
+    disclosed_to: list[str] = Field(
+        default_factory=list
+    )  # who its traces reached (clonemem.privacy)
 
 
 class ArcView(_M):

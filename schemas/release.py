@@ -39,7 +39,9 @@ class ReleaseTrace(_Release):
     reached: list[str] | None = None
     # What a conversational source says of a turn (LoCoMo, LongMemEval, PersonaMem), written by the export
     # of a benchmark imported from one; absent from CloneMem's published files (None: not known).
-    session_key: str | None = None  # the source's session id (LongMemEval haystack id, LoCoMo session_N)
+    session_key: str | None = (
+        None  # the source's session id (LongMemEval haystack id, LoCoMo session_N)
+    )
     speaker: str | None = None  # who wrote the turn (a LoCoMo speaker; `user` / `assistant`)
     session_date: dt.datetime | None = None  # the session's own date
     attachments: list[ReleaseAttachment] | None = None  # images shared with the turn
@@ -60,7 +62,9 @@ class ReleasePrivacyItem(_Release):
 
     evidence: int = Field(ge=0)
     disclosed_to: list[str] = Field(default_factory=list)  # who its traces reached ("*": everyone)
-    categories: list[PrivacyCategory] = Field(default_factory=list)  # its sensitive matters' categories
+    categories: list[PrivacyCategory] = Field(
+        default_factory=list
+    )  # its sensitive matters' categories
     may_know: list[str] = Field(default_factory=list)  # who may know every one of those matters
 
 
@@ -87,7 +91,9 @@ class ReleaseQuestion(_Release):
     choices: list[ReleaseChoice] = Field(default_factory=list)
     correct_choice_id: str | None = None
     privacy: ReleasePrivacy | None = None  # privacy tasks only
-    evidence_sessions: list[str] | None = None  # the sessions holding the answer (LongMemEval answer_session_ids)
+    evidence_sessions: list[str] | None = (
+        None  # the sessions holding the answer (LongMemEval answer_session_ids)
+    )
 
 
 class ReleaseFile(_Release):

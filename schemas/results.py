@@ -19,14 +19,25 @@ from clonemem.schemas.versions import EVALUATION
 RECALLS = ("recall_flat", "recall_all_all", "recall_all_any", "recall_any_all", "recall_any_any")
 JUDGED = ("qa_consistency", "qa_hallucination_rate", "qa_perfect_rate", "mem_recall", "mem_helpful")
 METRICS = (*RECALLS, "choice_accuracy", *JUDGED)
-EFFICIENCY = ("context_tokens", "build_seconds", "retrieval_p50_ms", "retrieval_p95_ms", "llm_calls", "llm_tokens",
-              "write_coverage")
+EFFICIENCY = (
+    "context_tokens",
+    "build_seconds",
+    "retrieval_p50_ms",
+    "retrieval_p95_ms",
+    "llm_calls",
+    "llm_tokens",
+    "write_coverage",
+)
 # Failure diagnosis (after AMemGym): each question's first failing step, as exclusive indicators.
 DIAGNOSIS = ("write_failure", "read_failure", "utilization_failure", "correct")
 # Privacy tasks (after LifeSide): any sensitive item disclosed (the violation rate), the share of sensitive
 # items disclosed, and the share of necessary items conveyed (completeness); None for other questions.
 PRIVACY = ("privacy_violation", "privacy_leak_share", "privacy_completeness")
-AGGREGATED = (*METRICS, *DIAGNOSIS, *PRIVACY)  # what is aggregated per question, with bootstrap intervals
+AGGREGATED = (
+    *METRICS,
+    *DIAGNOSIS,
+    *PRIVACY,
+)  # what is aggregated per question, with bootstrap intervals
 # The field's standard protocols: LoCoMo's F1, mem0's F1 / BLEU-1 / judge, LongMemEval's judged
 # accuracy and retrieval scores, PersonaMem's multiple-choice accuracy.
 PROTOCOL_METRICS = ("f1", "bleu1", "judge", "accuracy", "recall_any", "recall_all", "ndcg_any")
@@ -66,10 +77,12 @@ class GenerationResult(_R):
     cached_steps: int = 0  # of which served from Prefect's cache
 
     def summary(self) -> str:
-        return (f"generation: {self.landed + self.unchanged}/{self.personas} personas ({self.landed} landed, "
-                f"{self.unchanged} unchanged), {self.traces} traces, {self.evidence} evidence; {self.steps} steps, "
-                f"{self.cached_steps} from cache, {self.llm_calls} LLM calls, {len(self.failures)} failed items; "
-                f"{self.seconds:.1f} s")
+        return (
+            f"generation: {self.landed + self.unchanged}/{self.personas} personas ({self.landed} landed, "
+            f"{self.unchanged} unchanged), {self.traces} traces, {self.evidence} evidence; {self.steps} steps, "
+            f"{self.cached_steps} from cache, {self.llm_calls} LLM calls, {len(self.failures)} failed items; "
+            f"{self.seconds:.1f} s"
+        )
 
     @property
     def generated(self) -> int:
@@ -139,11 +152,13 @@ class QAResult(_R):
         return self.status.get("accepted", 0)
 
     def summary(self) -> str:
-        return (f"stage IV: {self.accepted} accepted, {self.status.get('rejected', 0)} rejected (rate "
-                f"{self.rejection_rate}), {self.status.get('infeasible', 0)} infeasible, {len(self.failed_items)} "
-                f"failed; {self.cached_items} items from cache, {self.llm_calls} LLM calls; cues: longest "
-                f"{self.cues.longest_option_accuracy}, overlap {self.cues.overlap_option_accuracy} (chance 0.25); "
-                f"{self.seconds:.1f} s")
+        return (
+            f"stage IV: {self.accepted} accepted, {self.status.get('rejected', 0)} rejected (rate "
+            f"{self.rejection_rate}), {self.status.get('infeasible', 0)} infeasible, {len(self.failed_items)} "
+            f"failed; {self.cached_items} items from cache, {self.llm_calls} LLM calls; cues: longest "
+            f"{self.cues.longest_option_accuracy}, overlap {self.cues.overlap_option_accuracy} (chance 0.25); "
+            f"{self.seconds:.1f} s"
+        )
 
 
 # -- the gate ---------------------------------------------------------------------------------------
@@ -176,7 +191,9 @@ class GateResult:
         return [o for o in self.outcomes if not o.success]
 
     def describe_failures(self) -> list[str]:
-        return [f"{o.suite}: {o.expectation} (unexpected: {o.unexpected_count})" for o in self.failed]
+        return [
+            f"{o.suite}: {o.expectation} (unexpected: {o.unexpected_count})" for o in self.failed
+        ]
 
 
 class GateFailed(RuntimeError):
@@ -184,17 +201,22 @@ class GateFailed(RuntimeError):
 
     def __init__(self, result: GateResult, pipeline: Any = None) -> None:
         failed = "; ".join(result.describe_failures())
-        super().__init__(f"benchmark {result.name!r} failed the gate ({len(result.failed)}/{len(result.outcomes)} "
-                         f"expectations unmet: {failed}); evaluate it anyway with --force (deployment parameter "
-                         "`force: true`)")
+        super().__init__(
+            f"benchmark {result.name!r} failed the gate ({len(result.failed)}/{len(result.outcomes)} "
+            f"expectations unmet: {failed}); evaluate it anyway with --force (deployment parameter "
+            "`force: true`)"
+        )
         self.result = result
-        self.pipeline = pipeline  # what the pipeline did before the gate (a PipelineResult), when it ran one
+        self.pipeline = (
+            pipeline  # what the pipeline did before the gate (a PipelineResult), when it ran one
+        )
 
     def __reduce__(self) -> tuple:
         return (GateFailed, (self.result, self.pipeline))
 
 
 # -- evaluation -------------------------------------------------------------------------------------
+
 
 class Diagnosis(_R):
     """Shares of questions whose first failing step is writing, reading or using the memory (they sum
@@ -289,8 +311,12 @@ class SystemProvenance(_R):
     system's ``url``, ``/v1/info`` ``name``, ``version``, ``features`` and the ``protocol`` version spoken)."""
 
     system: str
-    code_hash: str | None = None  # None: code that is not here (a remote system: known by its extra fields)
-    llm_stages: dict[str, str] = Field(default_factory=dict)  # stage name -> "provider/model" of its role
+    code_hash: str | None = (
+        None  # None: code that is not here (a remote system: known by its extra fields)
+    )
+    llm_stages: dict[str, str] = Field(
+        default_factory=dict
+    )  # stage name -> "provider/model" of its role
     extra: dict[str, str] = Field(default_factory=dict)
 
 
@@ -302,7 +328,9 @@ class Provenance(_R):
     git_dirty: bool | None = None  # the checkout had uncommitted changes
     answerer: str
     judge: str
-    packages: dict[str, str | None] = Field(default_factory=dict)  # distribution -> version (None: absent)
+    packages: dict[str, str | None] = Field(
+        default_factory=dict
+    )  # distribution -> version (None: absent)
     systems: list[SystemProvenance] = Field(default_factory=list)
     aggregation: AggregationSettings = AggregationSettings()
 
@@ -311,14 +339,27 @@ class Provenance(_R):
 
     def differences(self, other: Provenance, systems: list[str] | None = None) -> list[str]:
         """What differs between two evaluations, one line each (``systems``: only those systems)."""
-        out = [f"{label}: {a} → {b}" for label, a, b in (
-            ("project version", self.project_version, other.project_version),
-            ("git commit", self.git_commit, other.git_commit), ("answerer", self.answerer, other.answerer),
-            ("judge", self.judge, other.judge),
-            ("aggregation", _agg(self.aggregation), _agg(other.aggregation))) if a != b]
-        out += [f"package {p}: {self.packages.get(p)} → {other.packages.get(p)}"
-                for p in sorted(set(self.packages) | set(other.packages)) if self.packages.get(p) != other.packages.get(p)]
-        names = systems if systems is not None else sorted({s.system for s in (*self.systems, *other.systems)})
+        out = [
+            f"{label}: {a} → {b}"
+            for label, a, b in (
+                ("project version", self.project_version, other.project_version),
+                ("git commit", self.git_commit, other.git_commit),
+                ("answerer", self.answerer, other.answerer),
+                ("judge", self.judge, other.judge),
+                ("aggregation", _agg(self.aggregation), _agg(other.aggregation)),
+            )
+            if a != b
+        ]
+        out += [
+            f"package {p}: {self.packages.get(p)} → {other.packages.get(p)}"
+            for p in sorted(set(self.packages) | set(other.packages))
+            if self.packages.get(p) != other.packages.get(p)
+        ]
+        names = (
+            systems
+            if systems is not None
+            else sorted({s.system for s in (*self.systems, *other.systems)})
+        )
         for name in names:
             a, b = self.system(name), other.system(name)
             if a is None or b is None:
@@ -327,7 +368,9 @@ class Provenance(_R):
                 out.append(f"{name} code: {a.code_hash} → {b.code_hash}")
             for stage in sorted(set(a.llm_stages) | set(b.llm_stages)):
                 if a.llm_stages.get(stage) != b.llm_stages.get(stage):
-                    out.append(f"{name} {stage}: {a.llm_stages.get(stage)} → {b.llm_stages.get(stage)}")
+                    out.append(
+                        f"{name} {stage}: {a.llm_stages.get(stage)} → {b.llm_stages.get(stage)}"
+                    )
             for key in sorted(set(a.extra) | set(b.extra)):
                 if a.extra.get(key) != b.extra.get(key):
                     out.append(f"{name} {key}: {a.extra.get(key)} → {b.extra.get(key)}")
@@ -398,11 +441,20 @@ class ProtocolRow(_R):
         for r in records:
             eid, gran = r.get("eval_run_id"), r["granularity"]
             key = (eid, r["protocol"], r["system"], r["k"], gran, r["group_name"])
-            row = rows.setdefault(key, {
-                "eval_run_id": eid, "protocol": r["protocol"],
-                "protocol_version": r["protocol_version"], "system": r["system"], "k": r["k"],
-                "group": r["group_name"], "n": 0, "category": r["category"],
-                "granularity": None if gran == "qa" else gran})
+            row = rows.setdefault(
+                key,
+                {
+                    "eval_run_id": eid,
+                    "protocol": r["protocol"],
+                    "protocol_version": r["protocol_version"],
+                    "system": r["system"],
+                    "k": r["k"],
+                    "group": r["group_name"],
+                    "n": 0,
+                    "category": r["category"],
+                    "granularity": None if gran == "qa" else gran,
+                },
+            )
             row["n"] = max(row["n"], r["n"])
             if r["metric"] in PROTOCOL_METRICS:
                 row[r["metric"]] = r["value"]
@@ -412,7 +464,9 @@ class ProtocolRow(_R):
 
 
 class EvaluationResult(_R):
-    format_version: str = EVALUATION.version  # of the `evaluate --json` document (schemas/versions.py)
+    format_version: str = (
+        EVALUATION.version
+    )  # of the `evaluate --json` document (schemas/versions.py)
     benchmark: str
     benchmark_id: str
     eval_run_id: str
@@ -432,8 +486,10 @@ class EvaluationResult(_R):
 
     def summary(self) -> str:
         systems = sorted({r.system for r in self.results})
-        return (f"evaluation of {self.benchmark!r}: {len(systems)} systems × k {sorted({r.k for r in self.results})}, "
-                f"{self.results[0].n_questions if self.results else 0} questions; {self.seconds:.1f} s")
+        return (
+            f"evaluation of {self.benchmark!r}: {len(systems)} systems × k {sorted({r.k for r in self.results})}, "
+            f"{self.results[0].n_questions if self.results else 0} questions; {self.seconds:.1f} s"
+        )
 
 
 # -- imports and the whole pipeline -----------------------------------------------------------------
@@ -452,7 +508,9 @@ class PipelineResult(_R):
     generation: GenerationResult
     qa: QAResult
     gate_status: str
-    gate_failed: tuple[str, ...] = Field(default=(), description="failed expectations, when the gate failed")
+    gate_failed: tuple[str, ...] = Field(
+        default=(), description="failed expectations, when the gate failed"
+    )
     evaluation: EvaluationResult | None = None
     export: ExportResult | None = None
     seconds: float = 0.0

@@ -63,5 +63,7 @@ class ResultsFileScored(BaseModel):
     file: str
     sha256: str
     lines: int
-    missing: int  # benchmark questions without a line, scored as retrieving nothing (--allow-missing)
+    missing: (
+        int  # benchmark questions without a line, scored as retrieving nothing (--allow-missing)
+    )
     ks: tuple[int, ...]

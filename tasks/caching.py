@@ -65,7 +65,9 @@ class StagePolicy(CachePolicy):
         names = list(self.stage_names) or ([inputs["stage_name"]] if "stage_name" in inputs else [])
         return [STAGES.get(n) for n in names]
 
-    def compute_key(self, task_ctx: Any, inputs: dict[str, Any], flow_parameters: dict[str, Any], **kwargs: Any) -> str | None:
+    def compute_key(
+        self, task_ctx: Any, inputs: dict[str, Any], flow_parameters: dict[str, Any], **kwargs: Any
+    ) -> str | None:
         parts = stage_key_parts(self.stages(inputs), runtime.current().config)
         parts += [code_hash(m) for m in self.modules]
         return stable_hash("|".join(parts))
@@ -82,7 +84,9 @@ class MemorySystemPolicy(CachePolicy):
     def stages(self, inputs: Mapping[str, Any]) -> list[Stage]:
         return list(declared_stages(inputs["system"]))
 
-    def compute_key(self, task_ctx: Any, inputs: dict[str, Any], flow_parameters: dict[str, Any], **kwargs: Any) -> str | None:
+    def compute_key(
+        self, task_ctx: Any, inputs: dict[str, Any], flow_parameters: dict[str, Any], **kwargs: Any
+    ) -> str | None:
         from clonemem.memory import SYSTEMS
 
         factory = SYSTEMS.get(inputs["system"])
@@ -98,7 +102,12 @@ def policy_stages(policy: CachePolicy | None, inputs: Mapping[str, Any]) -> dict
     if not isinstance(policy, CachePolicy) or policy == NO_CACHE:
         return None
     parts = policy.policies if isinstance(policy, CompoundCachePolicy) else [policy]
-    return {s.name: s.role for p in parts if isinstance(p, (StagePolicy, MemorySystemPolicy)) for s in p.stages(inputs)}
+    return {
+        s.name: s.role
+        for p in parts
+        if isinstance(p, (StagePolicy, MemorySystemPolicy))
+        for s in p.stages(inputs)
+    }
 
 
 def covered_stages() -> dict[str, str] | None:
@@ -129,8 +138,11 @@ def _source_hash(fn: Callable[..., Any]) -> str:
 def step_key(body: Callable[..., Any], inputs: dict[str, Any], policy: CachePolicy) -> str:
     """The cache key of running ``body(**inputs)``: its inputs, its source and what ``policy`` adds (for an
     LLM step, :class:`StagePolicy`: the stage's template, model binding, seed and offline handler code)."""
-    parts = (INPUTS.compute_key(None, inputs, {}), _source_hash(body),  # type: ignore[arg-type]  # no task context outside a task run
-             policy.compute_key(None, inputs, {}))  # type: ignore[arg-type]  # no task context outside a task run
+    parts = (
+        INPUTS.compute_key(None, inputs, {}),  # type: ignore[arg-type]  # no task context outside a task run
+        _source_hash(body),
+        policy.compute_key(None, inputs, {}),  # type: ignore[arg-type]  # no task context outside a task run
+    )
     return stable_hash("|".join(p or "" for p in parts))
 
 

@@ -60,75 +60,133 @@ from clonemem.tasks.context import flow_run_ids, new_run_id
 from clonemem.warehouse import Warehouse
 from clonemem.warehouse.catalog import require_gate_passed
 
-EVAL_STAGES = (E.ANSWER_FREE.name, E.ANSWER_CHOICE.name, E.JUDGE.name, E.PRIVACY_RESPOND.name, E.PRIVACY_JUDGE.name)
+EVAL_STAGES = (
+    E.ANSWER_FREE.name,
+    E.ANSWER_CHOICE.name,
+    E.JUDGE.name,
+    E.PRIVACY_RESPOND.name,
+    E.PRIVACY_JUDGE.name,
+)
 
 
 @task(cache_policy=NO_CACHE, task_run_name="load {benchmark}")
-def load_task(warehouse_path: str, benchmark: str, force: bool) -> tuple[str, str, list[PersonaData]]:
+def load_task(
+    warehouse_path: str, benchmark: str, force: bool
+) -> tuple[str, str, list[PersonaData]]:
     """The benchmark's id, name and personas (traces and questions), if it may be evaluated."""
     with Warehouse.open_reader(warehouse_path) as wh:
         bid, name = require_gate_passed(wh, benchmark, force)
         return bid, name, load_benchmark(wh, bid)
 
 
-@task(cache_policy=INPUTS + TASK_SOURCE + MemorySystemPolicy(modules=("clonemem.evaluation.run",))
-      + StagePolicy(stage_names=(E.SUPPORT.name,), modules=("clonemem.evaluation.diagnosis",)),
-      persist_result=True, retries=1, retry_condition_fn=transient_only, task_run_name="retrieve {system} {persona.person_key}")
-def retrieve_task(system: str, persona: PersonaData, k_max: int, full_context_tokens: int = FULL_CONTEXT_TOKENS,
-                  replay: bool = False, ks: tuple[int, ...] = (), resume: str | None = None) -> Paid[Retrieval]:
+@task(
+    cache_policy=INPUTS
+    + TASK_SOURCE
+    + MemorySystemPolicy(modules=("clonemem.evaluation.run",))
+    + StagePolicy(stage_names=(E.SUPPORT.name,), modules=("clonemem.evaluation.diagnosis",)),
+    persist_result=True,
+    retries=1,
+    retry_condition_fn=transient_only,
+    task_run_name="retrieve {system} {persona.person_key}",
+)
+def retrieve_task(
+    system: str,
+    persona: PersonaData,
+    k_max: int,
+    full_context_tokens: int = FULL_CONTEXT_TOKENS,
+    replay: bool = False,
+    ks: tuple[int, ...] = (),
+    resume: str | None = None,
+) -> Paid[Retrieval]:
     """Build ``system`` from the persona's traces and retrieve for every question (time-aware), or, with
     ``replay`` (always for a remote system), feed it the traces in time order between the questions.
     ``full_context_tokens`` is the run's budget for the full-context baseline (an input: part of the key);
     ``ks`` the depths to be scored; ``resume``: a remote system's replies are kept under this token
     (:func:`resume_token`), so a resumed run does not ask again what an interrupted one was answered."""
+
     def body(rec: runtime.Recorder) -> Retrieval:
         model = rec.model("extractor")  # its own usage counter: the system's spend
 
         def usage() -> tuple[int, int]:
             return model.usage.calls, model.usage.input_tokens + model.usage.output_tokens
 
-        return build_and_retrieve(system, persona, k_max, lambda name, inp: STAGES.get(name).run(model, inp),
-                                  runtime.current().config.seed, usage, full_context_tokens,
-                                  supports=judge_supports(rec.run, persona.language), replay=replay, ks=ks,
-                                  memo=reply_memo(resume) if resume else None)
+        return build_and_retrieve(
+            system,
+            persona,
+            k_max,
+            lambda name, inp: STAGES.get(name).run(model, inp),
+            runtime.current().config.seed,
+            usage,
+            full_context_tokens,
+            supports=judge_supports(rec.run, persona.language),
+            replay=replay,
+            ks=ks,
+            memo=reply_memo(resume) if resume else None,
+        )
 
     return runtime.paid(body, covers=covered_stages())
 
 
-@task(cache_policy=INPUTS + TASK_SOURCE + StagePolicy(stage_names=EVAL_STAGES, modules=("clonemem.evaluation.run",)),
-      persist_result=True, retries=1, retry_condition_fn=transient_only,
-      task_run_name="answer {system} k={k} {persona.person_key}")
-def answer_task(system: str, k: int, persona: PersonaData, retrieval: Retrieval) -> Paid[list[Outcome]]:
+@task(
+    cache_policy=INPUTS
+    + TASK_SOURCE
+    + StagePolicy(stage_names=EVAL_STAGES, modules=("clonemem.evaluation.run",)),
+    persist_result=True,
+    retries=1,
+    retry_condition_fn=transient_only,
+    task_run_name="answer {system} k={k} {persona.person_key}",
+)
+def answer_task(
+    system: str, k: int, persona: PersonaData, retrieval: Retrieval
+) -> Paid[list[Outcome]]:
     """The clone answers every question from the top-k memories; the judge scores the answers (the calls
     run in bounded concurrent batches through the provider layer, which keeps limits and retries)."""
     rt = runtime.current()
     waits = rt.model("answerer").api.waits or rt.model("judge").api.waits
-    workers = rt.config.evaluation.concurrency if waits else 1  # computing calls gain nothing from threads
-    return runtime.paid(lambda rec: answer_and_judge(system, k, persona, retrieval, rec.run, workers=workers),
-                        covers=covered_stages())
+    workers = (
+        rt.config.evaluation.concurrency if waits else 1
+    )  # computing calls gain nothing from threads
+    return runtime.paid(
+        lambda rec: answer_and_judge(system, k, persona, retrieval, rec.run, workers=workers),
+        covers=covered_stages(),
+    )
 
 
 PROTOCOL_STAGES = tuple(s.name for s in protocol_stages.ALL)
-ProtocolAnswers = Mapping[tuple[str, int, str], Sequence[ProtocolOutcome]]  # (system, k, persona id)
+ProtocolAnswers = Mapping[
+    tuple[str, int, str], Sequence[ProtocolOutcome]
+]  # (system, k, persona id)
 PROTOCOL_MODULES = ("clonemem.evaluation.protocols.answer", "clonemem.evaluation.run")
 
 
 @task(cache_policy=NO_CACHE, task_run_name="protocols of {benchmark_id}")
-def protocol_data_task(warehouse_path: str, benchmark_id: str,
-                       configured: list[str] | None) -> ProtocolData:
+def protocol_data_task(
+    warehouse_path: str, benchmark_id: str, configured: list[str] | None
+) -> ProtocolData:
     """The standard protocols this evaluation computes (the importer's, adjusted by the config) and
     what they read of the benchmark."""
     with Warehouse.open_reader(warehouse_path) as wh:
         return load_protocol_data(wh, benchmark_id, configured)
 
 
-@task(cache_policy=INPUTS + TASK_SOURCE + StagePolicy(stage_names=PROTOCOL_STAGES,
-                                                      modules=PROTOCOL_MODULES),
-      persist_result=True, retries=1, retry_condition_fn=transient_only,
-      task_run_name="protocol answers {system} k={k} {persona.person_key}")
-def protocol_answer_task(system: str, k: int, persona: PersonaData, retrieval: Retrieval,
-                         data: ProtocolData, given: dict[str, str] | None = None,
-                         given_only: bool = False) -> Paid[list[ProtocolOutcome]]:
+@task(
+    cache_policy=INPUTS
+    + TASK_SOURCE
+    + StagePolicy(stage_names=PROTOCOL_STAGES, modules=PROTOCOL_MODULES),
+    persist_result=True,
+    retries=1,
+    retry_condition_fn=transient_only,
+    task_run_name="protocol answers {system} k={k} {persona.person_key}",
+)
+def protocol_answer_task(
+    system: str,
+    k: int,
+    persona: PersonaData,
+    retrieval: Retrieval,
+    data: ProtocolData,
+    given: dict[str, str] | None = None,
+    given_only: bool = False,
+) -> Paid[list[ProtocolOutcome]]:
     """Each protocol's answer (its own answering prompt, over the same top-k memories) and judge
     label for every question of the persona; a predictions file's answers (``given``) stand for the
     answerers' (``given_only``: a question without one is left unscored)."""
@@ -137,19 +195,35 @@ def protocol_answer_task(system: str, k: int, persona: PersonaData, retrieval: R
     workers = rt.config.evaluation.concurrency if waits else 1
 
     def body(rec: runtime.Recorder) -> list[ProtocolOutcome]:
-        return answer_protocols(system, k, persona, retrieval, data.questions, data.protocols,
-                                data.dates, rec.run, workers=workers, given=given,
-                                given_only=given_only)
+        return answer_protocols(
+            system,
+            k,
+            persona,
+            retrieval,
+            data.questions,
+            data.protocols,
+            data.dates,
+            rec.run,
+            workers=workers,
+            given=given,
+            given_only=given_only,
+        )
 
     return runtime.paid(body, covers=covered_stages())
 
 
 @task(cache_policy=NO_CACHE, task_run_name="land evaluation {run.benchmark}")
-def land_task(warehouse_path: str, run: EvaluationRun, personas: list[PersonaData],
-              retrievals: Retrievals, answers: Answers, calls: Sequence[CallRecord],
-              protocols: ProtocolData | None = None,
-              protocol_answers: ProtocolAnswers | None = None,
-              ranked: bool = True) -> EvaluationResult:
+def land_task(
+    warehouse_path: str,
+    run: EvaluationRun,
+    personas: list[PersonaData],
+    retrievals: Retrievals,
+    answers: Answers,
+    calls: Sequence[CallRecord],
+    protocols: ProtocolData | None = None,
+    protocol_answers: ProtocolAnswers | None = None,
+    ranked: bool = True,
+) -> EvaluationResult:
     """Per-question metrics, aggregates with bootstrap intervals (aggregated as the config says),
     efficiency, provenance and the standard protocols' scores; landed in one transaction — unless
     identical to the benchmark's latest stored evaluation (a re-run served from the cache): then
@@ -158,22 +232,49 @@ def land_task(warehouse_path: str, run: EvaluationRun, personas: list[PersonaDat
     rows = evaluation_rows(run, personas, retrievals, answers)
     stats = system_stats(run.systems, personas, retrievals)
     ev = run.config.evaluation
-    aggs = report.aggregates(rows.per_question, ev.bootstrap_samples, run.config.seed, by=ev.aggregate,
-                             exclude_no_evidence=ev.exclude_no_evidence)
+    aggs = report.aggregates(
+        rows.per_question,
+        ev.bootstrap_samples,
+        run.config.seed,
+        by=ev.aggregate,
+        exclude_no_evidence=ev.exclude_no_evidence,
+    )
     prov = provenance.collect(run.systems, run.config, run.provenance)
     landing = None
     if protocols is not None and protocols.names:
-        landing = protocol_landing(protocols, run.systems, run.ks, personas, retrievals, answers,
-                                   protocol_answers or {}, ev.bootstrap_samples, run.config.seed,
-                                   ev.ranking_depth, rank=ranked)
+        landing = protocol_landing(
+            protocols,
+            run.systems,
+            run.ks,
+            personas,
+            retrievals,
+            answers,
+            protocol_answers or {},
+            ev.bootstrap_samples,
+            run.config.seed,
+            ev.ranking_depth,
+            rank=ranked,
+        )
     digest = fingerprint(run, personas, rows, stats, aggs, prov, protocols=landing)
-    with Warehouse.open_writer(warehouse_path, bulk=True) as wh:  # the rows reach the file as they land
-        earlier = land_evaluation(wh, run, rows, stats, aggs, calls, provenance=prov, digest=digest,
-                                  protocols=landing)
+    with Warehouse.open_writer(
+        warehouse_path, bulk=True
+    ) as wh:  # the rows reach the file as they land
+        earlier = land_evaluation(
+            wh, run, rows, stats, aggs, calls, provenance=prov, digest=digest, protocols=landing
+        )
     result = report.evaluation_result(
-        rows.per_question, aggs, stats, run.systems, run.ks, benchmark=run.benchmark,
-        benchmark_id=run.benchmark_id, eval_run_id=earlier or run.eval_run_id, offline=run.offline,
-        provenance=prov, reused=earlier is not None)
+        rows.per_question,
+        aggs,
+        stats,
+        run.systems,
+        run.ks,
+        benchmark=run.benchmark,
+        benchmark_id=run.benchmark_id,
+        eval_run_id=earlier or run.eval_run_id,
+        offline=run.offline,
+        provenance=prov,
+        reused=earlier is not None,
+    )
     return result if landing is None else result.model_copy(update={"protocols": landing.result()})
 
 
@@ -181,7 +282,6 @@ def retrieval_depth(ks: Sequence[int], protocols: ProtocolData, cfg: RunConfig) 
     """How deep systems retrieve: the largest k, or the ranking depth a retrieval-scoring protocol
     reads."""
     return max(max(ks), cfg.evaluation.ranking_depth) if protocols.ranks else max(ks)
-
 
 
 # -- what a flow asks before and around the tasks ------------------------------------------------------
@@ -221,10 +321,18 @@ def retrieval_task(system: str) -> Task:
     return retrieve_task.with_options(cache_policy=NO_CACHE, persist_result=False, retries=0)
 
 
-def evaluation_run(benchmark_id: str, benchmark: str, systems: Sequence[str], ks: Sequence[int], force: bool,
-                   cfg: RunConfig, system_provenance: Mapping[str, Mapping[str, str]] | None = None,
-                   modes: Mapping[str, str] | None = None, content_hash: str | None = None,
-                   sample: Mapping[str, object] | None = None) -> EvaluationRun:
+def evaluation_run(
+    benchmark_id: str,
+    benchmark: str,
+    systems: Sequence[str],
+    ks: Sequence[int],
+    force: bool,
+    cfg: RunConfig,
+    system_provenance: Mapping[str, Mapping[str, str]] | None = None,
+    modes: Mapping[str, str] | None = None,
+    content_hash: str | None = None,
+    sample: Mapping[str, object] | None = None,
+) -> EvaluationRun:
     """What identifies this evaluation, started now: its run id is the flow run's (one of its own outside
     Prefect); ``system_provenance`` is per system, what its class cannot carry (a results file's name and hash);
     ``modes`` per system how it was fed (default: each registered system's :func:`retrieval_mode`);
@@ -232,9 +340,21 @@ def evaluation_run(benchmark_id: str, benchmark: str, systems: Sequence[str], ks
     flow_run_id, _ = flow_run_ids()
     if modes is None:
         modes = {s: retrieval_mode(SYSTEMS.get(s), cfg.evaluation.replay) for s in systems}
-    return EvaluationRun(flow_run_id or new_run_id(), benchmark_id, benchmark, tuple(systems), tuple(ks), force, cfg,
-                         dt.datetime.now(dt.UTC).replace(tzinfo=None), flow_run_id, provenance=dict(system_provenance or {}),
-                         modes=dict(modes), content_hash=content_hash, sample=sample)
+    return EvaluationRun(
+        flow_run_id or new_run_id(),
+        benchmark_id,
+        benchmark,
+        tuple(systems),
+        tuple(ks),
+        force,
+        cfg,
+        dt.datetime.now(dt.UTC).replace(tzinfo=None),
+        flow_run_id,
+        provenance=dict(system_provenance or {}),
+        modes=dict(modes),
+        content_hash=content_hash,
+        sample=sample,
+    )
 
 
 def replayed(system: str, cfg: RunConfig) -> bool:
@@ -242,8 +362,9 @@ def replayed(system: str, cfg: RunConfig) -> bool:
     return fed_by_replay(SYSTEMS.get(system), cfg.evaluation.replay)
 
 
-def questions_asked(personas: Sequence[PersonaData], limit: int | None, sample: int | None,
-                    seed: int) -> tuple[list[PersonaData], str, dict[str, object] | None]:
+def questions_asked(
+    personas: Sequence[PersonaData], limit: int | None, sample: int | None, seed: int
+) -> tuple[list[PersonaData], str, dict[str, object] | None]:
     """The personas with the questions this run asks (all, or a quick run's), the digest of the whole
     benchmark's content, and the quick run's record (None for all questions)."""
     digest = content_digest(personas)

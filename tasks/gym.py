@@ -51,8 +51,14 @@ def gym_personas(config: RunConfig, systems: Sequence[str]) -> list[GymPersona]:
     """The config's personas (generation's specs: the same seeds, so stage I is shared with generation's
     cache); the systems are checked first, so a typo fails before any work."""
     check_systems(systems, config.gym.reference)
-    return [GymPersona(spec, ids.persona_id(f"{config.name}-gym", f"p{spec.index + 1:02d}", spec.language),
-                       f"p{spec.index + 1:02d}") for spec in persona_specs(config)]
+    return [
+        GymPersona(
+            spec,
+            ids.persona_id(f"{config.name}-gym", f"p{spec.index + 1:02d}", spec.language),
+            f"p{spec.index + 1:02d}",
+        )
+        for spec in persona_specs(config)
+    ]
 
 
 @task(cache_policy=NO_CACHE, task_run_name="gym data {persona.person_key}")
@@ -65,7 +71,9 @@ def blueprint_task(config: RunConfig, persona: GymPersona) -> Paid[G.Blueprint]:
         calls.extend(paid.calls)
         return paid.value
 
-    blueprint = build_blueprint(step, config, persona.spec, seed_pool(config), persona.persona_id, persona.person_key)
+    blueprint = build_blueprint(
+        step, config, persona.spec, seed_pool(config), persona.persona_id, persona.person_key
+    )
     return Paid(blueprint, tuple(calls))
 
 
@@ -84,45 +92,101 @@ class GymSystemPolicy(MemorySystemPolicy):
     def stages(self, inputs: Mapping[str, Any]) -> list[Any]:
         return [] if inputs["system"] in I.CONTROLS else super().stages(inputs)
 
-    def compute_key(self, task_ctx: Any, inputs: dict[str, Any], flow_parameters: dict[str, Any], **kwargs: Any) -> str | None:
+    def compute_key(
+        self, task_ctx: Any, inputs: dict[str, Any], flow_parameters: dict[str, Any], **kwargs: Any
+    ) -> str | None:
         if inputs["system"] in I.CONTROLS:
             return ids.stable_hash(inputs["system"] + "|" + code_hash("clonemem.gym.interact"))
         return super().compute_key(task_ctx, inputs, flow_parameters, **kwargs)
 
 
-@task(cache_policy=INPUTS + TASK_SOURCE + GymSystemPolicy()
-      + StagePolicy(stage_names=tuple(s.name for s in GS.INTERACTION_STAGES), modules=INTERACTION_MODULES),
-      persist_result=True, retries=1, retry_condition_fn=transient_only,
-      task_run_name="gym {policy} {system} {blueprint.person_key}")
-def interact_task(system: str, policy: str, blueprint: G.Blueprint, gym: GymConfig, seed: int, full_context_tokens: int,
-                  transcript: Sequence[I.Turn] | None = None) -> Paid[I.Interaction]:
+@task(
+    cache_policy=INPUTS
+    + TASK_SOURCE
+    + GymSystemPolicy()
+    + StagePolicy(
+        stage_names=tuple(s.name for s in GS.INTERACTION_STAGES), modules=INTERACTION_MODULES
+    ),
+    persist_result=True,
+    retries=1,
+    retry_condition_fn=transient_only,
+    task_run_name="gym {policy} {system} {blueprint.person_key}",
+)
+def interact_task(
+    system: str,
+    policy: str,
+    blueprint: G.Blueprint,
+    gym: GymConfig,
+    seed: int,
+    full_context_tokens: int,
+    transcript: Sequence[I.Turn] | None = None,
+) -> Paid[I.Interaction]:
     """One assistant with one persona: on-policy with the simulated user, or off-policy on ``transcript``."""
+
     def body(rec: runtime.Recorder) -> I.Interaction:
         extractor = rec.model("extractor")
-        return run_one(system, blueprint, rec.run, lambda name, inp: STAGES.get(name).run(extractor, inp), gym, seed,
-                       full_context_tokens, transcript)
+        return run_one(
+            system,
+            blueprint,
+            rec.run,
+            lambda name, inp: STAGES.get(name).run(extractor, inp),
+            gym,
+            seed,
+            full_context_tokens,
+            transcript,
+        )
 
     return runtime.paid(body, covers=covered_stages())
 
 
 @task(cache_policy=NO_CACHE, task_run_name="gym score")
-def score_task(config: RunConfig, gym_id: str, systems: Sequence[str], personas: int,
-               on: Mapping[str, Sequence[I.Interaction]], off: Mapping[str, Sequence[I.Interaction]],
-               gate: ExposureGate) -> G.GymResult:
+def score_task(
+    config: RunConfig,
+    gym_id: str,
+    systems: Sequence[str],
+    personas: int,
+    on: Mapping[str, Sequence[I.Interaction]],
+    off: Mapping[str, Sequence[I.Interaction]],
+    gate: ExposureGate,
+) -> G.GymResult:
     gym = config.gym
-    details, random_pos, upper_pos, report = score(systems, on, off, on[I.ORACLE_STATES], gym.periods + 1,
-                                                   config.evaluation.bootstrap_samples, config.seed)
-    return G.GymResult(config_name=config.name, gym_id=gym_id, personas=personas, periods=gym.periods,
-                       states_per_question=gym.states_per_question, turns_per_exposure=gym.turns_per_exposure,
-                       reference=gym.reference, exposure_rate=gate.rate, exposure_openings=gate.openings,
-                       random_by_position=random_pos, upper_by_position=upper_pos, systems=details,
-                       report=report.model_copy(update={"exposure_rate": gate.rate}))
+    details, random_pos, upper_pos, report = score(
+        systems,
+        on,
+        off,
+        on[I.ORACLE_STATES],
+        gym.periods + 1,
+        config.evaluation.bootstrap_samples,
+        config.seed,
+    )
+    return G.GymResult(
+        config_name=config.name,
+        gym_id=gym_id,
+        personas=personas,
+        periods=gym.periods,
+        states_per_question=gym.states_per_question,
+        turns_per_exposure=gym.turns_per_exposure,
+        reference=gym.reference,
+        exposure_rate=gate.rate,
+        exposure_openings=gate.openings,
+        random_by_position=random_pos,
+        upper_by_position=upper_pos,
+        systems=details,
+        report=report.model_copy(update={"exposure_rate": gate.rate}),
+    )
 
 
 @task(cache_policy=NO_CACHE, task_run_name="land gym")
-def land_gym_task(warehouse_path: str, run: RunRecord, config: RunConfig, systems: Sequence[str],
-                  blueprints: Sequence[G.Blueprint], on: Mapping[str, Sequence[I.Interaction]],
-                  off: Mapping[str, Sequence[I.Interaction]], result: G.GymResult,
-                  calls: Sequence[CallRecord]) -> None:
+def land_gym_task(
+    warehouse_path: str,
+    run: RunRecord,
+    config: RunConfig,
+    systems: Sequence[str],
+    blueprints: Sequence[G.Blueprint],
+    on: Mapping[str, Sequence[I.Interaction]],
+    off: Mapping[str, Sequence[I.Interaction]],
+    result: G.GymResult,
+    calls: Sequence[CallRecord],
+) -> None:
     with Warehouse.open_writer(warehouse_path) as wh:
         land_gym(wh, run, config, systems, blueprints, on, off, result, calls)

@@ -22,7 +22,9 @@ def export_folder(export_dir: str, warehouse_path: str, name: str) -> str:
 
 
 @task(cache_policy=NO_CACHE, task_run_name="export {benchmark}")
-def export_task(warehouse_path: str, benchmark: str, out_dir: str, questions_key: str = "questions") -> ExportResult:
+def export_task(
+    warehouse_path: str, benchmark: str, out_dir: str, questions_key: str = "questions"
+) -> ExportResult:
     """The benchmark in the release format, one JSON file per persona."""
     with Warehouse.open_reader(warehouse_path) as wh:
         files = export_release(wh, benchmark, out_dir, questions_key)

@@ -43,13 +43,25 @@ def flow_run_record(kind: RunKind, config: RunConfig | None, with_config: bool =
     config (it could not be read), a row with no benchmark."""
     flow_run_id, deployment_id = flow_run_ids()
     me = owners.this_process()  # so a row this process leaves `running` when killed is found out
-    return RunRecord(flow_run_id or new_run_id(), kind, benchmark_id(config.name) if config else None, utcnow(),
-                     flow_run_id=flow_run_id, deployment_id=deployment_id,
-                     config_json=config.model_dump_json(exclude={"warehouse"}) if config and with_config else None,
-                     host=me.host, pid=me.pid, process_start=me.process_start)
+    return RunRecord(
+        flow_run_id or new_run_id(),
+        kind,
+        benchmark_id(config.name) if config else None,
+        utcnow(),
+        flow_run_id=flow_run_id,
+        deployment_id=deployment_id,
+        config_json=config.model_dump_json(exclude={"warehouse"})
+        if config and with_config
+        else None,
+        host=me.host,
+        pid=me.pid,
+        process_start=me.process_start,
+    )
 
 
-def run_config(warehouse_path: str, kind: RunKind, config: RunConfig | dict | str | None) -> RunConfig:
+def run_config(
+    warehouse_path: str, kind: RunKind, config: RunConfig | dict | str | None
+) -> RunConfig:
     """The flow's config; one that cannot be read (a missing file, a bad field) still leaves a ``failed``
     row of the run, with no benchmark, in a warehouse that exists (a nightly run that never started is
     seen on the Runs page; no warehouse is created for it)."""
@@ -82,31 +94,52 @@ def open_run_task(warehouse_path: str, run: RunRecord) -> RunRecord | None:
     if not Path(warehouse_path).exists():
         return None
     with Warehouse.open_writer(warehouse_path) as wh:
-        run = replace(run, resumed_from=begin_run(wh, run.kind, run.benchmark_id, run.run_id), status="running")
+        run = replace(
+            run,
+            resumed_from=begin_run(wh, run.kind, run.benchmark_id, run.run_id),
+            status="running",
+        )
         open_run(wh, run)
     return run
 
 
 def opener(warehouse_path: str, run: RunRecord) -> Callable[[], None]:
     """The runtime's ``on_start``: write the run's ``running`` row (called once, from a task's thread)."""
+
     def start() -> None:
         try:
             with Warehouse.open_writer(warehouse_path) as wh:
                 open_run(wh, run)
         except Exception as exc:  # no call may go out that the warehouse could not own
-            raise RunNotRecorded(f"{warehouse_path}: cannot record the run: {one_line(exc)}") from exc
+            raise RunNotRecorded(
+                f"{warehouse_path}: cannot record the run: {one_line(exc)}"
+            ) from exc
+
     return start
 
 
 def evaluation_record(run: EvaluationRun) -> RunRecord:
     """The ``runs`` row of an evaluation (written only when it fails: a landed one is in ``eval_runs``)."""
     me = owners.this_process()
-    return RunRecord(run.eval_run_id, "evaluate", run.benchmark_id, run.started_at, status="running",
-                     flow_run_id=run.flow_run_id, host=me.host, pid=me.pid, process_start=me.process_start)
+    return RunRecord(
+        run.eval_run_id,
+        "evaluate",
+        run.benchmark_id,
+        run.started_at,
+        status="running",
+        flow_run_id=run.flow_run_id,
+        host=me.host,
+        pid=me.pid,
+        process_start=me.process_start,
+    )
 
 
-def finish_run(wh: Warehouse, run: RunRecord, failures: Sequence[FailureRecord] = (),
-               calls: Sequence[CallRecord] = ()) -> int:
+def finish_run(
+    wh: Warehouse,
+    run: RunRecord,
+    failures: Sequence[FailureRecord] = (),
+    calls: Sequence[CallRecord] = (),
+) -> int:
     """The run's final row, with the calls it made that no landing took (failed calls, the calls of work
     that failed or never landed), in one transaction: every call spent is on record, owned by its run.
     Returns how many calls it landed."""
@@ -127,7 +160,9 @@ def ended_by(exc: BaseException) -> RunStatus:
 
 
 @contextmanager
-def tracked(warehouse_path: str, run: RunRecord, made: Callable[[], Sequence[CallRecord]] | None = None) -> Iterator[None]:
+def tracked(
+    warehouse_path: str, run: RunRecord, made: Callable[[], Sequence[CallRecord]] | None = None
+) -> Iterator[None]:
     """On an error, the run's row says how it ended (:func:`ended_by`; ``failed`` with the error's first
     line), with the calls ``made`` returns that no landing took (:func:`finish_run`), and the error goes on.
     Written directly, not as a task: the flow is failing, and a warehouse that cannot take the row (a full
@@ -143,5 +178,10 @@ def tracked(warehouse_path: str, run: RunRecord, made: Callable[[], Sequence[Cal
             with Warehouse.open_writer(warehouse_path) as wh:
                 finish_run(wh, run.finished(status, error=error), calls=made() if made else ())
         except Exception as secondary:  # the first error is the one to report
-            log.warning("run %s: could not record its %s status: %s", run.run_id, status, one_line(secondary))
+            log.warning(
+                "run %s: could not record its %s status: %s",
+                run.run_id,
+                status,
+                one_line(secondary),
+            )
         raise

@@ -23,7 +23,9 @@ def bundle_url(location: str, benchmark_name: str, run_id: str, persona_index: i
 
 
 @task(cache_policy=NO_CACHE, task_run_name="land bundles {run_id}")
-def land_bundles_task(warehouse_path: str, urls: list[str], cfg: RunConfig, run_id: str) -> GenerationResult:
+def land_bundles_task(
+    warehouse_path: str, urls: list[str], cfg: RunConfig, run_id: str
+) -> GenerationResult:
     """Read every bundle (all must be readable) and land them in one transaction."""
     bundles = [read_bundle(u) for u in urls]
     with Warehouse.open_writer(warehouse_path) as wh:

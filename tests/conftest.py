@@ -78,4 +78,6 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
     config.get_terminal_writer().flush()
     sys.stdout.flush()
-    leave(_EXIT_STATUS)  # threads' exit hooks, then atexit (the temporary PREFECT_HOME above is removed)
+    leave(
+        _EXIT_STATUS
+    )  # threads' exit hooks, then atexit (the temporary PREFECT_HOME above is removed)

@@ -60,8 +60,15 @@ def full_warehouse(folder: Path) -> Path:
     # two different evaluations (an identical re-run would not be stored again): the second aggregates as
     # the paper does
     for aggregate in ("questions", "personas"):
-        evaluate_flow(str(path), "tiny", ["bm25", "random"], [1, 3],
-                      config=defaults.model_copy(update={"evaluation": EvaluationConfig(aggregate=aggregate)}))
+        evaluate_flow(
+            str(path),
+            "tiny",
+            ["bm25", "random"],
+            [1, 3],
+            config=defaults.model_copy(
+                update={"evaluation": EvaluationConfig(aggregate=aggregate)}
+            ),
+        )
     evaluate_flow(str(path), "release", ["bm25", "random"], [1, 3], force=True, config=defaults)
     return path
 
@@ -78,7 +85,9 @@ def sql(path: Path, query: str, params: list | None = None) -> pl.DataFrame:
 
 
 def benchmark_id(path: Path, name: str) -> str:
-    return sql(path, "SELECT benchmark_id FROM benchmarks WHERE name = ?", [name])["benchmark_id"][0]
+    return sql(path, "SELECT benchmark_id FROM benchmarks WHERE name = ?", [name])["benchmark_id"][
+        0
+    ]
 
 
 # -- the app under AppTest ------------------------------------------------------------------------------
@@ -109,7 +118,9 @@ def frame(at: AppTest, *columns: str) -> pl.DataFrame:
         value = df.value
         if set(columns) <= set(value.columns):
             return pl.from_pandas(value.reset_index(drop=True))
-    raise AssertionError(f"no table with columns {columns}; tables: {[list(d.value.columns) for d in at.dataframe]}")
+    raise AssertionError(
+        f"no table with columns {columns}; tables: {[list(d.value.columns) for d in at.dataframe]}"
+    )
 
 
 def metrics(at: AppTest) -> dict[str, str]:
@@ -120,8 +131,12 @@ def charts(at: AppTest) -> list[dict[str, pl.DataFrame]]:
     """Each Altair chart on the page: its datasets (name -> frame) as the browser receives them."""
     out = []
     for el in at.get("vega_lite_chart"):
-        out.append({d.name: pl.from_arrow(pyarrow.ipc.open_stream(io.BytesIO(d.data.data)).read_all())
-                    for d in el.proto.datasets})
+        out.append(
+            {
+                d.name: pl.from_arrow(pyarrow.ipc.open_stream(io.BytesIO(d.data.data)).read_all())
+                for d in el.proto.datasets
+            }
+        )
     return out
 
 
@@ -131,7 +146,9 @@ def chart_specs(at: AppTest) -> list[dict]:
 
 def texts(at: AppTest) -> str:
     """All messages on the page (info, warning, error, caption, markdown) as one string."""
-    parts = [e.value for kind in (at.info, at.warning, at.error, at.caption, at.markdown) for e in kind]
+    parts = [
+        e.value for kind in (at.info, at.warning, at.error, at.caption, at.markdown) for e in kind
+    ]
     return "\n".join(str(p) for p in parts)
 
 
@@ -199,7 +216,9 @@ def wait_healthy(port: int, server: subprocess.Popen, timeout: float = 60.0) -> 
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if server.poll() is not None:
-            raise AssertionError(f"dashboard exited: {server.stdout.read().decode(errors='replace')}")
+            raise AssertionError(
+                f"dashboard exited: {server.stdout.read().decode(errors='replace')}"
+            )
         try:
             with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=2) as r:
                 if r.status == 200:

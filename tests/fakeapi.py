@@ -29,7 +29,9 @@ class Seen:
     path: str
     headers: dict[str, str]
     body: Any
-    at: float = field(default_factory=time.monotonic)  # when it came (this process's monotonic clock)
+    at: float = field(
+        default_factory=time.monotonic
+    )  # when it came (this process's monotonic clock)
 
 
 class Flavor:
@@ -52,14 +54,24 @@ class AnthropicFlavor(Flavor):
         return f"http://127.0.0.1:{port}"
 
     def ok(self, text: str, model: str) -> Reply:
-        return Reply(200, {
-            "id": "msg_fake", "type": "message", "role": "assistant", "model": model,
-            "content": [{"type": "text", "text": text}], "stop_reason": "end_turn", "stop_sequence": None,
-            "usage": {"input_tokens": 31, "output_tokens": 9},
-        })
+        return Reply(
+            200,
+            {
+                "id": "msg_fake",
+                "type": "message",
+                "role": "assistant",
+                "model": model,
+                "content": [{"type": "text", "text": text}],
+                "stop_reason": "end_turn",
+                "stop_sequence": None,
+                "usage": {"input_tokens": 31, "output_tokens": 9},
+            },
+        )
 
     def error(self, status: int, message: str) -> Reply:
-        kind = {401: "authentication_error", 429: "rate_limit_error", 500: "api_error"}.get(status, "invalid_request_error")
+        kind = {401: "authentication_error", 429: "rate_limit_error", 500: "api_error"}.get(
+            status, "invalid_request_error"
+        )
         return Reply(status, {"type": "error", "error": {"type": kind, "message": message}})
 
 
@@ -70,15 +82,29 @@ class OpenAIFlavor(Flavor):
         return f"http://127.0.0.1:{port}/v1"
 
     def ok(self, text: str, model: str) -> Reply:
-        return Reply(200, {
-            "id": "chatcmpl-fake", "object": "chat.completion", "created": 1700000000, "model": model,
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
-            "usage": {"prompt_tokens": 31, "completion_tokens": 9, "total_tokens": 40},
-        })
+        return Reply(
+            200,
+            {
+                "id": "chatcmpl-fake",
+                "object": "chat.completion",
+                "created": 1700000000,
+                "model": model,
+                "choices": [
+                    {
+                        "index": 0,
+                        "message": {"role": "assistant", "content": text},
+                        "finish_reason": "stop",
+                    }
+                ],
+                "usage": {"prompt_tokens": 31, "completion_tokens": 9, "total_tokens": 40},
+            },
+        )
 
     def error(self, status: int, message: str) -> Reply:
         code = {401: "invalid_api_key", 429: "rate_limit_exceeded"}.get(status)
-        return Reply(status, {"error": {"message": message, "type": "error", "param": None, "code": code}})
+        return Reply(
+            status, {"error": {"message": message, "type": "error", "param": None, "code": code}}
+        )
 
 
 class GeminiFlavor(Flavor):
@@ -88,18 +114,38 @@ class GeminiFlavor(Flavor):
         return f"http://127.0.0.1:{port}/"
 
     def ok(self, text: str, model: str) -> Reply:
-        return Reply(200, {
-            "candidates": [{"content": {"role": "model", "parts": [{"text": text}]}, "finishReason": "STOP", "index": 0}],
-            "usageMetadata": {"promptTokenCount": 31, "candidatesTokenCount": 9, "totalTokenCount": 40},
-            "modelVersion": model,
-        })
+        return Reply(
+            200,
+            {
+                "candidates": [
+                    {
+                        "content": {"role": "model", "parts": [{"text": text}]},
+                        "finishReason": "STOP",
+                        "index": 0,
+                    }
+                ],
+                "usageMetadata": {
+                    "promptTokenCount": 31,
+                    "candidatesTokenCount": 9,
+                    "totalTokenCount": 40,
+                },
+                "modelVersion": model,
+            },
+        )
 
     def error(self, status: int, message: str) -> Reply:
-        st = {401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED", 429: "RESOURCE_EXHAUSTED", 500: "INTERNAL"}.get(status, "INVALID_ARGUMENT")
+        st = {
+            401: "UNAUTHENTICATED",
+            403: "PERMISSION_DENIED",
+            429: "RESOURCE_EXHAUSTED",
+            500: "INTERNAL",
+        }.get(status, "INVALID_ARGUMENT")
         return Reply(status, {"error": {"code": status, "message": message, "status": st}})
 
 
-FLAVORS: dict[str, Flavor] = {f.name: f for f in (AnthropicFlavor(), OpenAIFlavor(), GeminiFlavor())}
+FLAVORS: dict[str, Flavor] = {
+    f.name: f for f in (AnthropicFlavor(), OpenAIFlavor(), GeminiFlavor())
+}
 
 
 class FakeAPIServer:
@@ -107,7 +153,9 @@ class FakeAPIServer:
         self.flavor = FLAVORS[flavor]
         self.script: deque[Reply] = deque()
         self.always: Reply | None = None  # the reply to every request once the script is used up
-        self.stuck = False  # read each request, then never reply (a provider that stopped answering)
+        self.stuck = (
+            False  # read each request, then never reply (a provider that stopped answering)
+        )
         self.seen: list[Seen] = []
         self._released = threading.Event()  # set on exit: the stuck handlers end
         server = self
@@ -122,14 +170,21 @@ class FakeAPIServer:
                     body = json.loads(raw) if raw else None
                 except json.JSONDecodeError:
                     body = raw.decode("utf-8", "replace")
-                server.seen.append(Seen("POST", self.path, {k.lower(): v for k, v in self.headers.items()}, body))
+                server.seen.append(
+                    Seen("POST", self.path, {k.lower(): v for k, v in self.headers.items()}, body)
+                )
                 if server.stuck:
                     server._released.wait()
                     self.close_connection = True
                     return
-                reply = (server.script.popleft() if server.script
-                         else server.always or Reply(599, {"error": "script exhausted"}))
-                data = reply.body if isinstance(reply.body, bytes) else json.dumps(reply.body).encode()
+                reply = (
+                    server.script.popleft()
+                    if server.script
+                    else server.always or Reply(599, {"error": "script exhausted"})
+                )
+                data = (
+                    reply.body if isinstance(reply.body, bytes) else json.dumps(reply.body).encode()
+                )
                 self.send_response(reply.status)
                 self.send_header("content-type", "application/json")
                 self.send_header("content-length", str(len(data)))

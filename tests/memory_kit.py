@@ -18,9 +18,22 @@ def trace(tid: str, date: str, content: str, medium: str = "diary") -> MemoryTra
 
 REMOTE = [
     trace("r1", "2023-01-10T09:00:00", "I think remote work makes me more productive."),
-    trace("c1", "2023-01-20T18:00:00", "Me: I adopted a grey cat called Pixel.\nAna: So cute!", "chat_private"),
+    trace(
+        "c1",
+        "2023-01-20T18:00:00",
+        "Me: I adopted a grey cat called Pixel.\nAna: So cute!",
+        "chat_private",
+    ),
     trace("r2", "2023-02-10T09:00:00", "Long week. I think remote work makes me more productive."),
-    trace("r3", "2023-03-10T12:00:00", "Me: I think remote work makes me more productive and calmer.\nAna: Nice.",
-          "chat_private"),
-    trace("r4", "2023-05-10T21:00:00", "Honestly, I no longer think remote work makes me more productive."),
+    trace(
+        "r3",
+        "2023-03-10T12:00:00",
+        "Me: I think remote work makes me more productive and calmer.\nAna: Nice.",
+        "chat_private",
+    ),
+    trace(
+        "r4",
+        "2023-05-10T21:00:00",
+        "Honestly, I no longer think remote work makes me more productive.",
+    ),
 ]

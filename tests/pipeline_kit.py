@@ -24,7 +24,11 @@ assert "{personas}" in TINY, f"{TINY_TOML} no longer sets `personas = 1`"
 
 def tiny_config(folder: Path, name: str = "tiny", personas: int = 1, **offline: object) -> Path:
     path = folder / f"{name}.toml"
-    path.write_text(TINY.replace("{personas}", str(personas)) + "".join(f"{k} = {v}\n" for k, v in offline.items()), "utf-8")
+    path.write_text(
+        TINY.replace("{personas}", str(personas))
+        + "".join(f"{k} = {v}\n" for k, v in offline.items()),
+        "utf-8",
+    )
     return path
 
 
@@ -36,26 +40,56 @@ def env_for(home: Path, **extra: str) -> dict[str, str]:
     return env
 
 
-def clonemem(wh: Path, home: Path, *args: str, kill_at: str | None = None, timeout: float = 600,
-             **extra: str) -> subprocess.CompletedProcess:
+def clonemem(
+    wh: Path, home: Path, *args: str, kill_at: str | None = None, timeout: float = 600, **extra: str
+) -> subprocess.CompletedProcess:
     """Run `clonemem --warehouse WH ARGS...` to the end (or to its planned SIGKILL)."""
     env = env_for(home, **extra)
     if kill_at:
         env["CLONEMEM_FAULT_KILL_AT"] = kill_at
-    return subprocess.run([EXE, "--warehouse", str(wh), *args], env=env, capture_output=True, text=True,
-                          timeout=timeout)
+    return subprocess.run(
+        [EXE, "--warehouse", str(wh), *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def start(wh: Path, home: Path, *args: str, **extra: str) -> subprocess.Popen:
-    return subprocess.Popen([EXE, "--warehouse", str(wh), *args], env=env_for(home, **extra),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [EXE, "--warehouse", str(wh), *args],
+        env=env_for(home, **extra),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 # Tables that hold a benchmark's content (no wall-clock values, no run ids).
-CONTENT_TABLES = ["personas", "relations", "event_seeds", "life_arcs", "arc_anchor_states", "major_events",
-                  "major_event_arcs", "snapshots", "phases", "detailed_events", "evidence", "evidence_arcs", "traces",
-                  "evidence_traces", "persona_landings", "trajectory_segments", "questions", "question_evidence",
-                  "question_traces", "question_choices", "qa_rejected"]
+CONTENT_TABLES = [
+    "personas",
+    "relations",
+    "event_seeds",
+    "life_arcs",
+    "arc_anchor_states",
+    "major_events",
+    "major_event_arcs",
+    "snapshots",
+    "phases",
+    "detailed_events",
+    "evidence",
+    "evidence_arcs",
+    "traces",
+    "evidence_traces",
+    "persona_landings",
+    "trajectory_segments",
+    "questions",
+    "question_evidence",
+    "question_traces",
+    "question_choices",
+    "qa_rejected",
+]
 
 
 def content(wh_path: Path) -> dict[str, list[str]]:
@@ -63,8 +97,12 @@ def content(wh_path: Path) -> dict[str, list[str]]:
 
     with Warehouse.open_reader(wh_path) as wh:
         out = {t: sorted(map(repr, wh.rows(f"SELECT * FROM {t}"))) for t in CONTENT_TABLES}
-        out["benchmarks"] = [repr(r) for r in wh.rows(
-            "SELECT benchmark_id, name, source, gate_status, status FROM benchmarks ORDER BY name")]
+        out["benchmarks"] = [
+            repr(r)
+            for r in wh.rows(
+                "SELECT benchmark_id, name, source, gate_status, status FROM benchmarks ORDER BY name"
+            )
+        ]
     return out
 
 
@@ -87,7 +125,9 @@ def flow_run_lines_at_info() -> Iterator[None]:
         runs_logger.setLevel(saved)
 
 
-def flow_run_records(flow_run_id: Any, last_line: str, wait_s: float = 30) -> tuple[list, list, list]:
+def flow_run_records(
+    flow_run_id: Any, last_line: str, wait_s: float = 30
+) -> tuple[list, list, list]:
     """The ids of a flow run and its subflows, their artifacts and their log records. Prefect ships log lines
     in batches from a background worker: what is queued is sent, then the logs are read again until a line
     starting with ``last_line`` has arrived (it once had not when read at once under load) or ``wait_s``."""
@@ -97,13 +137,19 @@ def flow_run_records(flow_run_id: Any, last_line: str, wait_s: float = 30) -> tu
 
     APILogHandler().flush()
     with get_client(sync_client=True) as client:
-        subflows = client.read_flow_runs(flow_run_filter=FlowRunFilter(
-            parent_flow_run_id={"any_": [flow_run_id]}))  # type: ignore[arg-type]
+        subflows = client.read_flow_runs(
+            flow_run_filter=FlowRunFilter(parent_flow_run_id={"any_": [flow_run_id]})
+        )  # type: ignore[arg-type]
         run_ids = [flow_run_id, *(r.id for r in subflows)]
         artifacts = client.read_artifacts(flow_run_filter=FlowRunFilter(id={"any_": run_ids}))  # type: ignore[arg-type]
         deadline = time.monotonic() + wait_s
         while True:
-            logs = client.read_logs(log_filter=LogFilter(flow_run_id=LogFilterFlowRunId(any_=run_ids)))
-            if any(log.message.startswith(last_line) for log in logs) or time.monotonic() > deadline:
+            logs = client.read_logs(
+                log_filter=LogFilter(flow_run_id=LogFilterFlowRunId(any_=run_ids))
+            )
+            if (
+                any(log.message.startswith(last_line) for log in logs)
+                or time.monotonic() > deadline
+            ):
                 return run_ids, artifacts, logs
             time.sleep(0.5)

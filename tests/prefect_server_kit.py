@@ -39,19 +39,28 @@ class Stack:
         self.api_url = f"http://127.0.0.1:{self.port}/api"
         self.warehouse = warehouse
         # as a user's shell: what this test process set for its own Prefect (logging levels) is not exported
-        dropped = {"PREFECT_LOGGING_LEVEL", "PREFECT_LOGGING_SERVER_LEVEL", "CLONEMEM_FAULT_KILL_AT", "PREFECT_API_URL"}
+        dropped = {
+            "PREFECT_LOGGING_LEVEL",
+            "PREFECT_LOGGING_SERVER_LEVEL",
+            "CLONEMEM_FAULT_KILL_AT",
+            "PREFECT_API_URL",
+        }
         self.env = {k: v for k, v in os.environ.items() if k not in dropped}
-        self.env.update({
-            "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}",
-            "PREFECT_HOME": str(folder / "prefect-home"),
-            "PREFECT_API_URL": self.api_url,
-            "PREFECT_SERVER_ANALYTICS_ENABLED": "false", "DO_NOT_TRACK": "1",
-            "CLONEMEM_PROJECT_DIR": str(ROOT), "CLONEMEM_WAREHOUSE": str(warehouse),
-            "CLONEMEM_DISABLE_LIVE_LLM": "1",
-            # workers ask for new runs every 2 s instead of 10 s (the only speed-up over the README's commands)
-            "PREFECT_WORKER_QUERY_SECONDS": "2",
-            **env,
-        })
+        self.env.update(
+            {
+                "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}",
+                "PREFECT_HOME": str(folder / "prefect-home"),
+                "PREFECT_API_URL": self.api_url,
+                "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+                "DO_NOT_TRACK": "1",
+                "CLONEMEM_PROJECT_DIR": str(ROOT),
+                "CLONEMEM_WAREHOUSE": str(warehouse),
+                "CLONEMEM_DISABLE_LIVE_LLM": "1",
+                # workers ask for new runs every 2 s instead of 10 s (the only speed-up over the README's commands)
+                "PREFECT_WORKER_QUERY_SECONDS": "2",
+                **env,
+            }
+        )
         self.procs: dict[str, subprocess.Popen] = {}
         self.logs: dict[str, Path] = {}
         self.http = httpx.Client(base_url=self.api_url, timeout=30)
@@ -61,17 +70,28 @@ class Stack:
     def spawn(self, name: str, *args: str) -> subprocess.Popen:
         log = self.folder / f"{name}.log"
         with open(log, "ab") as out:
-            proc = subprocess.Popen(list(args), cwd=ROOT, env=self.env, stdout=out, stderr=subprocess.STDOUT,
-                                    stdin=subprocess.DEVNULL, start_new_session=True)
+            proc = subprocess.Popen(
+                list(args),
+                cwd=ROOT,
+                env=self.env,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
         self.procs[name], self.logs[name] = proc, log
         return proc
 
     def start_server(self, timeout: float = 180) -> None:
-        proc = self.spawn("server", "prefect", "server", "start", "--host", "127.0.0.1", "--port", str(self.port))
+        proc = self.spawn(
+            "server", "prefect", "server", "start", "--host", "127.0.0.1", "--port", str(self.port)
+        )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if proc.poll() is not None:
-                raise RuntimeError(f"prefect server exited with {proc.returncode}:\n{self.tail('server')}")
+                raise RuntimeError(
+                    f"prefect server exited with {proc.returncode}:\n{self.tail('server')}"
+                )
             try:
                 if self.http.get("/health", timeout=2).status_code == 200:
                     return
@@ -81,13 +101,24 @@ class Stack:
         raise TimeoutError(f"prefect server not healthy after {timeout} s:\n{self.tail('server')}")
 
     def start_worker(self, name: str, *extra: str) -> subprocess.Popen:
-        return self.spawn(name, "prefect", "worker", "start", "--pool", "clonemem", "--name", name, *extra)
+        return self.spawn(
+            name, "prefect", "worker", "start", "--pool", "clonemem", "--name", name, *extra
+        )
 
     def cli(self, *args: str, timeout: float = 300) -> subprocess.CompletedProcess:
-        got = subprocess.run(list(args), cwd=ROOT, env=self.env, capture_output=True, text=True, timeout=timeout,
-                             stdin=subprocess.DEVNULL)
+        got = subprocess.run(
+            list(args),
+            cwd=ROOT,
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            stdin=subprocess.DEVNULL,
+        )
         if got.returncode != 0:
-            raise AssertionError(f"{' '.join(args)} exited {got.returncode}:\n{got.stdout[-3000:]}\n{got.stderr[-3000:]}")
+            raise AssertionError(
+                f"{' '.join(args)} exited {got.returncode}:\n{got.stdout[-3000:]}\n{got.stderr[-3000:]}"
+            )
         return got
 
     def kill(self, name: str) -> None:
@@ -137,7 +168,11 @@ class Stack:
 
     def tail(self, name: str, lines: int = 60) -> str:
         log = self.logs.get(name)
-        return "\n".join(log.read_text("utf-8", "replace").splitlines()[-lines:]) if log and log.exists() else ""
+        return (
+            "\n".join(log.read_text("utf-8", "replace").splitlines()[-lines:])
+            if log and log.exists()
+            else ""
+        )
 
     # -- the API -----------------------------------------------------------------------------------
 
@@ -172,15 +207,19 @@ class Stack:
                 return line.split("UUID:")[1].strip()
         raise AssertionError(f"no flow run id in:\n{out}")
 
-    def wait(self, run_id: str, timeout: float = 400, states: Iterable[str] = FINAL) -> dict[str, Any]:
+    def wait(
+        self, run_id: str, timeout: float = 400, states: Iterable[str] = FINAL
+    ) -> dict[str, Any]:
         """Poll until the flow run is in one of ``states``; returns it."""
         states = set(states)
         deadline = time.monotonic() + timeout
         run = self.flow_run(run_id)
         while run["state"]["type"] not in states:
             if time.monotonic() > deadline:
-                raise TimeoutError(f"flow run {run_id} still {run['state']['type']} after {timeout} s\n"
-                                   + "\n".join(f"--- {n}\n{self.tail(n, 30)}" for n in self.logs))
+                raise TimeoutError(
+                    f"flow run {run_id} still {run['state']['type']} after {timeout} s\n"
+                    + "\n".join(f"--- {n}\n{self.tail(n, 30)}" for n in self.logs)
+                )
             time.sleep(1)
             run = self.flow_run(run_id)
         return run

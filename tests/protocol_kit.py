@@ -29,7 +29,9 @@ def serving(argv: list[str], timeout: float = 60) -> Iterator[str]:
         url = next((w for w in line.split() if w.startswith("http://")), None)
         if url is None:
             proc.kill()
-            raise RuntimeError(f"{argv[:3]} did not start: {line!r} {proc.stderr.read() if proc.stderr else ''}")
+            raise RuntimeError(
+                f"{argv[:3]} did not start: {line!r} {proc.stderr.read() if proc.stderr else ''}"
+            )
         yield url
     finally:
         proc.terminate()
@@ -41,11 +43,15 @@ def serving(argv: list[str], timeout: float = 60) -> Iterator[str]:
 
 
 def serve_memory(system: str, log: Path | None = None) -> Iterator[str]:
-    return serving([EXE, "serve-memory", system, "--port", "0", *(["--log", str(log)] if log else [])])
+    return serving(
+        [EXE, "serve-memory", system, "--port", "0", *(["--log", str(log)] if log else [])]
+    )
 
 
 def stdlib_server(log: Path | None = None) -> Iterator[str]:
-    return serving([sys.executable, str(STDLIB_SERVER), "--port", "0", *(["--log", str(log)] if log else [])])
+    return serving(
+        [sys.executable, str(STDLIB_SERVER), "--port", "0", *(["--log", str(log)] if log else [])]
+    )
 
 
 def free_port() -> int:
@@ -68,9 +74,17 @@ class Faulty:
     - ``refuse_query``: n — the n-th ``POST /v1/query`` is answered 400 (once), as if the run stopped there.
     """
 
-    def __init__(self, status_on: tuple[str, int] | None = None, garbage_on: str | None = None,
-                 drop_field: str | None = None, fail_first: int = 0, extra_trace: bool = False,
-                 stored: bool = True, ready_after: int | None = None, refuse_query: int | None = None) -> None:
+    def __init__(
+        self,
+        status_on: tuple[str, int] | None = None,
+        garbage_on: str | None = None,
+        drop_field: str | None = None,
+        fail_first: int = 0,
+        extra_trace: bool = False,
+        stored: bool = True,
+        ready_after: int | None = None,
+        refuse_query: int | None = None,
+    ) -> None:
         self.status_on, self.garbage_on, self.drop_field = status_on, garbage_on, drop_field
         self.fail_first, self.extra_trace, self.stored = fail_first, extra_trace, stored
         self.ready_after, self.polls = ready_after, 0
@@ -88,7 +102,10 @@ class Faulty:
             return 200, b"<html>not json</html>"
         if path == "/v1/info":
             if self.ready_after is not None:
-                return 200, b'{"name": "faulty", "version": "0", "protocol": "1.2", "features": ["async_indexing"]}'
+                return (
+                    200,
+                    b'{"name": "faulty", "version": "0", "protocol": "1.2", "features": ["async_indexing"]}',
+                )
             return 200, b'{"name": "faulty", "version": "0"}'
         if path == "/v1/reset":
             self.traces[body["persona_id"]] = []
@@ -99,7 +116,9 @@ class Faulty:
             return 204, b""
         if path == "/v1/ready":
             self.polls += 1
-            return 200, json.dumps({"ready": self.ready_after is not None and self.polls >= self.ready_after}).encode()
+            return 200, json.dumps(
+                {"ready": self.ready_after is not None and self.polls >= self.ready_after}
+            ).encode()
         if path == "/v1/query" and self.calls.count("POST /v1/query") == self.refuse_query:
             return 400, b'{"error": "stopped here by the test"}'
         if path in ("/v1/query", "/v1/stored"):
@@ -110,7 +129,9 @@ class Faulty:
         if path == "/v1/stored" and not self.stored:
             return 404, b'{"error": "no such call"}'
         held = self.traces.get(body.get("persona_id", ""), [])
-        items = [{"text": t["content"], "trace_ids": [t["trace_id"]], "score": 1.0} for t in held][-body.get("k", 10**6):]
+        items = [{"text": t["content"], "trace_ids": [t["trace_id"]], "score": 1.0} for t in held][
+            -body.get("k", 10**6) :
+        ]
         if self.extra_trace and items:
             items[0]["trace_ids"].append("never-sent")
         if self.drop_field:
@@ -186,8 +207,14 @@ class Raw:
                 head, _, buf = buf.partition(b"\r\n\r\n")
                 lines = head.decode("latin-1").split("\r\n")
                 method, path = lines[0].split(" ")[:2]
-                length = next((int(v) for k, _, v in (ln.partition(":") for ln in lines[1:])
-                               if k.strip().lower() == "content-length"), 0)
+                length = next(
+                    (
+                        int(v)
+                        for k, _, v in (ln.partition(":") for ln in lines[1:])
+                        if k.strip().lower() == "content-length"
+                    ),
+                    0,
+                )
                 while len(buf) < length:
                     buf += conn.recv(65536)
                 buf = buf[length:]
@@ -205,8 +232,10 @@ class Raw:
 
 def json_reply(conn: socket.socket, body: dict | bytes, status: int = 200) -> None:
     data = body if isinstance(body, bytes) else json.dumps(body).encode()
-    conn.sendall(f"HTTP/1.1 {status} OK\r\nContent-Type: application/json\r\nContent-Length: {len(data)}\r\n\r\n"
-                 .encode() + data)
+    conn.sendall(
+        f"HTTP/1.1 {status} OK\r\nContent-Type: application/json\r\nContent-Length: {len(data)}\r\n\r\n".encode()
+        + data
+    )
 
 
 INFO = {"name": "raw", "version": "0"}

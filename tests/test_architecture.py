@@ -12,8 +12,10 @@ from tests.test_layers import FILES, LAYERS, Layer, layer_of, module_of, project
 
 ROOT = Path(__file__).parent.parent
 # a statement, as SQL is written in this project (upper-case keywords)
-SQL = re.compile(r"\b(SELECT\b.*\bFROM|INSERT\s+(OR\s+\w+\s+)?INTO|UPDATE\s+\w+\s+SET|DELETE\s+FROM|CREATE\s+(TABLE|VIEW))\b",
-                 re.S)
+SQL = re.compile(
+    r"\b(SELECT\b.*\bFROM|INSERT\s+(OR\s+\w+\s+)?INTO|UPDATE\s+\w+\s+SET|DELETE\s+FROM|CREATE\s+(TABLE|VIEW))\b",
+    re.S,
+)
 
 
 def imports(path: Path) -> set[str]:
@@ -30,10 +32,15 @@ def imports(path: Path) -> set[str]:
 def flow_problems(source: str) -> list[str]:
     """SQL in a flow module, or a flow without a typed (non-dict) return."""
     tree = ast.parse(source)
-    strings = [n for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)]
+    strings = [
+        n for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)
+    ]
     out = [f"line {n.lineno}: SQL" for n in strings if SQL.search(n.value)]
     for fn in (n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)):
-        if any(getattr(d.func if isinstance(d, ast.Call) else d, "id", "") == "flow" for d in fn.decorator_list):
+        if any(
+            getattr(d.func if isinstance(d, ast.Call) else d, "id", "") == "flow"
+            for d in fn.decorator_list
+        ):
             if fn.returns is None:
                 out.append(f"{fn.name} has no return type")
             elif ast.unparse(fn.returns).startswith("dict"):
@@ -44,7 +51,9 @@ def flow_problems(source: str) -> list[str]:
 def test_flows_hold_no_sql_and_return_typed_results() -> None:
     flows = sorted((ROOT / "flows").rglob("*.py"))
     assert flows
-    wrong = {str(p.relative_to(ROOT)): w for p in flows if (w := flow_problems(p.read_text("utf-8")))}
+    wrong = {
+        str(p.relative_to(ROOT)): w for p in flows if (w := flow_problems(p.read_text("utf-8")))
+    }
     assert not wrong, f"flows only orchestrate: {wrong}"
 
 
@@ -59,21 +68,37 @@ def upward_imports(module: str, source: str) -> list[str]:
     lower, upper = lower_and_upper()
     if mine is None or mine.name not in lower:
         return []
-    return [f"line {line}: {target}" for line, target in project_imports(source)
-            if (theirs := layer_of(target)) is not None and theirs.name in upper]
+    return [
+        f"line {line}: {target}"
+        for line, target in project_imports(source)
+        if (theirs := layer_of(target)) is not None and theirs.name in upper
+    ]
 
 
 def test_nothing_imports_upwards() -> None:
     lower, upper = lower_and_upper()
-    assert {"domain", "warehouse", "core", "schemas"} <= lower and {"entry", "orchestration", "tasks"} <= upper
-    wrong = {str(p.relative_to(ROOT)): w for p in FILES if (w := upward_imports(module_of(p), p.read_text("utf-8")))}
+    assert {"domain", "warehouse", "core", "schemas"} <= lower and {
+        "entry",
+        "orchestration",
+        "tasks",
+    } <= upper
+    wrong = {
+        str(p.relative_to(ROOT)): w
+        for p in FILES
+        if (w := upward_imports(module_of(p), p.read_text("utf-8")))
+    }
     assert not wrong, f"imports of tasks, flows or entry points below the tasks layer: {wrong}"
 
 
 def test_the_checks_see_sql_in_a_flow_and_an_upward_import(tmp_path: Path) -> None:
-    source = ('@flow\ndef f(x: int) -> dict:\n    return {"n": "SELECT n FROM t"}\n\n'
-              "@flow(name=\"g\")\ndef g():\n    pass\n")
+    source = (
+        '@flow\ndef f(x: int) -> dict:\n    return {"n": "SELECT n FROM t"}\n\n'
+        '@flow(name="g")\ndef g():\n    pass\n'
+    )
     assert flow_problems(source) == ["line 3: SQL", "f returns a dict", "g has no return type"]
     source = "from clonemem.warehouse import Warehouse\nfrom clonemem.tasks.qa import plan\nimport clonemem.cli\n"
-    assert upward_imports("clonemem.memory.toy", source) == ["line 2: clonemem.tasks.qa", "line 3: clonemem.cli"]
+    assert upward_imports("clonemem.memory.toy", source) == [
+        "line 2: clonemem.tasks.qa",
+        "line 3: clonemem.cli",
+    ]
     assert upward_imports("clonemem.flows.toy", source) == []  # orchestration may import tasks

@@ -40,19 +40,34 @@ def spend(wh: Path) -> list[tuple]:
     from clonemem.warehouse import Warehouse
 
     with Warehouse.open_reader(wh) as r:
-        return r.rows("SELECT stage, count(*), sum(input_tokens), sum(output_tokens), round(sum(cost_usd), 6) "
-                      "FROM llm_calls GROUP BY stage ORDER BY stage")
+        return r.rows(
+            "SELECT stage, count(*), sum(input_tokens), sum(output_tokens), round(sum(cost_usd), 6) "
+            "FROM llm_calls GROUP BY stage ORDER BY stage"
+        )
 
 
 def test_estimate_prints_a_priced_table_without_network(tmp_path: Path) -> None:
     cfg = tmp_path / "live.toml"
-    cfg.write_text('name = "est"\n[models]\ngenerator = "anthropic/claude-haiku-4-5"\n'
-                   'qa_writer = "gemini/gemini-2.5-flash"\nvalidator = "openai/gpt-4o-mini"\n'
-                   '[generation]\npersonas = 1\nmajor_events = 2\nphases_per_event = 2\nevents_per_phase = 2\n'
-                   'traces_per_event = 2\n', "utf-8")
-    got = clonemem(tmp_path / "wh.duckdb", tmp_path / "home", "run", "--config", str(cfg), "--estimate",
-                   ANTHROPIC_API_KEY="", GEMINI_API_KEY="", OPENAI_API_KEY="",  # no key: nothing could be called
-                   ANTHROPIC_BASE_URL="http://192.0.2.1:9", OPENAI_BASE_URL="http://192.0.2.1:9")
+    cfg.write_text(
+        'name = "est"\n[models]\ngenerator = "anthropic/claude-haiku-4-5"\n'
+        'qa_writer = "gemini/gemini-2.5-flash"\nvalidator = "openai/gpt-4o-mini"\n'
+        "[generation]\npersonas = 1\nmajor_events = 2\nphases_per_event = 2\nevents_per_phase = 2\n"
+        "traces_per_event = 2\n",
+        "utf-8",
+    )
+    got = clonemem(
+        tmp_path / "wh.duckdb",
+        tmp_path / "home",
+        "run",
+        "--config",
+        str(cfg),
+        "--estimate",
+        ANTHROPIC_API_KEY="",
+        GEMINI_API_KEY="",
+        OPENAI_API_KEY="",  # no key: nothing could be called
+        ANTHROPIC_BASE_URL="http://192.0.2.1:9",
+        OPENAI_BASE_URL="http://192.0.2.1:9",
+    )
     assert got.returncode == 0, got.stderr
     assert "generation.trace_content" in got.stdout and "anthropic/claude-haiku-4-5" in got.stdout
     assert "qa.sufficiency" in got.stdout and "openai/gpt-4o-mini" in got.stdout
@@ -66,7 +81,9 @@ def test_max_cost_stops_cleanly_and_the_next_run_resumes(tmp_path: Path) -> None
     clean_dir.mkdir()
     cut_dir.mkdir()
     clean_wh, cut_wh = clean_dir / "wh.duckdb", cut_dir / "wh.duckdb"
-    got = clonemem(clean_wh, clean_dir / "home", "generate", "--config", str(priced_config(clean_dir)))
+    got = clonemem(
+        clean_wh, clean_dir / "home", "generate", "--config", str(priced_config(clean_dir))
+    )
     assert got.returncode == 0, got.stderr
     full = sum(row[4] for row in spend(clean_wh))
     assert full > 0.5  # the priced offline run costs real (rehearsal) money
@@ -83,4 +100,6 @@ def test_max_cost_stops_cleanly_and_the_next_run_resumes(tmp_path: Path) -> None
     got = clonemem(cut_wh, home, "generate", "--config", str(cfg))
     assert got.returncode == 0, got.stderr
     assert content(cut_wh) == content(clean_wh)
-    assert spend(cut_wh) == spend(clean_wh)  # every call counted once: the stopped run's work came from the cache
+    assert spend(cut_wh) == spend(
+        clean_wh
+    )  # every call counted once: the stopped run's work came from the cache

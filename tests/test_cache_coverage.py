@@ -30,21 +30,32 @@ def test_the_systems_that_call_models_are_all_here() -> None:
 
 
 @pytest.mark.parametrize("system", _llm_systems())
-def test_a_systems_key_follows_its_model_templates_and_seed(system: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_systems_key_follows_its_model_templates_and_seed(
+    system: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     base = RunConfig()
     key = _key(system, base)
     assert _key(system, RunConfig()) == key  # stable
 
     stages = SYSTEMS.get(system).llm_stages
-    for role in {s.role for s in stages}:  # the model bound to a stage's role (extractor for the built-ins)
+    for role in {
+        s.role for s in stages
+    }:  # the model bound to a stage's role (extractor for the built-ins)
         live = RunConfig.model_validate({"models": {role: "openai/gpt-4o-mini"}})
-        assert _key(system, live) != key, f"{system}: switching {role} to openai/gpt-4o-mini kept the key"
+        assert _key(system, live) != key, (
+            f"{system}: switching {role} to openai/gpt-4o-mini kept the key"
+        )
     assert _key(system, RunConfig(seed=base.seed + 1)) != key  # offline answers depend on the seed
 
     source = prompts.template_source
     for stage in stages:  # editing any one of its templates
-        monkeypatch.setattr(prompts, "template_source",
-                            lambda name, edited=stage.template: source(name) + ("{# edited #}" if name == edited else ""))
+        monkeypatch.setattr(
+            prompts,
+            "template_source",
+            lambda name, edited=stage.template: (
+                source(name) + ("{# edited #}" if name == edited else "")
+            ),
+        )
         prompts.template_hash.cache_clear()
         assert _key(system, base) != key, f"{system}: editing {stage.template}.j2 kept the key"
         monkeypatch.setattr(prompts, "template_source", source)
@@ -71,10 +82,13 @@ def test_the_policies_say_what_they_cover() -> None:
 
     all_stages()
     mem0 = {s.name: s.role for s in SYSTEMS.get("mem0").llm_stages}
-    policy = INPUTS + TASK_SOURCE + MemorySystemPolicy() + StagePolicy(stage_names=("eval.support",))
+    policy = (
+        INPUTS + TASK_SOURCE + MemorySystemPolicy() + StagePolicy(stage_names=("eval.support",))
+    )
     assert policy_stages(policy, {"system": "mem0"}) == {**mem0, "eval.support": "judge"}
     assert policy_stages(INPUTS + StagePolicy(), {"stage_name": "generation.persona"}) == {
-        "generation.persona": "generator"}
+        "generation.persona": "generator"
+    }
     assert policy_stages(INPUTS + TASK_SOURCE, {}) == {}  # cached, keyed on no stage: may call none
     assert policy_stages(NO_CACHE, {}) is None  # not cached: nothing to cover
 
@@ -83,14 +97,21 @@ def test_a_recorder_refuses_a_stage_outside_its_cover() -> None:
     from clonemem.evaluation import stages as E
     from clonemem.schemas.evaluation import SupportInput
 
-    inp = SupportInput(statement="Mia joined the climbing club.", memories=["Mia joined the Harbor climbing club."])
+    inp = SupportInput(
+        statement="Mia joined the climbing club.", memories=["Mia joined the Harbor climbing club."]
+    )
     with runtime.use(runtime.Runtime(RunConfig())):
-        assert runtime.paid(lambda rec: rec.run(E.SUPPORT, inp), covers={E.SUPPORT.name: "judge"}).value
+        assert runtime.paid(
+            lambda rec: rec.run(E.SUPPORT, inp), covers={E.SUPPORT.name: "judge"}
+        ).value
         with pytest.raises(StageNotCovered, match="'eval.support'.*covers only eval.judge"):
             runtime.paid(lambda rec: rec.run(E.SUPPORT, inp), covers={E.JUDGE.name: "judge"})
         # keyed on the judge's model, run through the extractor's: refused too
         with pytest.raises(StageNotCovered, match="judge role's model, not the extractor role's"):
-            runtime.paid(lambda rec: E.SUPPORT.run(rec.model("extractor"), inp), covers={E.SUPPORT.name: "judge"})
+            runtime.paid(
+                lambda rec: E.SUPPORT.run(rec.model("extractor"), inp),
+                covers={E.SUPPORT.name: "judge"},
+            )
 
 
 TOY_SYSTEM = '''
@@ -116,7 +137,9 @@ class JudgingRecall(MemorySystem):
 
 @pytest.mark.slow
 @pytest.mark.prefect
-def test_inside_a_cached_task_an_uncovered_stage_call_fails(tmp_path: Path, demo_file: Path) -> None:
+def test_inside_a_cached_task_an_uncovered_stage_call_fails(
+    tmp_path: Path, demo_file: Path
+) -> None:
     """The real retrieval task: without the support stage in its policy, its diagnosis's judge call is
     refused; and a system whose declared stage runs through another role's model is refused."""
     import sys
@@ -135,7 +158,9 @@ def test_inside_a_cached_task_an_uncovered_stage_call_fails(tmp_path: Path, demo
         persona = load_benchmark(wh, wh.scalar("SELECT benchmark_id FROM benchmarks"))[0]
     (tmp_path / "toyjudging.py").write_text(textwrap.dedent(TOY_SYSTEM))
     sys.path.insert(0, str(tmp_path))
-    narrowed = retrieve_task.with_options(cache_policy=INPUTS + TASK_SOURCE + MemorySystemPolicy(), retries=0)
+    narrowed = retrieve_task.with_options(
+        cache_policy=INPUTS + TASK_SOURCE + MemorySystemPolicy(), retries=0
+    )
 
     @flow
     def attempt(task, system: str) -> BaseException | str:
@@ -148,7 +173,9 @@ def test_inside_a_cached_task_an_uncovered_stage_call_fails(tmp_path: Path, demo
             return state.name
 
     try:
-        assert attempt(retrieve_task, "bm25") == "Completed"  # the task as defined covers what it runs
+        assert (
+            attempt(retrieve_task, "bm25") == "Completed"
+        )  # the task as defined covers what it runs
         got = attempt(narrowed, "flat_combined")  # its summaries are judged for the diagnosis
         assert isinstance(got, StageNotCovered) and "'eval.support'" in str(got)
         got = attempt(retrieve_task, "toyjudging:JudgingRecall")

@@ -30,9 +30,12 @@ def toy_package(tmp_path: Path) -> Iterator[Path]:
     (root / "data").mkdir(parents=True)
     (root / "__init__.py").write_text("")
     (root / "common.py").write_text("def shout(s):\n    return s.upper()\n")
-    (root / "plans.py").write_text("from toyoffline.common import shout\n\ndef plan(call):\n    return shout('plan')\n")
+    (root / "plans.py").write_text(
+        "from toyoffline.common import shout\n\ndef plan(call):\n    return shout('plan')\n"
+    )
     (root / "writing.py").write_text(
-        "from . import common\nCACHE_DATA = ('toyoffline:data/words.json',)\n\ndef write(call):\n    return 'w'\n")
+        "from . import common\nCACHE_DATA = ('toyoffline:data/words.json',)\n\ndef write(call):\n    return 'w'\n"
+    )
     (root / "data" / "words.json").write_text('["a"]')
     sys.path.insert(0, str(tmp_path))
     _fresh()
@@ -47,7 +50,10 @@ def toy_package(tmp_path: Path) -> Iterator[Path]:
 
 def test_a_handler_edit_changes_its_module_and_its_importers_only(toy_package: Path) -> None:
     before = {m: codehash.code_hash(f"toyoffline.{m}") for m in ("plans", "writing", "common")}
-    assert codehash.closure("toyoffline.plans", ("toyoffline",)) == ("toyoffline.common", "toyoffline.plans")
+    assert codehash.closure("toyoffline.plans", ("toyoffline",)) == (
+        "toyoffline.common",
+        "toyoffline.plans",
+    )
 
     (toy_package / "plans.py").write_text((toy_package / "plans.py").read_text() + "# edited\n")
     _fresh()
@@ -58,7 +64,9 @@ def test_a_handler_edit_changes_its_module_and_its_importers_only(toy_package: P
     (toy_package / "common.py").write_text("def shout(s):\n    return s.upper() + '!'\n")
     _fresh()
     shared = {m: codehash.code_hash(f"toyoffline.{m}") for m in ("plans", "writing")}
-    assert shared["plans"] != after["plans"] and shared["writing"] != after["writing"]  # both import it
+    assert (
+        shared["plans"] != after["plans"] and shared["writing"] != after["writing"]
+    )  # both import it
 
 
 def test_declared_data_files_are_part_of_the_hash(toy_package: Path) -> None:
@@ -83,14 +91,17 @@ def test_real_stages_are_keyed_on_their_own_handlers() -> None:
     persona = STAGES.get("generation.persona").offline.partition(":")[0]
     qa = STAGES.get("qa.plan").offline.partition(":")[0]
     assert qa not in codehash.closure(persona)
-    assert STAGES.get("generation.persona").offline_code_hash() != STAGES.get("qa.plan").offline_code_hash()
+    assert (
+        STAGES.get("generation.persona").offline_code_hash()
+        != STAGES.get("qa.plan").offline_code_hash()
+    )
     # lexicons are data of the world: they are in every generation handler's hash
     assert "clonemem.offline.world.lexicon" in codehash.closure(persona)
 
 
 # -- a memory system's own code is its cache key ------------------------------------------------------
 
-TOY_SYSTEM = '''
+TOY_SYSTEM = """
 from clonemem.memory.base import MemorySystem, Retrieved
 
 
@@ -104,12 +115,14 @@ class Newest(MemorySystem):
     def retrieve(self, question, k):
         seen = [t for t in self.traces if t.event_date <= question.question_time]
         return [Retrieved(t.content, (t.trace_id,)) for t in reversed(seen[-k:])]
-'''
+"""
 
 
 @pytest.mark.slow
 @pytest.mark.prefect
-def test_editing_a_memory_system_invalidates_its_cached_retrievals(tmp_path: Path, demo_file: Path) -> None:
+def test_editing_a_memory_system_invalidates_its_cached_retrievals(
+    tmp_path: Path, demo_file: Path
+) -> None:
     from prefect import flow
 
     from clonemem import runtime
@@ -125,7 +138,9 @@ def test_editing_a_memory_system_invalidates_its_cached_retrievals(tmp_path: Pat
     (pkg / "newest.py").write_text(textwrap.dedent(TOY_SYSTEM))
     sys.path.insert(0, str(tmp_path))
     _fresh()
-    name = "toymemory.newest:Newest"  # a system named by import path: nothing registered anywhere else
+    name = (
+        "toymemory.newest:Newest"  # a system named by import path: nothing registered anywhere else
+    )
     try:
         with Warehouse.open_writer(tmp_path / "wh.duckdb") as wh:
             import_files(wh, "release", [demo_file], "x")
@@ -138,7 +153,9 @@ def test_editing_a_memory_system_invalidates_its_cached_retrievals(tmp_path: Pat
 
         assert retrieve_once() == "Completed"
         assert retrieve_once() == "Cached"
-        (pkg / "newest.py").write_text(textwrap.dedent(TOY_SYSTEM) + "\n# a change to the system's code\n")
+        (pkg / "newest.py").write_text(
+            textwrap.dedent(TOY_SYSTEM) + "\n# a change to the system's code\n"
+        )
         _fresh()
         assert retrieve_once() == "Completed"
         assert retrieve_once() == "Cached"

@@ -23,19 +23,34 @@ from tests.test_providers_http import FLAVORS, GOOD, SECRET, ask, land_calls
 pytestmark = pytest.mark.timeout(300)
 
 
-def stuck_model(server: FakeAPIServer, sink: MemorySink | None = None, health: ProviderHealth | None = None,
-                **settings: float):
+def stuck_model(
+    server: FakeAPIServer,
+    sink: MemorySink | None = None,
+    health: ProviderHealth | None = None,
+    **settings: float,
+):
     flavor = server.flavor.name
-    config = RunConfig.model_validate({
-        "models": {"validator": f"{flavor}/test-model"},
-        "providers": {flavor: {"base_url": server.base_url, "api_key_env": "CLONEMEM_TEST_KEY",
-                               "backoff_base_s": 0.1, "backoff_max_s": 0.1, **settings}},
-    })
+    config = RunConfig.model_validate(
+        {
+            "models": {"validator": f"{flavor}/test-model"},
+            "providers": {
+                flavor: {
+                    "base_url": server.base_url,
+                    "api_key_env": "CLONEMEM_TEST_KEY",
+                    "backoff_base_s": 0.1,
+                    "backoff_max_s": 0.1,
+                    **settings,
+                }
+            },
+        }
+    )
     return get_model(config, "validator", sink=sink, health=health)
 
 
 @pytest.mark.parametrize("flavor", FLAVORS)
-def test_a_provider_that_never_answers_gets_max_retries_plus_one_requests(flavor: str, monkeypatch) -> None:
+def test_a_provider_that_never_answers_gets_max_retries_plus_one_requests(
+    flavor: str, monkeypatch
+) -> None:
     """The reported case: ``timeout_s = 5, max_retries = 1`` (here 2 s) received 6 requests and said 2."""
     monkeypatch.setenv("CLONEMEM_TEST_KEY", SECRET)
     sink = MemorySink()
@@ -54,8 +69,10 @@ def test_a_provider_that_never_answers_gets_max_retries_plus_one_requests(flavor
     [rec] = sink.records
     assert (rec.attempts, rec.outcome, rec.error_class) == (2, "permanent_error", "unresponsive")
     attempts = rec.attempt_list()
-    assert [(a.n, a.outcome, a.error_class) for a in attempts] == [(1, "transient_error", "timeout"),
-                                                                   (2, "transient_error", "timeout")]
+    assert [(a.n, a.outcome, a.error_class) for a in attempts] == [
+        (1, "transient_error", "timeout"),
+        (2, "transient_error", "timeout"),
+    ]
     assert all(1.8 <= a.latency_ms / 1000 < 3 for a in attempts), [a.latency_ms for a in attempts]
     assert abs(rec.latency_ms / 1000 - took) < 1
 
@@ -72,14 +89,18 @@ def test_the_call_deadline_bounds_the_whole_call(monkeypatch) -> None:
         seen = len(server.seen)
     assert took < 5.5, took  # the last attempt is cut short at the deadline
     assert seen == 3  # 2 s, 2 s, then what was left of 5 s
-    assert "gave up after 3 attempts in 5." in str(err.value) and "(call deadline 5 s)" in str(err.value)
+    assert "gave up after 3 attempts in 5." in str(err.value) and "(call deadline 5 s)" in str(
+        err.value
+    )
 
 
 def test_the_default_deadline_is_a_few_timeouts() -> None:
     cfg = RunConfig.model_validate({"providers": {"openai": {"timeout_s": 7}}})
     assert cfg.providers.openai.deadline_s == 21
     assert RunConfig().providers.openai.deadline_s == 360  # 120 s a attempt
-    cfg = RunConfig.model_validate({"providers": {"openai": {"timeout_s": 7, "call_deadline_s": 9}}})
+    cfg = RunConfig.model_validate(
+        {"providers": {"openai": {"timeout_s": 7, "call_deadline_s": 9}}}
+    )
     assert cfg.providers.openai.deadline_s == 9
 
 
@@ -87,16 +108,26 @@ def test_every_attempt_lands_with_its_error_class(tmp_path: Path, monkeypatch) -
     monkeypatch.setenv("CLONEMEM_TEST_KEY", SECRET)
     sink = MemorySink()
     with FakeAPIServer("anthropic") as server:
-        server.push(server.flavor.error(500, "internal"), server.flavor.error(429, "slow down"),
-                    server.flavor.ok("not json at all", "test-model"), server.flavor.ok(GOOD, "test-model"))
+        server.push(
+            server.flavor.error(500, "internal"),
+            server.flavor.error(429, "slow down"),
+            server.flavor.ok("not json at all", "test-model"),
+            server.flavor.ok(GOOD, "test-model"),
+        )
         model = stuck_model(server, sink, timeout_s=5, max_retries=3)
         assert ask(model).verdict == "sufficient"
     with Warehouse.open_writer(tmp_path / "wh.duckdb") as wh:
         land_calls(wh, sink)
-        rows = wh.rows("SELECT attempt, outcome, error_class FROM v_llm_call_attempts ORDER BY attempt")
+        rows = wh.rows(
+            "SELECT attempt, outcome, error_class FROM v_llm_call_attempts ORDER BY attempt"
+        )
         call = wh.rows("SELECT attempts, outcome, error_class FROM llm_calls")
-    assert rows == [(1, "transient_error", "server_error"), (2, "transient_error", "rate_limited"),
-                    (3, "invalid_output", "invalid_output"), (4, "ok", None)]
+    assert rows == [
+        (1, "transient_error", "server_error"),
+        (2, "transient_error", "rate_limited"),
+        (3, "invalid_output", "invalid_output"),
+        (4, "ok", None),
+    ]
     assert call == [(4, "ok", None)]
 
 
@@ -108,7 +139,9 @@ def test_a_provider_that_stopped_answering_stops_the_runs_other_calls(monkeypatc
     with FakeAPIServer("openai") as server:
         server.stuck = True
         first = stuck_model(server, health=health, timeout_s=1.5, max_retries=1)
-        late = stuck_model(server, health=health, timeout_s=60, max_retries=5)  # another role, same provider
+        late = stuck_model(
+            server, health=health, timeout_s=60, max_retries=5
+        )  # another role, same provider
         errors: list[BaseException] = []
 
         def call_late() -> None:
@@ -130,7 +163,9 @@ def test_a_provider_that_stopped_answering_stops_the_runs_other_calls(monkeypatc
         assert len(server.seen) == 3  # two of the first call, one of the late call (abandoned)
     assert took < 5, took  # not the late call's 60 s attempt
     assert isinstance(errors[0], ProviderUnresponsive)
-    assert str(err.value).startswith("validator openai/test-model is not answering: gave up after 2 attempts in ")
+    assert str(err.value).startswith(
+        "validator openai/test-model is not answering: gave up after 2 attempts in "
+    )
 
 
 def test_a_reply_elsewhere_keeps_a_failed_call_a_failure_of_its_own(monkeypatch) -> None:
@@ -140,7 +175,9 @@ def test_a_reply_elsewhere_keeps_a_failed_call_a_failure_of_its_own(monkeypatch)
     with FakeAPIServer("openai") as server:
         server.stuck = True
         model = stuck_model(server, health=health, timeout_s=1, max_retries=1)
-        threading.Timer(0.5, health.replied).start()  # another call of the run got its reply meanwhile
+        threading.Timer(
+            0.5, health.replied
+        ).start()  # another call of the run got its reply meanwhile
         with pytest.raises(CallFailed) as err:
             ask(model)
     assert not isinstance(err.value, ProviderUnresponsive) and health.gave_up is None

@@ -29,9 +29,24 @@ def test_import_export_round_trip(tmp_path: Path, demo_file: Path) -> None:
     got = cli("--warehouse", wh, "export-release", "X", "--out", str(tmp_path / "out"))
     assert got.exit_code == 0
     exported = Path(got.output.strip())
-    got = cli("--warehouse", str(tmp_path / "wh2.duckdb"), "import", "release", str(exported), "--name", "X")
+    got = cli(
+        "--warehouse",
+        str(tmp_path / "wh2.duckdb"),
+        "import",
+        "release",
+        str(exported),
+        "--name",
+        "X",
+    )
     assert got.exit_code == 0
-    got = cli("--warehouse", str(tmp_path / "wh2.duckdb"), "export-release", "X", "--out", str(tmp_path / "out2"))
+    got = cli(
+        "--warehouse",
+        str(tmp_path / "wh2.duckdb"),
+        "export-release",
+        "X",
+        "--out",
+        str(tmp_path / "out2"),
+    )
     assert Path(got.output.strip()).read_bytes() == exported.read_bytes()
 
 
@@ -40,9 +55,15 @@ def test_sql_counts_and_refuses_writes(tmp_path: Path, demo_file: Path) -> None:
     cli("--warehouse", wh, "import", "release", str(demo_file), "--name", "X")
     got = cli("--warehouse", wh, "sql", "SELECT count(*) AS n FROM traces", "--format", "csv")
     assert got.exit_code == 0 and got.output.strip() == "n\n16"
-    for statement in ("DELETE FROM traces", "DROP TABLE traces", "INSERT INTO traces SELECT * FROM traces",
-                      "UPDATE traces SET content = ''", "COPY traces TO 'x.csv'", "ATTACH 'other.db'",
-                      "SELECT 1; DELETE FROM traces"):
+    for statement in (
+        "DELETE FROM traces",
+        "DROP TABLE traces",
+        "INSERT INTO traces SELECT * FROM traces",
+        "UPDATE traces SET content = ''",
+        "COPY traces TO 'x.csv'",
+        "ATTACH 'other.db'",
+        "SELECT 1; DELETE FROM traces",
+    ):
         got = cli("--warehouse", wh, "sql", statement)
         assert got.exit_code == 1, statement
         assert "read-only" in got.output
@@ -55,8 +76,18 @@ def test_env_var_selects_the_warehouse(tmp_path: Path, demo_file: Path) -> None:
     assert cli("import", "release", str(demo_file), "--name", "Y", env=env).exit_code == 0
     got = cli("benchmarks", "--json", env=env)
     items = json.loads(got.output)
-    assert items == [{"id": items[0]["id"], "name": "Y", "source": "imported", "gate_status": "pending",
-                      "personas": 1, "traces": 16, "questions": 6, "status": "complete"}]
+    assert items == [
+        {
+            "id": items[0]["id"],
+            "name": "Y",
+            "source": "imported",
+            "gate_status": "pending",
+            "personas": 1,
+            "traces": 16,
+            "questions": 6,
+            "status": "complete",
+        }
+    ]
 
 
 def test_broken_files_give_clear_errors_and_load_nothing(tmp_path: Path, demo_doc: dict) -> None:
@@ -64,8 +95,17 @@ def test_broken_files_give_clear_errors_and_load_nothing(tmp_path: Path, demo_do
     cases = {
         "badjson.json": '{"person_name": "x", ',
         "noquestions.json": json.dumps({k: v for k, v in demo_doc.items() if k != "questions"}),
-        "missingtrace.json": json.dumps({**demo_doc, "questions": [
-            {**demo_doc["questions"][0], "evidence": [{"statement": "s", "digital_trace_ids": ["ghost"]}]}]}),
+        "missingtrace.json": json.dumps(
+            {
+                **demo_doc,
+                "questions": [
+                    {
+                        **demo_doc["questions"][0],
+                        "evidence": [{"statement": "s", "digital_trace_ids": ["ghost"]}],
+                    }
+                ],
+            }
+        ),
         "intid.json": json.dumps({**demo_doc, "person_id": 42}),
     }
     expected = {
@@ -108,8 +148,11 @@ def test_bad_config_paths_give_one_line(tmp_path: Path) -> None:
     latin.write_bytes('name = "caf\xe9"\n'.encode("latin-1"))
     empty = tmp_path / "empty.toml"
     empty.write_text("", "utf-8")
-    for path, expected in ((tmp_path, "is a folder, not a config file"), (latin, "not UTF-8 text"),
-                           (empty, "the config file is empty; add settings, or pass --allow-empty-config")):
+    for path, expected in (
+        (tmp_path, "is a folder, not a config file"),
+        (latin, "not UTF-8 text"),
+        (empty, "the config file is empty; add settings, or pass --allow-empty-config"),
+    ):
         got = cli("--warehouse", str(tmp_path / "wh.duckdb"), "generate", "--config", str(path))
         assert got.exit_code == 1, got.output
         lines = _error_lines(got.output)
@@ -118,7 +161,9 @@ def test_bad_config_paths_give_one_line(tmp_path: Path) -> None:
     assert not (tmp_path / "wh.duckdb").exists()
 
 
-def test_unexpected_errors_are_one_line_and_debug_keeps_the_traceback(tmp_path: Path, monkeypatch) -> None:
+def test_unexpected_errors_are_one_line_and_debug_keeps_the_traceback(
+    tmp_path: Path, monkeypatch
+) -> None:
     from clonemem.exporters import release
 
     def boom(*_a, **_k):
@@ -126,11 +171,20 @@ def test_unexpected_errors_are_one_line_and_debug_keeps_the_traceback(tmp_path: 
 
     monkeypatch.setattr(release, "export_release", boom)
     wh = str(tmp_path / "wh.duckdb")
-    cli("--warehouse", wh, "import", "release", str(Path(__file__).parents[1] / "clonemem/data/demo_release/lin_chen.json"),
-        "--name", "X")
+    cli(
+        "--warehouse",
+        wh,
+        "import",
+        "release",
+        str(Path(__file__).parents[1] / "clonemem/data/demo_release/lin_chen.json"),
+        "--name",
+        "X",
+    )
     got = cli("--warehouse", wh, "export-release", "X", "--out", str(tmp_path / "o"))
     assert got.exit_code == 1
-    assert _error_lines(got.output) == ["error: KeyError: 'surprise' (unexpected; re-run with --debug for the traceback)"]
+    assert _error_lines(got.output) == [
+        "error: KeyError: 'surprise' (unexpected; re-run with --debug for the traceback)"
+    ]
     got = cli("--warehouse", wh, "--debug", "export-release", "X", "--out", str(tmp_path / "o"))
     assert isinstance(got.exception, KeyError)
 
@@ -138,10 +192,16 @@ def test_unexpected_errors_are_one_line_and_debug_keeps_the_traceback(tmp_path: 
 def test_drop_removes_a_benchmark_in_one_go(tmp_path: Path, demo_file: Path) -> None:
     wh = str(tmp_path / "wh.duckdb")
     for name in ("A", "B"):
-        assert cli("--warehouse", wh, "import", "release", str(demo_file), "--name", name).exit_code == 0
+        assert (
+            cli("--warehouse", wh, "import", "release", str(demo_file), "--name", name).exit_code
+            == 0
+        )
     got = cli("--warehouse", wh, "drop", "A")
     assert got.exit_code == 0 and got.output.startswith("dropped benchmark 'A'")
-    names = [b["name"] for b in json.loads(cli("--warehouse", wh, "benchmarks", "--json", "--all").output)]
+    names = [
+        b["name"]
+        for b in json.loads(cli("--warehouse", wh, "benchmarks", "--json", "--all").output)
+    ]
     assert names == ["B"]
     got = cli("--warehouse", wh, "sql", "SELECT count(*) FROM traces", "--format", "csv")
     assert got.output.strip() == "count_star()\n16"  # B's traces are all still there
@@ -150,27 +210,41 @@ def test_drop_removes_a_benchmark_in_one_go(tmp_path: Path, demo_file: Path) -> 
 
 
 @pytest.mark.slow  # console-script runs, each starting its own Prefect server
-def test_a_system_that_fails_to_evaluate_gives_its_own_exit_code(tmp_path: Path, demo_file: Path) -> None:
+def test_a_system_that_fails_to_evaluate_gives_its_own_exit_code(
+    tmp_path: Path, demo_file: Path
+) -> None:
     # the console script in a fresh process, as a user meets it: Prefect's own logging must not leak a traceback
     (tmp_path / "broken_system.py").write_text(
         "from clonemem.memory.simple import RandomControl\n\n"
         "class Broken(RandomControl):\n"
         "    name = 'broken_for_test'\n\n"
         "    def retrieve(self, question, k):\n"
-        "        raise RuntimeError('index exploded')\n", "utf-8")
+        "        raise RuntimeError('index exploded')\n",
+        "utf-8",
+    )
     exe = Path(sys.executable).with_name("clonemem")
     wh = str(tmp_path / "wh.duckdb")
     env = {**os.environ, "PYTHONPATH": str(tmp_path)}
     for var in ("PREFECT_LOGGING_LEVEL", "PREFECT_LOGGING_SERVER_LEVEL"):
         env.pop(var, None)
-    run = lambda *a: subprocess.run([str(exe), "--warehouse", wh, *a], capture_output=True, text=True,  # noqa: E731
-                                    timeout=240, env=env)
+
+    def run(*a: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [str(exe), "--warehouse", wh, *a],
+            capture_output=True,
+            text=True,
+            timeout=240,
+            env=env,
+        )
+
     assert run("import", "release", str(demo_file), "--name", "X").returncode == 0
     got = run("evaluate", "X", "--systems", "random,broken_system:Broken", "--k", "5", "--force")
     output = got.stdout + got.stderr
     assert got.returncode == 5, output
     last = _error_lines(output)[-1]
-    assert last.startswith("error: memory system 'broken_system:Broken': retrieve for question "), output
+    assert last.startswith("error: memory system 'broken_system:Broken': retrieve for question "), (
+        output
+    )
     assert "failed: RuntimeError: index exploded; nothing was stored" in last, output
     assert "leave it out of --systems" in last and "Traceback" not in output
 
@@ -181,18 +255,26 @@ def test_gate_failure_and_empty_generation_have_their_own_exit_codes(tmp_path: P
     from tests.pipeline_kit import TINY, clonemem
 
     strict = tmp_path / "strict.toml"
-    strict.write_text(TINY.replace("{personas}", "1").replace("max_rejection_rate = 1.0", "max_rejection_rate = 0.0"))
+    strict.write_text(
+        TINY.replace("{personas}", "1").replace(
+            "max_rejection_rate = 1.0", "max_rejection_rate = 0.0"
+        )
+    )
     wh, home = tmp_path / "wh.duckdb", tmp_path / "home"
     got = clonemem(wh, home, "generate", "--config", str(strict))
     assert got.returncode == 3, got.stderr
-    assert got.stderr.splitlines()[-1].startswith("error: benchmark 'tiny' was stored but failed the gate")
+    assert got.stderr.splitlines()[-1].startswith(
+        "error: benchmark 'tiny' was stored but failed the gate"
+    )
     assert "Traceback" not in got.stderr and "leaked" not in got.stderr
     got = clonemem(wh, home, "gate", "tiny")
     assert got.returncode == 3 and "`clonemem evaluate` refuses it unless --force" in got.stderr
 
     broken = tmp_path / "broken.toml"
-    broken.write_text(TINY.replace("{personas}", "1").replace('name = "tiny"', 'name = "broken"')
-                      + "transient_failure_rate = 0.99\nmax_retries = 0\n")
+    broken.write_text(
+        TINY.replace("{personas}", "1").replace('name = "tiny"', 'name = "broken"')
+        + "transient_failure_rate = 0.99\nmax_retries = 0\n"
+    )
     got = clonemem(wh, tmp_path / "home2", "generate", "--config", str(broken))
     assert got.returncode == 4, got.stderr
     assert got.stderr.splitlines()[-1].startswith("error: no persona was generated")
@@ -222,10 +304,18 @@ def test_prefect_server_dies_with_a_killed_cli_run(tmp_path: Path) -> None:
 
     from tests.pipeline_kit import start, tiny_config
 
-    proc = start(tmp_path / "wh.duckdb", tmp_path / "home", "generate", "--config", str(tiny_config(tmp_path)))
+    proc = start(
+        tmp_path / "wh.duckdb",
+        tmp_path / "home",
+        "generate",
+        "--config",
+        str(tiny_config(tmp_path)),
+    )
     deadline, server = time.monotonic() + 240, None
     while time.monotonic() < deadline and server is None and proc.poll() is None:
-        server = next((c for c in _children(proc.pid) if "prefect.server.api.server" in _cmdline(c)), None)
+        server = next(
+            (c for c in _children(proc.pid) if "prefect.server.api.server" in _cmdline(c)), None
+        )
         time.sleep(0.2)
     assert server is not None, "the CLI run started no Prefect server"
     os.kill(proc.pid, signal.SIGKILL)
@@ -233,4 +323,6 @@ def test_prefect_server_dies_with_a_killed_cli_run(tmp_path: Path) -> None:
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline and "prefect.server.api.server" in _cmdline(server):
         time.sleep(0.2)
-    assert "prefect.server.api.server" not in _cmdline(server), "the Prefect server outlived its CLI run"
+    assert "prefect.server.api.server" not in _cmdline(server), (
+        "the Prefect server outlived its CLI run"
+    )

@@ -26,8 +26,12 @@ HOLD = textwrap.dedent("""
 
 
 def _holder(wh: Path) -> subprocess.Popen:
-    proc = subprocess.Popen([sys.executable, "-c", HOLD, str(wh)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", HOLD, str(wh)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     assert proc.stdout.readline().strip() == "held"
     return proc
 
@@ -37,11 +41,15 @@ def test_a_second_writer_gets_one_clean_line(tmp_path: Path, demo_file: Path) ->
     wh = tmp_path / "wh.duckdb"
     holder = _holder(wh)
     try:
-        got = clonemem(wh, tmp_path / "home", "--wait", "0", "import", "release", str(demo_file), "--name", "X")
+        got = clonemem(
+            wh, tmp_path / "home", "--wait", "0", "import", "release", str(demo_file), "--name", "X"
+        )
         assert got.returncode == 75
         lines = [line for line in got.stderr.splitlines() if line.strip()]
         assert len(lines) == 1, got.stderr
-        assert lines[0].startswith(f"error: warehouse {wh} is being written by PID {holder.pid} (`clonemem generate`")
+        assert lines[0].startswith(
+            f"error: warehouse {wh} is being written by PID {holder.pid} (`clonemem generate`"
+        )
         assert "try again" in lines[0]
         assert not wh.exists()  # nothing was created or half-written
     finally:
@@ -54,9 +62,13 @@ def test_a_second_writer_gets_one_clean_line(tmp_path: Path, demo_file: Path) ->
 def test_a_waiting_writer_says_so_and_proceeds_when_free(tmp_path: Path, demo_file: Path) -> None:
     wh = tmp_path / "wh.duckdb"
     holder = _holder(wh)
-    proc = start(wh, tmp_path / "home", "--wait", "120", "import", "release", str(demo_file), "--name", "X")
+    proc = start(
+        wh, tmp_path / "home", "--wait", "120", "import", "release", str(demo_file), "--name", "X"
+    )
     waiting = proc.stderr.readline()  # blocks until the writer reports that it waits
-    assert waiting.startswith(f"warehouse is being written by PID {holder.pid} (`clonemem generate`, started at ")
+    assert waiting.startswith(
+        f"warehouse is being written by PID {holder.pid} (`clonemem generate`, started at "
+    )
     assert "waiting up to 120 s" in waiting and proc.poll() is None
     holder.stdin.write("\n")
     holder.stdin.flush()
@@ -68,8 +80,12 @@ def test_a_waiting_writer_says_so_and_proceeds_when_free(tmp_path: Path, demo_fi
 
 def test_stale_lock_of_a_dead_process_is_taken_over(tmp_path: Path) -> None:
     wh = tmp_path / "wh.duckdb"
-    proc = subprocess.Popen([sys.executable, "-c", HOLD, str(wh)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", HOLD, str(wh)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     assert proc.stdout.readline().strip() == "held"
     proc.kill()  # SIGKILL: its lock file still names it
     proc.wait()
@@ -82,7 +98,11 @@ def test_stale_lock_of_a_dead_process_is_taken_over(tmp_path: Path) -> None:
 def test_lock_is_reentrant_in_one_process_and_exclusive_across(tmp_path: Path) -> None:
     wh = tmp_path / "wh.duckdb"
     with writer_lock(wh, wait_s=0), writer_lock(wh, wait_s=0):
-        other = subprocess.run([sys.executable, "-c", textwrap.dedent(f"""
+        other = subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                textwrap.dedent(f"""
             from pathlib import Path
             from clonemem.warehouse.lock import WarehouseBusy, writer_lock
             try:
@@ -90,7 +110,12 @@ def test_lock_is_reentrant_in_one_process_and_exclusive_across(tmp_path: Path) -
                     print("got it")
             except WarehouseBusy as exc:
                 print("busy:", exc)
-        """)], capture_output=True, text=True, timeout=60)
+        """),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         assert other.stdout.startswith("busy:") and f"PID {os.getpid()}" in other.stdout
     assert read_holder(wh) is None  # released: the file no longer names a holder
 
@@ -99,15 +124,31 @@ def test_lock_is_reentrant_in_one_process_and_exclusive_across(tmp_path: Path) -
 def test_a_writer_waits_for_a_long_reader(tmp_path: Path, demo_file: Path) -> None:
     """A write started during a long read (DuckDB's own file lock) waits instead of failing with a traceback."""
     wh = tmp_path / "wh.duckdb"
-    assert clonemem(wh, tmp_path / "home", "import", "release", str(demo_file), "--name", "X").returncode == 0
-    reader = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
+    assert (
+        clonemem(
+            wh, tmp_path / "home", "import", "release", str(demo_file), "--name", "X"
+        ).returncode
+        == 0
+    )
+    reader = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            textwrap.dedent(f"""
         import sys, duckdb
         con = duckdb.connect({str(wh)!r}, read_only=True)
         print("reading", flush=True)
         sys.stdin.readline()
-    """)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    """),
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     assert reader.stdout.readline().strip() == "reading"
-    writer = start(wh, tmp_path / "home", "--wait", "120", "import", "release", str(demo_file), "--name", "Y")
+    writer = start(
+        wh, tmp_path / "home", "--wait", "120", "import", "release", str(demo_file), "--name", "Y"
+    )
     waiting = writer.stderr.readline()  # blocks until the writer reports that it waits
     assert "is being read by another process; waiting" in waiting and writer.poll() is None
     reader.stdin.write("\n")
@@ -131,8 +172,13 @@ def test_two_writers_and_a_reader_at_once(tmp_path: Path) -> None:
     second = start(wh, tmp_path / "home-b", "generate", "--config", str(cfg))
     seen: list[dict] = []
     while first.poll() is None or second.poll() is None:
-        got = subprocess.run([EXE, "--warehouse", str(wh), "benchmarks", "--json"], env=env_for(tmp_path / "home-r"),
-                             capture_output=True, text=True, timeout=120)
+        got = subprocess.run(
+            [EXE, "--warehouse", str(wh), "benchmarks", "--json"],
+            env=env_for(tmp_path / "home-r"),
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         if got.returncode == 0:
             seen += json.loads(got.stdout)
         else:

@@ -45,7 +45,9 @@ def full(tmp_path_factory) -> Path:
     folder = tmp_path_factory.mktemp("dash-figures")
     path = full_warehouse(folder)
     cfg = load_config(tiny_config(folder))
-    again = cfg.model_copy(update={"gate": cfg.gate.model_copy(update={"max_rejection_rate": 0.99})})
+    again = cfg.model_copy(
+        update={"gate": cfg.gate.model_copy(update={"max_rejection_rate": 0.99})}
+    )
     pipeline_flow(str(path), again, gate=True, evaluate=True, systems=["bm25", "random"], ks=[1, 3])
     evaluate_flow(str(path), "locomo", ["bm25", "random"], [1, 3], force=True, config=RunConfig())
     return path
@@ -70,12 +72,16 @@ def reading(monkeypatch):
         monkeypatch.delenv("PREFECT_UI_URL", raising=False)
         monkeypatch.delenv("PREFECT_API_URL", raising=False)
         return path
+
     return use
 
 
 def _latest_eval(path: Path, name: str) -> str:
-    return sql(path, "SELECT eval_run_id FROM eval_runs WHERE benchmark_id = ? ORDER BY started_at DESC LIMIT 1",
-               [benchmark_id(path, name)])["eval_run_id"][0]
+    return sql(
+        path,
+        "SELECT eval_run_id FROM eval_runs WHERE benchmark_id = ? ORDER BY started_at DESC LIMIT 1",
+        [benchmark_id(path, name)],
+    )["eval_run_id"][0]
 
 
 # -- Runs ------------------------------------------------------------------------------------------------
@@ -91,13 +97,22 @@ def test_runs_page_cached_steps_zero_calls_and_pipeline_runs_apart(reading, full
     assert shown["pipeline runs"] == f"{kinds['pipeline']:,}"
     assert shown["stage runs"] == f"{sum(kinds.values()) - kinds['pipeline']:,}"
     table = frame(at, "kind", "run_id", "llm_calls")
-    want = sql(full, """SELECT run_id, json_extract(summary_json, '$.cached_steps')::BIGINT AS cached_steps,
+    want = sql(
+        full,
+        """SELECT run_id, json_extract(summary_json, '$.cached_steps')::BIGINT AS cached_steps,
                                json_extract(summary_json, '$.cached_items')::BIGINT AS cached_items,
                                (SELECT count(*) FROM llm_calls c WHERE c.run_id = r.run_id) AS llm_calls
-                        FROM runs r ORDER BY run_id""")
-    got = table.select("run_id", "summary.cached_steps", "summary.cached_items", "llm_calls").sort("run_id")
-    assert got.rename({"summary.cached_steps": "cached_steps", "summary.cached_items": "cached_items"}) \
-        .to_dicts() == want.to_dicts()
+                        FROM runs r ORDER BY run_id""",
+    )
+    got = table.select("run_id", "summary.cached_steps", "summary.cached_items", "llm_calls").sort(
+        "run_id"
+    )
+    assert (
+        got.rename(
+            {"summary.cached_steps": "cached_steps", "summary.cached_items": "cached_items"}
+        ).to_dicts()
+        == want.to_dicts()
+    )
     # the re-run took every generation step from the cache and made no call: 0, not an empty cell
     rerun = want.filter(pl.col("cached_steps") > 0)
     assert rerun.height and 0 in rerun["llm_calls"].to_list()
@@ -111,20 +126,29 @@ def test_flow_run_ids_link_to_the_prefect_ui(reading, full: Path, monkeypatch) -
     at = app("Runs")
     ids = sql(full, "SELECT run_id, flow_run_id FROM runs WHERE flow_run_id IS NOT NULL")
     assert ids.height
-    shown = dict(frame(at, "kind", "run_id", "flow_run_id").select("run_id", "flow_run_id").iter_rows())
+    shown = dict(
+        frame(at, "kind", "run_id", "flow_run_id").select("run_id", "flow_run_id").iter_rows()
+    )
     assert {r: shown[r] for r in ids["run_id"]} == {
-        r: f"http://127.0.0.1:4200/runs/flow-run/{f}" for r, f in ids.iter_rows()}
-    assert "flow-run ids link to the Prefect UI at http://127.0.0.1:4200" in " ".join(c.value for c in at.caption)
+        r: f"http://127.0.0.1:4200/runs/flow-run/{f}" for r, f in ids.iter_rows()
+    }
+    assert "flow-run ids link to the Prefect UI at http://127.0.0.1:4200" in " ".join(
+        c.value for c in at.caption
+    )
     monkeypatch.setenv("PREFECT_UI_URL", "https://prefect.example/ui/")
     at = app("Runs")
     assert next(iter(frame(at, "kind", "flow_run_id")["flow_run_id"].drop_nulls())).startswith(
-        "https://prefect.example/ui/runs/flow-run/")
+        "https://prefect.example/ui/runs/flow-run/"
+    )
 
 
 def test_prefect_ui_base_url() -> None:
     assert links.prefect_ui({}) is None
     assert links.prefect_ui({"PREFECT_API_URL": "http://h:4200/api/"}) == "http://h:4200"
-    assert links.prefect_ui({"PREFECT_API_URL": "http://h/api", "PREFECT_UI_URL": "http://ui/"}) == "http://ui"
+    assert (
+        links.prefect_ui({"PREFECT_API_URL": "http://h/api", "PREFECT_UI_URL": "http://ui/"})
+        == "http://ui"
+    )
     assert links.flow_run_url("abc", "http://h") == "http://h/runs/flow-run/abc"
 
 
@@ -143,25 +167,37 @@ def test_counts_have_thousands_separators(reading, wide: Path) -> None:
 def test_gate_table_shows_measured_rates_and_their_bounds(reading, full: Path) -> None:
     reading(full)
     bid = benchmark_id(full, "tiny")
-    strict = sql(full, "SELECT gate_run_id FROM gate_runs WHERE benchmark_id = ? AND status = 'failed'",
-                 [bid])["gate_run_id"].to_list()
+    strict = sql(
+        full,
+        "SELECT gate_run_id FROM gate_runs WHERE benchmark_id = ? AND status = 'failed'",
+        [bid],
+    )["gate_run_id"].to_list()
     assert len(strict) == 1
     at = app("QA quality", benchmark="tiny")
     at.selectbox(key="qa_gate_run").set_value(strict[0]).run()  # the strict run: bounds of zero
     assert_clean(at, "QA quality")
     table = frame(at, "suite", "expectation", "measured", "bound")
     got = {r["expectation"]: (r["measured"], r["bound"]) for r in table.iter_rows(named=True)}
-    rate = sql(full, """SELECT (SELECT count(*) FROM qa_rejected JOIN personas USING (persona_id) WHERE benchmark_id = $1)
+    rate = sql(
+        full,
+        """SELECT (SELECT count(*) FROM qa_rejected JOIN personas USING (persona_id) WHERE benchmark_id = $1)
                                / ((SELECT count(*) FROM qa_rejected JOIN personas USING (persona_id) WHERE benchmark_id = $1)
-                                  + (SELECT count(*) FROM questions WHERE benchmark_id = $1)) AS r""", [bid])["r"][0]
+                                  + (SELECT count(*) FROM questions WHERE benchmark_id = $1)) AS r""",
+        [bid],
+    )["r"][0]
     assert got["rejection rate within bounds"][0] == pytest.approx(rate)
     assert got["rejection rate within bounds"][1] == "[0.0, 0.0]"
     from clonemem.qa.land import cue_stats
+
     with Warehouse.open_reader(full) as wh:
         cues = cue_stats(wh, bid)
-    assert got["longest option is right at chance level"] == (pytest.approx(cues.longest_option_accuracy), "[0.25, 0.25]")
+    assert got["longest option is right at chance level"] == (
+        pytest.approx(cues.longest_option_accuracy),
+        "[0.25, 0.25]",
+    )
     assert got["word overlap with the question is right at chance level"][0] == pytest.approx(
-        cues.overlap_option_accuracy)
+        cues.overlap_option_accuracy
+    )
     media, bound = got["media mix matches the configuration"]
     assert media is not None and media > 0 and bound == "[0.0, 0.0]"
     # expectations that count rows have no measurement
@@ -175,26 +211,44 @@ def test_gate_table_shows_measured_rates_and_their_bounds(reading, full: Path) -
 def test_inspector_options_answers_in_full_and_the_diagnosis(reading, full: Path) -> None:
     reading(full)
     latest = _latest_eval(full, "tiny")
-    qid = sql(full, """SELECT question_id FROM eval_question_scores s JOIN questions q USING (question_id)
+    qid = sql(
+        full,
+        """SELECT question_id FROM eval_question_scores s JOIN questions q USING (question_id)
                        WHERE eval_run_id = ? AND k = 3 AND q.correct_choice_id IS NOT NULL
-                       ORDER BY read_failure DESC, question_id LIMIT 1""", [latest])["question_id"][0]
+                       ORDER BY read_failure DESC, question_id LIMIT 1""",
+        [latest],
+    )["question_id"][0]
     at = app("Question inspector", benchmark="tiny", question=qid)
     at.selectbox(key=f"qi_k_{latest}").set_value(3).run()
     assert_clean(at, "Question inspector")
-    options = sql(full, "SELECT choice_id, text FROM question_choices WHERE question_id = ? ORDER BY seq", [qid])
+    options = sql(
+        full,
+        "SELECT choice_id, text FROM question_choices WHERE question_id = ? ORDER BY seq",
+        [qid],
+    )
     shown = at.table[0].value
     assert list(shown["choice_id"]) == options["choice_id"].to_list()
-    assert list(shown["text"]) == options["text"].to_list()  # whole texts, in a table that wraps them
-    answers = sql(full, "SELECT system, answer_text FROM eval_answers WHERE eval_run_id = ? AND k = 3 "
-                        "AND question_id = ? ORDER BY system", [latest, qid])
+    assert (
+        list(shown["text"]) == options["text"].to_list()
+    )  # whole texts, in a table that wraps them
+    answers = sql(
+        full,
+        "SELECT system, answer_text FROM eval_answers WHERE eval_run_id = ? AND k = 3 "
+        "AND question_id = ? ORDER BY system",
+        [latest, qid],
+    )
     box = next(e for e in at.expander if e.label.startswith("Answers in full"))
     assert [t.value for t in box.text] == answers["answer_text"].to_list()
     overview = frame(at, "system", "gold_found")
     diagnosis = next(c for c in overview.columns if c.startswith("diagnosis"))
-    want = sql(full, """SELECT system, CASE WHEN write_failure = 1 THEN 'write' WHEN read_failure = 1 THEN 'read'
+    want = sql(
+        full,
+        """SELECT system, CASE WHEN write_failure = 1 THEN 'write' WHEN read_failure = 1 THEN 'read'
                                          WHEN utilization_failure = 1 THEN 'use' WHEN correct = 1 THEN 'correct' END AS d
                         FROM eval_question_scores WHERE eval_run_id = ? AND k = 3 AND question_id = ?
-                        ORDER BY system""", [latest, qid])
+                        ORDER BY system""",
+        [latest, qid],
+    )
     assert dict(overview.select("system", diagnosis).iter_rows()) == dict(want.iter_rows())
     assert set(want["d"]) <= {"write", "read", "use", "correct"}
 
@@ -203,15 +257,21 @@ def test_inspector_options_answers_in_full_and_the_diagnosis(reading, full: Path
 def test_inspector_locomo_cells_name_the_turn(reading, full: Path) -> None:
     reading(full)
     latest = _latest_eval(full, "locomo")
-    qid = sql(full, "SELECT question_id FROM eval_retrievals WHERE eval_run_id = ? AND system = 'bm25' "
-                    "AND json_array_length(retrieved_trace_ids) >= 3 ORDER BY question_id LIMIT 1",
-              [latest])["question_id"][0]
+    qid = sql(
+        full,
+        "SELECT question_id FROM eval_retrievals WHERE eval_run_id = ? AND system = 'bm25' "
+        "AND json_array_length(retrieved_trace_ids) >= 3 ORDER BY question_id LIMIT 1",
+        [latest],
+    )["question_id"][0]
     at = app("Question inspector", benchmark="locomo", question=qid)
     at.selectbox(key=f"qi_k_{latest}").set_value(3).run()
     assert_clean(at, "Question inspector")
     cells = next(df for chart in charts(at) for df in chart.values() if "cell" in df.columns)
-    turns = sql(full, "SELECT trace_id, external_id FROM traces WHERE trace_id IN (SELECT unnest(?))",
-                [cells["trace_id"].to_list()])
+    turns = sql(
+        full,
+        "SELECT trace_id, external_id FROM traces WHERE trace_id IN (SELECT unnest(?))",
+        [cells["trace_id"].to_list()],
+    )
     assert dict(cells.select("trace_id", "cell").iter_rows()) == dict(turns.iter_rows())
     assert "conversation_turn" not in cells["cell"].to_list()
 
@@ -223,14 +283,25 @@ def test_inspector_filters_questions_a_system_failed(reading, full: Path) -> Non
     at = app("Question inspector", benchmark="tiny")
     at.selectbox(key=f"qi_k_{latest}").set_value(3).run()
     total = len(at.selectbox(key="qi_question").options)
-    for failure, condition in (("wrong (not correct)", "correct = 0"), ("failed at read", "read_failure = 1")):
+    for failure, condition in (
+        ("wrong (not correct)", "correct = 0"),
+        ("failed at read", "read_failure = 1"),
+    ):
         at.selectbox(key="qi_failed_system").set_value("bm25").run()
         at.selectbox(key="qi_failure").set_value(failure).run()
         assert_clean(at, "Question inspector")
-        want = set(sql(full, f"SELECT question_id FROM eval_question_scores WHERE eval_run_id = ? AND system = 'bm25' "
-                             f"AND k = 3 AND {condition}", [latest])["question_id"])
+        want = set(
+            sql(
+                full,
+                f"SELECT question_id FROM eval_question_scores WHERE eval_run_id = ? AND system = 'bm25' "
+                f"AND k = 3 AND {condition}",
+                [latest],
+            )["question_id"]
+        )
         if want:
-            assert set(at.selectbox(key="qi_question").options) and len(at.selectbox(key="qi_question").options) == len(want)
+            assert set(at.selectbox(key="qi_question").options) and len(
+                at.selectbox(key="qi_question").options
+            ) == len(want)
             assert at.selectbox(key="qi_question").value in want
             assert len(want) < total
         else:
@@ -244,15 +315,23 @@ def test_inspector_filters_questions_a_system_failed(reading, full: Path) -> Non
 def test_figures_of_the_offline_answerer_and_judge_say_so(reading, full: Path) -> None:
     reading(full)
     latest = _latest_eval(full, "tiny")
-    offline = sql(full, "SELECT bool_and(is_offline) AS a FROM eval_answers WHERE eval_run_id = ?", [latest])["a"][0]
-    judge = sql(full, "SELECT bool_and(is_offline) AS j FROM llm_calls WHERE run_id = ? AND role = 'judge'",
-                [latest])["j"][0]
+    offline = sql(
+        full, "SELECT bool_and(is_offline) AS a FROM eval_answers WHERE eval_run_id = ?", [latest]
+    )["a"][0]
+    judge = sql(
+        full,
+        "SELECT bool_and(is_offline) AS j FROM llm_calls WHERE run_id = ? AND role = 'judge'",
+        [latest],
+    )["j"][0]
     assert offline and judge  # the offline provider: heuristics, not models
     at = app("Leaderboard", benchmark="tiny")
     assert any("Offline heuristics, not language models" in w.value for w in at.warning)
     options = at.selectbox(key="lb_metric").options
     assert "choice_accuracy (offline answerer)" in options and "recall_flat" in options
-    assert "mem_recall (offline judge)" in options and "qa_consistency (offline answerer + judge)" in options
+    assert (
+        "mem_recall (offline judge)" in options
+        and "qa_consistency (offline answerer + judge)" in options
+    )
     wide = frame(at, "rank", "system", "choice_accuracy (offline answerer)")
     assert "recall_flat" in wide.columns
     at = app("Question inspector", benchmark="tiny")
@@ -266,22 +345,35 @@ def test_figures_of_the_offline_answerer_and_judge_say_so(reading, full: Path) -
 
 
 @pytest.mark.prefect
-def test_leaderboard_ranks_by_the_headline_and_keeps_the_diagnosis_apart(reading, full: Path) -> None:
+def test_leaderboard_ranks_by_the_headline_and_keeps_the_diagnosis_apart(
+    reading, full: Path
+) -> None:
     reading(full)
     latest = _latest_eval(full, "tiny")
     at = app("Leaderboard", benchmark="tiny")
     k = at.selectbox(key=f"lb_k_{latest}").value
     headline = "recall_flat"
     scores = frame(at, "rank", "system", headline)
-    want = sql(full, "SELECT system, value FROM eval_metrics WHERE eval_run_id = ? AND group_by = 'all' "
-                     "AND metric = ? AND k = ? ORDER BY value DESC, system", [latest, headline, k])
+    want = sql(
+        full,
+        "SELECT system, value FROM eval_metrics WHERE eval_run_id = ? AND group_by = 'all' "
+        "AND metric = ? AND k = ? ORDER BY value DESC, system",
+        [latest, headline, k],
+    )
     assert scores["system"].to_list() == want["system"].to_list()
     assert scores[headline].to_list() == want["value"].to_list()
     assert not {"write_failure", "read_failure", "utilization_failure", "correct"} & {
-        c.split(" (")[0] for c in scores.columns}
+        c.split(" (")[0] for c in scores.columns
+    }
     diagnosis = frame(at, "rank", "system", "correct (offline answerer + judge)")
     assert [c.split(" (")[0] for c in diagnosis.columns] == [
-        "rank", "system", "write_failure", "read_failure", "utilization_failure", "correct"]
+        "rank",
+        "system",
+        "write_failure",
+        "read_failure",
+        "utilization_failure",
+        "correct",
+    ]
     assert diagnosis["system"].to_list() == want["system"].to_list()
 
 
@@ -296,11 +388,18 @@ def test_leaderboard_groups_locomo_by_its_own_categories(reading, full: Path) ->
     k = at.selectbox(key=f"lb_k_{latest}").value
     metric = at.selectbox(key="lb_metric").value
     shown = frame(at, "group_value", "system", "value", "ci_low").sort("group_value", "system")
-    want = sql(full, f"""SELECT q.source_category::VARCHAR || ' ' || coalesce(q.source_question_type, '') AS group_value,
+    want = sql(
+        full,
+        f"""SELECT q.source_category::VARCHAR || ' ' || coalesce(q.source_question_type, '') AS group_value,
                                s.system, count(s.{metric}) AS n, avg(s.{metric}) AS value
                         FROM eval_question_scores s JOIN questions q USING (question_id)
-                        WHERE s.eval_run_id = ? AND s.k = ? GROUP BY ALL ORDER BY group_value, system""", [latest, k])
-    assert shown.select("group_value", "system", "n").to_dicts() == want.select("group_value", "system", "n").to_dicts()
+                        WHERE s.eval_run_id = ? AND s.k = ? GROUP BY ALL ORDER BY group_value, system""",
+        [latest, k],
+    )
+    assert (
+        shown.select("group_value", "system", "n").to_dicts()
+        == want.select("group_value", "system", "n").to_dicts()
+    )
     assert shown["value"].to_list() == pytest.approx(want["value"].to_list())
     assert want["group_value"].n_unique() >= 2
     assert all(r["ci_low"] <= r["value"] + 1e-12 for r in shown.iter_rows(named=True))

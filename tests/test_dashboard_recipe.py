@@ -38,7 +38,9 @@ traces_by_medium = _recipe_query()
 @pytest.fixture
 def toy_app(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     folder = tmp_path / "dashboard"
-    shutil.copytree(APP.parent / "views", folder / "views", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(
+        APP.parent / "views", folder / "views", ignore=shutil.ignore_patterns("__pycache__")
+    )
     shutil.copy(APP, folder / "app.py")
     (folder / "views" / "traces_by_medium.py").write_text(TOY_VIEW, "utf-8")  # step 2: the view
     monkeypatch.setattr(Q, "traces_by_medium", traces_by_medium, raising=False)
@@ -48,8 +50,9 @@ def toy_app(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return folder / "app.py"
 
 
-def test_a_page_added_by_the_recipe_is_navigated_and_shows_what_sql_says(toy_app: Path, tmp_path: Path,
-                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_page_added_by_the_recipe_is_navigated_and_shows_what_sql_says(
+    toy_app: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     wh = imported_warehouse(tmp_path / "wh.duckdb")
     monkeypatch.setenv("CLONEMEM_WAREHOUSE", str(wh))
     at = AppTest.from_file(str(toy_app), default_timeout=60)
@@ -60,14 +63,18 @@ def test_a_page_added_by_the_recipe_is_navigated_and_shows_what_sql_says(toy_app
     assert not at.exception, [e.message for e in at.exception]
     assert [t.value for t in at.title] == ["Traces by medium"]
     shown = frame(at, "medium", "traces")
-    expected = sql(wh, "SELECT t.medium, count(*) AS traces FROM traces t JOIN personas p USING (persona_id) "
-                       "WHERE p.benchmark_id = ? GROUP BY ALL ORDER BY traces DESC, medium",
-                   [benchmark_id(wh, "release")])
+    expected = sql(
+        wh,
+        "SELECT t.medium, count(*) AS traces FROM traces t JOIN personas p USING (persona_id) "
+        "WHERE p.benchmark_id = ? GROUP BY ALL ORDER BY traces DESC, medium",
+        [benchmark_id(wh, "release")],
+    )
     assert shown.rows() == expected.rows() and expected.height > 0
 
 
-def test_the_added_page_says_when_there_is_no_warehouse(toy_app: Path, tmp_path: Path,
-                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_added_page_says_when_there_is_no_warehouse(
+    toy_app: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("CLONEMEM_WAREHOUSE", str(tmp_path / "nowhere.duckdb"))
     at = AppTest.from_file(str(toy_app), default_timeout=60)
     at.run()

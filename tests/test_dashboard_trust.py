@@ -34,7 +34,7 @@ EXE = str(Path(sys.executable).with_name("clonemem"))
 
 # Loaded into the dashboard's Python (PYTHONPATH): records every attempt to reach a non-loopback address
 # or to resolve a name that is not loopback's, as one JSON line in $OUTBOUND_LOG.
-SITECUSTOMIZE = '''
+SITECUSTOMIZE = """
 import ipaddress, json, os, sys
 
 _LOG = os.environ["OUTBOUND_LOG"]
@@ -68,7 +68,7 @@ def _hook(event, args):
 
 
 sys.addaudithook(_hook)
-'''
+"""
 
 
 class Dashboard:
@@ -80,10 +80,17 @@ class Dashboard:
         (hook / "sitecustomize.py").write_text(SITECUSTOMIZE, "utf-8")
         self.log = folder / "outbound.jsonl"
         self.port = free_port()
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(hook), os.environ.get("PYTHONPATH", "")]),
-               "OUTBOUND_LOG": str(self.log)}
-        self.proc = subprocess.Popen([EXE, "dashboard", "--warehouse", str(warehouse), "--port", str(self.port)],
-                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env)
+        env = {
+            **os.environ,
+            "PYTHONPATH": os.pathsep.join([str(hook), os.environ.get("PYTHONPATH", "")]),
+            "OUTBOUND_LOG": str(self.log),
+        }
+        self.proc = subprocess.Popen(
+            [EXE, "dashboard", "--warehouse", str(warehouse), "--port", str(self.port)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            env=env,
+        )
         wait_healthy(self.port, self.proc, timeout=90.0)
 
     def outbound(self) -> list[dict]:
@@ -115,8 +122,13 @@ def dashboard(imported: Path, tmp_path: Path) -> Iterator[Dashboard]:
 
 def http_status(port: int, path: str, **headers: str) -> tuple[int, bytes]:
     """One raw HTTP/1.1 request to 127.0.0.1:PORT with exactly these headers (Host included)."""
-    lines = [f"GET {path} HTTP/1.1", *(f"{k.replace('_', '-')}: {v}" for k, v in headers.items()),
-             "Connection: close", "", ""]
+    lines = [
+        f"GET {path} HTTP/1.1",
+        *(f"{k.replace('_', '-')}: {v}" for k, v in headers.items()),
+        "Connection: close",
+        "",
+        "",
+    ]
     with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
         s.sendall("\r\n".join(lines).encode("latin-1"))
         data = b""
@@ -131,8 +143,13 @@ def http_status(port: int, path: str, **headers: str) -> tuple[int, bytes]:
 
 def websocket_status(port: int, host: str, origin: str | None) -> int:
     key = base64.b64encode(os.urandom(16)).decode()
-    headers = {"Host": host, "Upgrade": "websocket", "Connection": "Upgrade", "Sec-WebSocket-Key": key,
-               "Sec-WebSocket-Version": "13"}
+    headers = {
+        "Host": host,
+        "Upgrade": "websocket",
+        "Connection": "Upgrade",
+        "Sec-WebSocket-Key": key,
+        "Sec-WebSocket-Version": "13",
+    }
     if origin is not None:
         headers["Origin"] = origin
     lines = ["GET /_stcore/stream HTTP/1.1", *(f"{k}: {v}" for k, v in headers.items()), "", ""]
@@ -153,18 +170,28 @@ def test_the_audit_hook_sees_an_outside_connection_attempt(tmp_path: Path) -> No
     hook.mkdir()
     (hook / "sitecustomize.py").write_text(SITECUSTOMIZE, "utf-8")
     log = tmp_path / "outbound.jsonl"
-    code = ("import socket\ns = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\ns.connect(('192.0.2.1', 9))\n"
-            "t = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\nt.connect(('127.0.0.1', 9))\n")
-    subprocess.run([sys.executable, "-c", code], env={**os.environ, "PYTHONPATH": str(hook), "OUTBOUND_LOG": str(log)},
-                   check=True, timeout=30)
+    code = (
+        "import socket\ns = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\ns.connect(('192.0.2.1', 9))\n"
+        "t = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\nt.connect(('127.0.0.1', 9))\n"
+    )
+    subprocess.run(
+        [sys.executable, "-c", code],
+        env={**os.environ, "PYTHONPATH": str(hook), "OUTBOUND_LOG": str(log)},
+        check=True,
+        timeout=30,
+    )
     got = [json.loads(line) for line in log.read_text("utf-8").splitlines()]
     assert got == [{"event": "socket.connect", "target": "('192.0.2.1', 9)"}]
 
 
 def test_refusal_rules() -> None:
     def scope(**headers: str) -> dict:
-        return {"type": "http", "headers": [(k.replace("_", "-").lower().encode(), v.encode())
-                                            for k, v in headers.items()]}
+        return {
+            "type": "http",
+            "headers": [
+                (k.replace("_", "-").lower().encode(), v.encode()) for k, v in headers.items()
+            ],
+        }
 
     assert refusal(scope(host="127.0.0.1:8501"), 8501) is None
     assert refusal(scope(host="localhost:8501", origin="http://localhost:8501"), 8501) is None
@@ -178,24 +205,46 @@ def test_refusal_rules() -> None:
     assert "another site" in refusal(scope(host="127.0.0.1:8501", sec_fetch_site="same-site"), 8501)
 
 
-def test_forged_host_and_foreign_origin_are_refused_a_proper_request_is_served(dashboard: Dashboard) -> None:
+def test_forged_host_and_foreign_origin_are_refused_a_proper_request_is_served(
+    dashboard: Dashboard,
+) -> None:
     port = dashboard.port
     proper = f"127.0.0.1:{port}"
     status, head = http_status(port, "/", Host=proper)
     assert status == 200, head
     assert http_status(port, "/", Host=f"localhost:{port}")[0] == 200
-    assert http_status(port, "/_stcore/host-config", Host=proper, Origin=f"http://localhost:{port}")[0] == 200
+    assert (
+        http_status(port, "/_stcore/host-config", Host=proper, Origin=f"http://localhost:{port}")[0]
+        == 200
+    )
     # DNS rebinding: the browser sends the attacker's name as Host (and Origin)
     assert http_status(port, "/", Host=f"rebind.example:{port}")[0] == 403
-    assert http_status(port, "/_stcore/host-config", Host=f"rebind.example:{port}",
-                       Origin=f"http://rebind.example:{port}")[0] == 403
+    assert (
+        http_status(
+            port,
+            "/_stcore/host-config",
+            Host=f"rebind.example:{port}",
+            Origin=f"http://rebind.example:{port}",
+        )[0]
+        == 403
+    )
     # a page on another localhost port
-    assert http_status(port, "/_stcore/host-config", Host=proper, Origin="http://localhost:3000")[0] == 403
-    assert http_status(port, "/_stcore/host-config", Host=proper, Origin=f"http://127.0.0.1:{port + 1}")[0] == 403
+    assert (
+        http_status(port, "/_stcore/host-config", Host=proper, Origin="http://localhost:3000")[0]
+        == 403
+    )
+    assert (
+        http_status(
+            port, "/_stcore/host-config", Host=proper, Origin=f"http://127.0.0.1:{port + 1}"
+        )[0]
+        == 403
+    )
 
     # the WebSocket that carries every page's data
     assert websocket_status(port, proper, f"http://127.0.0.1:{port}") == 101
-    assert websocket_status(port, proper, None) == 101  # a client that sends no Origin (not a browser)
+    assert (
+        websocket_status(port, proper, None) == 101
+    )  # a client that sends no Origin (not a browser)
     assert websocket_status(port, f"rebind.example:{port}", f"http://rebind.example:{port}") == 403
     assert websocket_status(port, proper, "http://localhost:3000") == 403
     assert websocket_status(port, proper, f"http://127.0.0.1:{port + 1}") == 403
@@ -240,7 +289,9 @@ def serve_attacker(port: int) -> tuple[http.server.ThreadingHTTPServer, int]:
 
 @pytest.mark.slow
 @pytest.mark.prefect
-def test_every_page_in_chromium_with_no_outbound_request_and_other_origins_refused(tmp_path: Path) -> None:
+def test_every_page_in_chromium_with_no_outbound_request_and_other_origins_refused(
+    tmp_path: Path,
+) -> None:
     if not CHROMIUM.exists():
         if os.environ.get("CI"):
             pytest.fail("CI must have Debian's chromium (.ci/run installs it)")
@@ -257,26 +308,45 @@ def test_every_page_in_chromium_with_no_outbound_request_and_other_origins_refus
     browser_pids: list[int] = []
     try:
         with sync_playwright() as pw:
-            browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=[
-                "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                "--disable-component-update", "--disable-sync", "--no-first-run",
-                # DNS rebinding without DNS: the attacker's name resolves to loopback
-                "--host-resolver-rules=MAP rebind.test 127.0.0.1"])
-            browser_pids = sorted(set(descendants(os.getpid())) - before - {dash.proc.pid}
-                                  - set(descendants(dash.proc.pid)))
+            browser = pw.chromium.launch(
+                executable_path=str(CHROMIUM),
+                args=[
+                    "--headless",
+                    "--no-sandbox",
+                    "--disable-gpu",
+                    "--disable-background-networking",
+                    "--disable-component-update",
+                    "--disable-sync",
+                    "--no-first-run",
+                    # DNS rebinding without DNS: the attacker's name resolves to loopback
+                    "--host-resolver-rules=MAP rebind.test 127.0.0.1",
+                ],
+            )
+            browser_pids = sorted(
+                set(descendants(os.getpid()))
+                - before
+                - {dash.proc.pid}
+                - set(descendants(dash.proc.pid))
+            )
             try:
                 page = browser.new_page()
                 page.on("request", lambda r: requested.append(r.url))
                 page.on("websocket", lambda ws: requested.append(ws.url))
                 for title, _script, url in PAGES:
                     page.goto(f"http://127.0.0.1:{port}/{url}?benchmark=tiny")
-                    page.get_by_role("heading", name=title, exact=True).first.wait_for(timeout=60_000)
+                    page.get_by_role("heading", name=title, exact=True).first.wait_for(
+                        timeout=60_000
+                    )
                     # a chart (its assets are requests too), or the page's note that it has no data for one:
                     # a page over calls has none when the session's cache served this warehouse's steps
-                    page.locator('[data-testid="stVegaLiteChart"], [data-testid="stAlert"], '
-                                 '[data-testid="stAlertContainer"]').first.wait_for(state="attached", timeout=60_000)
-                    page.wait_for_function("!document.querySelector('[data-testid=\"stStatusWidget\"]')",
-                                           timeout=60_000)
+                    page.locator(
+                        '[data-testid="stVegaLiteChart"], [data-testid="stAlert"], '
+                        '[data-testid="stAlertContainer"]'
+                    ).first.wait_for(state="attached", timeout=60_000)
+                    page.wait_for_function(
+                        "!document.querySelector('[data-testid=\"stStatusWidget\"]')",
+                        timeout=60_000,
+                    )
                     page.wait_for_timeout(1000)  # late requests (fonts, icons, chart assets)
                     assert page.locator('[data-testid="stException"]').count() == 0, title
 
@@ -300,4 +370,6 @@ def test_every_page_in_chromium_with_no_outbound_request_and_other_origins_refus
     outside = [u for u in requested if u.split("://", 1)[-1].split("/", 1)[0] not in local]
     assert outside == [], outside  # the browser was sent nowhere else (no fonts, CDN or telemetry)
     assert dash.outbound() == []  # nor did the server reach out
-    assert any(f"127.0.0.1:{port}/_stcore/stream" in u for u in requested)  # the pages' data came over loopback
+    assert any(
+        f"127.0.0.1:{port}/_stcore/stream" in u for u in requested
+    )  # the pages' data came over loopback

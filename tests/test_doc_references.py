@@ -19,7 +19,9 @@ def files() -> list[Path]:
     out = []
     for kind in KINDS:
         out += [p for p in ROOT.rglob(kind) if not SKIP & set(p.relative_to(ROOT).parts)]
-    return sorted(p for p in out if p.resolve() != Path(__file__).resolve())  # not this check's own patterns
+    return sorted(
+        p for p in out if p.resolve() != Path(__file__).resolve()
+    )  # not this check's own patterns
 
 
 def exists(name: str, cited_in: Path) -> bool:
@@ -36,7 +38,14 @@ def problems(path: Path) -> list[str]:
     missing = sorted({m for m in DOCUMENT.findall(text) if not exists(m, path)})
     # applied migrations are frozen history (their checksums guard existing warehouses), so their comments stay
     frozen = path.parent.name == "ddl"
-    brief = [] if frozen else [f"line {text.count(chr(10), 0, m.start()) + 1}: {m.group(0)}" for m in BRIEF.finditer(text)]
+    brief = (
+        []
+        if frozen
+        else [
+            f"line {text.count(chr(10), 0, m.start()) + 1}: {m.group(0)}"
+            for m in BRIEF.finditer(text)
+        ]
+    )
     return [f"no such document: {m}" for m in missing] + [f"cites the brief, {b}" for b in brief]
 
 
@@ -47,7 +56,9 @@ def test_cited_documents_exist() -> None:
 
 def test_the_check_sees_a_missing_document(tmp_path: Path) -> None:
     assert not exists("docs/no-such-guide.md", ROOT / "README.md")
-    assert not exists("docs/README.md", ROOT / "README.md")  # a README.md elsewhere is not docs/README.md
+    assert not exists(
+        "docs/README.md", ROOT / "README.md"
+    )  # a README.md elsewhere is not docs/README.md
     assert exists("docs/architecture.md", ROOT / "README.md")
     assert exists("architecture.md", ROOT / "docs" / "memory-protocol.md")  # beside the citing file
     assert BRIEF.search("validator must differ from qa_writer (SPEC §2)")
@@ -61,9 +72,15 @@ def test_the_readme_layout_names_every_folder_and_module() -> None:
     `clonemem/` and every module directly in it is named there."""
     readme = (ROOT / "README.md").read_text("utf-8")
     layout = readme.split("## Layout", 1)[1].split("\n## ", 1)[0]
-    tracked = subprocess.run(["git", "-C", str(ROOT), "ls-files"], capture_output=True, text=True, check=True).stdout
+    tracked = subprocess.run(
+        ["git", "-C", str(ROOT), "ls-files"], capture_output=True, text=True, check=True
+    ).stdout
     tops = sorted({line.split("/", 1)[0] for line in tracked.splitlines() if "/" in line} - {".ci"})
-    packages = [f"clonemem/{p.name}/" for p in (ROOT / "clonemem").iterdir() if (p / "__init__.py").is_file()]
+    packages = [
+        f"clonemem/{p.name}/"
+        for p in (ROOT / "clonemem").iterdir()
+        if (p / "__init__.py").is_file()
+    ]
     modules = [p.name for p in (ROOT / "clonemem").glob("*.py") if p.name != "__init__.py"]
     missing = [f"{t}/" for t in tops if f"`{t}/`" not in layout]
     missing += [p for p in packages if f"`{p}`" not in layout]

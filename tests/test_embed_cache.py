@@ -26,12 +26,21 @@ def disk(monkeypatch, tmp_path: Path):
     embed.clear_cache()
 
 
-def test_a_later_process_reads_the_vectors_an_earlier_one_embedded(disk: Path, tmp_path: Path, monkeypatch) -> None:
+def test_a_later_process_reads_the_vectors_an_earlier_one_embedded(
+    disk: Path, tmp_path: Path, monkeypatch
+) -> None:
     saved = tmp_path / "first.npy"
-    code = ("import numpy as np, sys; from clonemem.memory import embed; "
-            f"np.save(sys.argv[1], embed.encode({TEXTS!r}, role='passage'))")
-    done = subprocess.run([sys.executable, "-c", code, str(saved)], capture_output=True, text=True, timeout=240,
-                          env={**os.environ})
+    code = (
+        "import numpy as np, sys; from clonemem.memory import embed; "
+        f"np.save(sys.argv[1], embed.encode({TEXTS!r}, role='passage'))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(saved)],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        env={**os.environ},
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     assert disk.is_file()
 
@@ -61,10 +70,14 @@ def test_only_new_texts_are_embedded(disk: Path, monkeypatch) -> None:
     assert out.shape == (3, embed.DIM)
 
 
-def test_an_unusable_cache_is_switched_off_and_embedding_goes_on(monkeypatch, tmp_path: Path, caplog) -> None:
+def test_an_unusable_cache_is_switched_off_and_embedding_goes_on(
+    monkeypatch, tmp_path: Path, caplog
+) -> None:
     blocker = tmp_path / "a-file"
     blocker.write_text("not a folder", "utf-8")
-    monkeypatch.setenv(embed.CACHE_ENV, str(blocker / "embeddings.sqlite3"))  # its folder cannot be made
+    monkeypatch.setenv(
+        embed.CACHE_ENV, str(blocker / "embeddings.sqlite3")
+    )  # its folder cannot be made
     monkeypatch.setattr(embed, "_disk", embed._DiskVectors())
     embed.clear_cache()
     with caplog.at_level("INFO", logger=embed.__name__):

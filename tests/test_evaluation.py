@@ -17,10 +17,25 @@ from clonemem.warehouse import Warehouse
 
 pytestmark = pytest.mark.prefect
 
-CONTRACT_METRICS = ("recall_flat", "recall_all_all", "recall_all_any", "recall_any_all", "recall_any_any",
-                    "choice_accuracy", "qa_consistency", "qa_hallucination_rate", "qa_perfect_rate", "mem_recall",
-                    "mem_helpful", "context_tokens", "build_seconds", "retrieval_p50_ms", "retrieval_p95_ms",
-                    "llm_calls", "llm_tokens")
+CONTRACT_METRICS = (
+    "recall_flat",
+    "recall_all_all",
+    "recall_all_any",
+    "recall_any_all",
+    "recall_any_any",
+    "choice_accuracy",
+    "qa_consistency",
+    "qa_hallucination_rate",
+    "qa_perfect_rate",
+    "mem_recall",
+    "mem_helpful",
+    "context_tokens",
+    "build_seconds",
+    "retrieval_p50_ms",
+    "retrieval_p95_ms",
+    "llm_calls",
+    "llm_tokens",
+)
 
 
 @pytest.fixture(scope="module")
@@ -39,7 +54,9 @@ def imported(tmp_path_factory) -> Path:
 def result(imported: Path) -> dict:
     from clonemem.flows.evaluation import evaluate_flow
 
-    return evaluate_flow(str(imported), "imported", SYSTEMS.names(), [1, 3, 5], config=RunConfig()).model_dump(mode="json")
+    return evaluate_flow(
+        str(imported), "imported", SYSTEMS.names(), [1, 3, 5], config=RunConfig()
+    ).model_dump(mode="json")
 
 
 def test_every_system_runs_and_the_contract_holds(result: dict) -> None:
@@ -50,16 +67,20 @@ def test_every_system_runs_and_the_contract_holds(result: dict) -> None:
         for metric in CONTRACT_METRICS:
             assert metric in r
         assert r["recall_flat"] is not None and 0.0 <= r["recall_flat"] <= 1.0
-    assert result["by_question_type"] and all({"system", "k", "question_type", "n_questions"} <= set(e)
-                                              for e in result["by_question_type"])
+    assert result["by_question_type"] and all(
+        {"system", "k", "question_type", "n_questions"} <= set(e)
+        for e in result["by_question_type"]
+    )
     oracle = next(r for r in result["results"] if r["system"] == "oracle" and r["k"] == 5)
     assert oracle["recall_any_any"] == 1.0
 
 
 def test_free_text_only_items_have_no_choice_accuracy(imported: Path, result: dict) -> None:
     with Warehouse.open_reader(imported) as wh:
-        rows = wh.rows("SELECT q.external_id, m.value FROM eval_question_metrics m JOIN questions q USING (question_id) "
-                       "WHERE m.metric = 'choice_accuracy' AND m.system = 'oracle' AND m.k = 5 ORDER BY 1")
+        rows = wh.rows(
+            "SELECT q.external_id, m.value FROM eval_question_metrics m JOIN questions q USING (question_id) "
+            "WHERE m.metric = 'choice_accuracy' AND m.system = 'oracle' AND m.k = 5 ORDER BY 1"
+        )
         judged = wh.rows("SELECT count(*) FROM eval_judgments WHERE scored")[0][0]
     values = dict(rows)
     assert values["q03"] is None and values["q06"] is None  # free-text only: choice_accuracy null
@@ -74,24 +95,49 @@ def test_retrieval_is_time_aware(imported: Path, result: dict) -> None:
         late = wh.rows(
             "SELECT r.system, q.external_id FROM eval_retrievals r JOIN questions q USING (question_id), "
             "unnest(from_json(r.retrieved_trace_ids, '[\"VARCHAR\"]')) AS u(tid) JOIN traces t ON t.trace_id = u.tid "
-            "WHERE r.system NOT IN ('oracle', 'oracle_statements') AND t.event_date > q.question_time")
+            "WHERE r.system NOT IN ('oracle', 'oracle_statements') AND t.event_date > q.question_time"
+        )
     assert late == []
 
 
 def test_cli_refuses_an_ungated_benchmark_and_writes_json(tmp_path: Path, demo_file: Path) -> None:
     runner = CliRunner()
     wh = str(tmp_path / "wh.duckdb")
-    assert runner.invoke(app, ["--warehouse", wh, "import", "release", str(demo_file), "--name", "x"]).exit_code == 0
+    assert (
+        runner.invoke(
+            app, ["--warehouse", wh, "import", "release", str(demo_file), "--name", "x"]
+        ).exit_code
+        == 0
+    )
     got = runner.invoke(app, ["--warehouse", wh, "evaluate", "x", "--systems", "bm25"])
     assert got.exit_code == 1 and "gate status 'pending'" in got.output
     got = runner.invoke(app, ["--warehouse", wh, "evaluate", "x", "--systems", "nope"])
     assert got.exit_code == 1 and "unknown memory system 'nope'" in got.output
     out = tmp_path / "r.json"
-    got = runner.invoke(app, ["--warehouse", wh, "evaluate", "x", "--systems", "bm25,oracle", "--k", "2,4",
-                              "--json", str(out), "--force"])
+    got = runner.invoke(
+        app,
+        [
+            "--warehouse",
+            wh,
+            "evaluate",
+            "x",
+            "--systems",
+            "bm25,oracle",
+            "--k",
+            "2,4",
+            "--json",
+            str(out),
+            "--force",
+        ],
+    )
     assert got.exit_code == 0, got.output
     data = json.loads(out.read_text("utf-8"))
-    assert [(r["system"], r["k"]) for r in data["results"]] == [("bm25", 2), ("bm25", 4), ("oracle", 2), ("oracle", 4)]
+    assert [(r["system"], r["k"]) for r in data["results"]] == [
+        ("bm25", 2),
+        ("bm25", 4),
+        ("oracle", 2),
+        ("oracle", 4),
+    ]
     got = runner.invoke(app, ["systems", "--json"])
     assert set(json.loads(got.output)) == set(SYSTEMS.names())
 
@@ -115,24 +161,48 @@ def test_failure_diagnosis_follows_each_systems_design(imported: Path, result: d
     for (system, k), r in rows.items():
         d = r["diagnosis"]
         if d["n"]:
-            assert abs(sum(d[m] for m in ("write_failure", "read_failure", "utilization_failure", "correct")) - 1) < 1e-9
+            assert (
+                abs(
+                    sum(
+                        d[m]
+                        for m in ("write_failure", "read_failure", "utilization_failure", "correct")
+                    )
+                    - 1
+                )
+                < 1e-9
+            )
     for system in ("bm25", "dense", "hybrid", "random", "full_context", "oracle"):
         assert rows[(system, 5)]["diagnosis"]["write_failure"] == 0.0, system
         assert rows[(system, 5)]["write_coverage"] == 1.0, system
     assert rows[("oracle", 5)]["diagnosis"]["read_failure"] == 0.0
-    assert rows[("random", 1)]["diagnosis"]["read_failure"] >= rows[("random", 5)]["diagnosis"]["read_failure"]
-    assert rows[("mem0", 5)]["diagnosis"]["write_failure"] > 0 and rows[("mem0", 5)]["write_coverage"] < 1
-    assert rows[("flat_wo_org", 5)]["diagnosis"]["write_failure"] > rows[("flat_combined", 5)]["diagnosis"]["write_failure"]
-    assert rows[("tfidf", 5)]["diagnosis"]["n"] == 0  # a plugin that cannot list its memory: undecided, not 0
+    assert (
+        rows[("random", 1)]["diagnosis"]["read_failure"]
+        >= rows[("random", 5)]["diagnosis"]["read_failure"]
+    )
+    assert (
+        rows[("mem0", 5)]["diagnosis"]["write_failure"] > 0
+        and rows[("mem0", 5)]["write_coverage"] < 1
+    )
+    assert (
+        rows[("flat_wo_org", 5)]["diagnosis"]["write_failure"]
+        > rows[("flat_combined", 5)]["diagnosis"]["write_failure"]
+    )
+    assert (
+        rows[("tfidf", 5)]["diagnosis"]["n"] == 0
+    )  # a plugin that cannot list its memory: undecided, not 0
     with Warehouse.open_reader(imported) as wh:
-        stored = wh.rows("SELECT system, value FROM eval_metrics WHERE metric = 'write_failure' AND group_by = 'all' "
-                         "AND k = 5 ORDER BY system")
+        stored = wh.rows(
+            "SELECT system, value FROM eval_metrics WHERE metric = 'write_failure' AND group_by = 'all' "
+            "AND k = 5 ORDER BY system"
+        )
         coverage = dict(wh.rows("SELECT system, write_coverage FROM eval_system_stats"))
     assert dict(stored)["mem0"] == rows[("mem0", 5)]["diagnosis"]["write_failure"]
     assert coverage["mem0"] == rows[("mem0", 5)]["write_coverage"] and coverage["tfidf"] is None
 
 
-def test_evaluation_tasks_run_on_the_configured_workers(imported: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_evaluation_tasks_run_on_the_configured_workers(
+    imported: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """`evaluation.workers` sizes the threads the evaluation's tasks run on (the flow's own runner is fixed
     when it is decorated, so it was always 8)."""
     from prefect.task_runners import ThreadPoolTaskRunner
@@ -147,13 +217,17 @@ def test_evaluation_tasks_run_on_the_configured_workers(imported: Path, monkeypa
             self.submitted = 0
             runners.append(self)
 
-        def submit(self, task: Any, parameters: dict, wait_for: Any = None, dependencies: Any = None) -> Any:
+        def submit(
+            self, task: Any, parameters: dict, wait_for: Any = None, dependencies: Any = None
+        ) -> Any:
             self.submitted += 1
             return super().submit(task, parameters, wait_for, dependencies)
 
     monkeypatch.setattr(evaluation, "ThreadPoolTaskRunner", Counting)
     cfg = RunConfig.model_validate({"evaluation": {"workers": 3}})
-    evaluation.evaluate_flow(str(imported), "imported", ["bm25", "random"], [1, 3], force=True, config=cfg)
+    evaluation.evaluate_flow(
+        str(imported), "imported", ["bm25", "random"], [1, 3], force=True, config=cfg
+    )
     [runner] = runners
     # every build-and-retrieve (2 systems × 1 persona) and every answer batch (2 systems × 2 k × 1 persona)
     assert (runner._max_workers, runner.submitted) == (3, 2 + 4)

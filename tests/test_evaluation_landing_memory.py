@@ -21,8 +21,10 @@ def _table(path: Path) -> None:
 
 
 def _rows(start: int, n: int) -> list[dict]:
-    return [{"i": i, "s": f"row {i}: " + " ".join(f"word{(i * 7 + j) % 997}" for j in range(60))}
-            for i in range(start, start + n)]
+    return [
+        {"i": i, "s": f"row {i}: " + " ".join(f"word{(i * 7 + j) % 997}" for j in range(60))}
+        for i in range(start, start + n)
+    ]
 
 
 def _grows_before_commit(path: Path, bulk: bool) -> bool:
@@ -33,10 +35,14 @@ def _grows_before_commit(path: Path, bulk: bool) -> bool:
         return path.stat().st_size > before
 
 
-def test_a_bulk_writer_puts_a_big_transactions_rows_in_the_file_before_the_commit(tmp_path: Path) -> None:
+def test_a_bulk_writer_puts_a_big_transactions_rows_in_the_file_before_the_commit(
+    tmp_path: Path,
+) -> None:
     path = tmp_path / "wh.duckdb"
     _table(path)
-    assert not _grows_before_commit(path, bulk=False)  # a plain writer holds them in memory to the commit
+    assert not _grows_before_commit(
+        path, bulk=False
+    )  # a plain writer holds them in memory to the commit
     assert _grows_before_commit(path, bulk=True)
     with Warehouse.open_reader(path) as wh:
         assert wh.rows("SELECT count(*), count(DISTINCT i) FROM big") == [(2 * ROWS, 2 * ROWS)]
@@ -46,7 +52,11 @@ def test_a_bulk_writer_puts_a_big_transactions_rows_in_the_file_before_the_commi
 def test_a_failed_bulk_transaction_leaves_nothing(tmp_path: Path) -> None:
     path = tmp_path / "wh.duckdb"
     _table(path)
-    with pytest.raises(RuntimeError, match="stop"), Warehouse.open_writer(path, bulk=True) as wh, wh.transaction():
+    with (
+        pytest.raises(RuntimeError, match="stop"),
+        Warehouse.open_writer(path, bulk=True) as wh,
+        wh.transaction(),
+    ):
         for start in range(0, ROWS, 1000):
             wh.insert("big", _rows(start, 1000))
         raise RuntimeError("stop")  # after rows were written to the file
@@ -82,7 +92,9 @@ def test_another_writer_of_this_process_waits_for_a_bulk_writer(tmp_path: Path) 
     worker = threading.Thread(target=bulk)
     worker.start()
     assert opened.wait(10)
-    with Warehouse.open_writer(path, wait_s=20) as wh:  # the file is attached by the bulk writer meanwhile
+    with Warehouse.open_writer(
+        path, wait_s=20
+    ) as wh:  # the file is attached by the bulk writer meanwhile
         got["opened_at"] = time.monotonic()
         assert wh.scalar("SELECT count(*) FROM big") == 4
     worker.join()
@@ -90,7 +102,9 @@ def test_another_writer_of_this_process_waits_for_a_bulk_writer(tmp_path: Path) 
 
 
 @pytest.mark.prefect
-def test_the_evaluation_lands_through_a_bulk_writer(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_evaluation_lands_through_a_bulk_writer(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from clonemem.demo import fixture_files
     from clonemem.flows.evaluation import evaluate_flow
     from clonemem.importers import import_files
@@ -107,12 +121,18 @@ def test_the_evaluation_lands_through_a_bulk_writer(tmp_path: Path, monkeypatch:
         return real(cls, where, **kw)
 
     monkeypatch.setattr(Warehouse, "open_writer", classmethod(spy))
-    result = evaluate_flow(str(path), "demo", ["bm25", "random"], [1], force=True, config=RunConfig())
+    result = evaluate_flow(
+        str(path), "demo", ["bm25", "random"], [1], force=True, config=RunConfig()
+    )
     assert opened and opened[-1], opened  # the landing, the flow's last write
     with Warehouse.open_reader(path) as wh:
-        stored = wh.scalar("SELECT count(*) FROM llm_calls WHERE run_id = ? AND prompt_text IS NOT NULL",
-                           [result.eval_run_id])
-        assert stored and stored == wh.scalar("SELECT count(*) FROM llm_calls WHERE run_id = ?", [result.eval_run_id])
+        stored = wh.scalar(
+            "SELECT count(*) FROM llm_calls WHERE run_id = ? AND prompt_text IS NOT NULL",
+            [result.eval_run_id],
+        )
+        assert stored and stored == wh.scalar(
+            "SELECT count(*) FROM llm_calls WHERE run_id = ?", [result.eval_run_id]
+        )
 
 
 ARENAS_AFTER_THREADS = """
@@ -137,9 +157,13 @@ print(open(out).read().count("<heap nr="))
 """
 
 
-@pytest.mark.skipif(not Path("/lib/x86_64-linux-gnu/libc.so.6").exists() and not Path("/lib64/libc.so.6").exists(),
-                    reason="glibc only")
-def test_the_command_line_keeps_glibc_to_two_arenas_and_has_jemalloc_return_pages_at_once(tmp_path: Path) -> None:
+@pytest.mark.skipif(
+    not Path("/lib/x86_64-linux-gnu/libc.so.6").exists() and not Path("/lib64/libc.so.6").exists(),
+    reason="glibc only",
+)
+def test_the_command_line_keeps_glibc_to_two_arenas_and_has_jemalloc_return_pages_at_once(
+    tmp_path: Path,
+) -> None:
     import os
     import subprocess
     import sys
@@ -150,8 +174,13 @@ def test_the_command_line_keeps_glibc_to_two_arenas_and_has_jemalloc_return_page
     env = {k: v for k, v in os.environ.items() if k not in unset}
 
     def run(mode: str) -> list[str]:
-        got = subprocess.run([sys.executable, "-c", ARENAS_AFTER_THREADS, mode], env=env, capture_output=True,
-                             text=True, timeout=120)
+        got = subprocess.run(
+            [sys.executable, "-c", ARENAS_AFTER_THREADS, mode],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert got.returncode == 0, got.stderr
         return got.stdout.split()
 

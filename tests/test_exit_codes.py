@@ -18,7 +18,7 @@ from tests.pipeline_kit import clonemem
 pytestmark = [pytest.mark.prefect, pytest.mark.timeout(600)]
 
 # A plugin system named by import path whose build raises, and one with a broken retrieve.
-PLUGIN = '''
+PLUGIN = """
 from clonemem.memory.base import MemorySystem
 
 
@@ -40,7 +40,7 @@ class BadRetrieve(MemorySystem):
 
     def retrieve(self, question, k):
         return [None]  # not a Retrieved
-'''
+"""
 
 
 @pytest.fixture
@@ -67,33 +67,68 @@ def closed_port() -> int:
 
 
 @pytest.mark.slow  # console-script runs, each starting its own Prefect server
-def test_a_failing_plugin_system_is_exit_5_naming_it_and_nothing_is_stored(imported: Path, tmp_path: Path) -> None:
+def test_a_failing_plugin_system_is_exit_5_naming_it_and_nothing_is_stored(
+    imported: Path, tmp_path: Path
+) -> None:
     plugins = tmp_path / "plugins"
     plugins.mkdir()
     (plugins / "brokenmem.py").write_text(PLUGIN, "utf-8")
-    got = clonemem(imported, tmp_path / "home", "evaluate", "release", "--systems", "bm25,brokenmem:Broken",
-                   "--k", "2", "--force", PYTHONPATH=str(plugins))
+    got = clonemem(
+        imported,
+        tmp_path / "home",
+        "evaluate",
+        "release",
+        "--systems",
+        "bm25,brokenmem:Broken",
+        "--k",
+        "2",
+        "--force",
+        PYTHONPATH=str(plugins),
+    )
     assert got.returncode == 5, got.stderr
     [line] = errors(got.stderr)
     assert "memory system 'brokenmem:Broken'" in line and "build for persona" in line, line
     assert "ValueError: index file is corrupt" in line and "Traceback" not in got.stderr
     assert eval_runs(imported) == 0
 
-    got = clonemem(imported, tmp_path / "home", "evaluate", "release", "--systems", "brokenmem:BadRetrieve",
-                   "--k", "2", "--force", PYTHONPATH=str(plugins))
+    got = clonemem(
+        imported,
+        tmp_path / "home",
+        "evaluate",
+        "release",
+        "--systems",
+        "brokenmem:BadRetrieve",
+        "--k",
+        "2",
+        "--force",
+        PYTHONPATH=str(plugins),
+    )
     assert got.returncode == 5, got.stderr
     [line] = errors(got.stderr)
     assert "memory system 'brokenmem:BadRetrieve'" in line and "retrieve for question" in line, line
 
 
 @pytest.mark.slow  # console-script runs, each starting its own Prefect server
-def test_a_budget_stop_in_evaluate_is_exit_6_and_k_defaults_to_the_config(imported: Path, tmp_path: Path) -> None:
+def test_a_budget_stop_in_evaluate_is_exit_6_and_k_defaults_to_the_config(
+    imported: Path, tmp_path: Path
+) -> None:
     priced = tmp_path / "priced.toml"
-    prices = "".join(f'[pricing."offline/{m}"]\ninput_per_mtok = 100.0\noutput_per_mtok = 400.0\n'
-                     for m in ("answerer", "judge"))
+    prices = "".join(
+        f'[pricing."offline/{m}"]\ninput_per_mtok = 100.0\noutput_per_mtok = 400.0\n'
+        for m in ("answerer", "judge")
+    )
     priced.write_text(f'name = "x"\nmax_cost_usd = 0.001\n{prices}[evaluation]\nk = [2]\n', "utf-8")
-    got = clonemem(imported, tmp_path / "home", "evaluate", "release", "--systems", "bm25", "--force",
-                   "--config", str(priced))
+    got = clonemem(
+        imported,
+        tmp_path / "home",
+        "evaluate",
+        "release",
+        "--systems",
+        "bm25",
+        "--force",
+        "--config",
+        str(priced),
+    )
     assert got.returncode == 6, got.stderr  # the budget, not "a system failed"
     [line] = errors(got.stderr)
     assert "budget" in line and "Traceback" not in got.stderr
@@ -102,15 +137,30 @@ def test_a_budget_stop_in_evaluate_is_exit_6_and_k_defaults_to_the_config(import
     plain = tmp_path / "k.toml"
     plain.write_text('name = "x"\n[evaluation]\nk = [2, 4]\n', "utf-8")
     out = tmp_path / "result.json"
-    got = clonemem(imported, tmp_path / "home", "evaluate", "release", "--systems", "bm25", "--force",
-                   "--config", str(plain), "--json", str(out))
+    got = clonemem(
+        imported,
+        tmp_path / "home",
+        "evaluate",
+        "release",
+        "--systems",
+        "bm25",
+        "--force",
+        "--config",
+        str(plain),
+        "--json",
+        str(out),
+    )
     assert got.returncode == 0, got.stderr
     assert sorted({r["k"] for r in json.loads(out.read_text("utf-8"))["results"]}) == [2, 4]
 
 
-@pytest.mark.parametrize("args", [["evaluate", "release", "--systems", "bm25", "--k", "2", "--force"],
-                                  ["gate", "release"]])
-def test_an_unreachable_prefect_api_is_exit_1_naming_the_url(imported: Path, tmp_path: Path, args: list[str]) -> None:
+@pytest.mark.parametrize(
+    "args",
+    [["evaluate", "release", "--systems", "bm25", "--k", "2", "--force"], ["gate", "release"]],
+)
+def test_an_unreachable_prefect_api_is_exit_1_naming_the_url(
+    imported: Path, tmp_path: Path, args: list[str]
+) -> None:
     url = f"http://127.0.0.1:{closed_port()}/api"
     got = clonemem(imported, tmp_path / "home", *args, PREFECT_API_URL=url, timeout=120)
     assert got.returncode == 1, got.stderr

@@ -76,10 +76,14 @@ def test_add_a_memory_system_recipe(imported: Path, toy_module: str) -> None:
 
     SYSTEMS.add_lazy("newest", f"{toy_module}:Newest")  # the one registry line
     assert "newest" in SYSTEMS.names()
-    got = evaluate_flow(str(imported), "imported", ["newest", "random"], [3], force=True, config=RunConfig())
+    got = evaluate_flow(
+        str(imported), "imported", ["newest", "random"], [3], force=True, config=RunConfig()
+    )
     newest = got.scores("newest", 3)
     assert newest.n_questions == 6 and newest.recall_flat is not None
-    assert newest.llm_calls == 16  # its declared stage ran once per trace, through the extractor's model
+    assert (
+        newest.llm_calls == 16
+    )  # its declared stage ran once per trace, through the extractor's model
     with Warehouse.open_reader(imported) as wh:
         stages = wh.rows("SELECT DISTINCT stage FROM llm_calls WHERE stage LIKE 'memory.%'")
     assert stages == [("memory.summarize_trace",)]  # its calls are in the ledger
@@ -101,7 +105,9 @@ def test_add_an_expectation_recipe(imported: Path, monkeypatch: pytest.MonkeyPat
 
         return gx.expectations.ExpectTableRowCountToBeBetween(min_value=1, max_value=10)
 
-    toy = checks.Check("toy_suite", "at most ten questions per benchmark", checks.QUESTIONS, at_most_ten_questions)
+    toy = checks.Check(
+        "toy_suite", "at most ten questions per benchmark", checks.QUESTIONS, at_most_ten_questions
+    )
     monkeypatch.setattr(gate, "CHECKS", (*checks.CHECKS, toy))  # the one entry
     result = gate.run_gate(imported, "imported", docs_dir=imported.parent / "docs")
     assert result.status == "passed"
@@ -118,8 +124,13 @@ def test_registries_check_what_is_registered() -> None:
     from clonemem.schemas.question_types import QUESTION_TYPES
     from clonemem.stages import STAGES
 
-    for registry, wrong in ((STAGES, "not a stage"), (PROVIDERS, object), (IMPORTERS, dict),
-                            (QUESTION_TYPES, {"name": "x"}), (SYSTEMS, 42)):
+    for registry, wrong in (
+        (STAGES, "not a stage"),
+        (PROVIDERS, object),
+        (IMPORTERS, dict),
+        (QUESTION_TYPES, {"name": "x"}),
+        (SYSTEMS, 42),
+    ):
         with pytest.raises(RegistryError, match=rf"{registry.kind} 'wrong' must be"):
             registry.add("wrong", wrong)
         assert "wrong" not in registry
@@ -128,7 +139,9 @@ def test_registries_check_what_is_registered() -> None:
 def test_a_lazy_entry_is_checked_when_it_is_imported() -> None:
     from clonemem.registry import Registry, RegistryError
 
-    numbers: Registry[int] = Registry("number", accepts=lambda n: isinstance(n, int), expected="an int")
+    numbers: Registry[int] = Registry(
+        "number", accepts=lambda n: isinstance(n, int), expected="an int"
+    )
     numbers.add_lazy("pi", "math:pi")
     with pytest.raises(RegistryError, match="number 'pi' must be an int, got 3.14"):
         numbers.get("pi")

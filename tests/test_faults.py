@@ -28,14 +28,23 @@ def clean(tmp_path_factory: pytest.TempPathFactory) -> dict:
     assert got.returncode == 0, got.stderr
     ev = clonemem(wh, home, *EVAL, "--json", str(d / "eval.json"))
     assert ev.returncode == 0, ev.stderr
-    return {"wh": wh, "home": home, "content": content(wh), "export": export(wh, home, d / "export"),
-            "eval": _metrics(d / "eval.json"), "stderr": got.stderr + ev.stderr}
+    return {
+        "wh": wh,
+        "home": home,
+        "content": content(wh),
+        "export": export(wh, home, d / "export"),
+        "eval": _metrics(d / "eval.json"),
+        "stderr": got.stderr + ev.stderr,
+    }
 
 
 def _metrics(path: Path) -> list[dict]:
     """The evaluation contract without timings (build seconds and latencies are wall-clock)."""
     drop = {"build_seconds", "retrieval_p50_ms", "retrieval_p95_ms"}
-    return [{k: v for k, v in r.items() if k not in drop} for r in json.loads(path.read_text("utf-8"))["results"]]
+    return [
+        {k: v for k, v in r.items() if k not in drop}
+        for r in json.loads(path.read_text("utf-8"))["results"]
+    ]
 
 
 def _listed(wh: Path, home: Path, *flags: str) -> list[dict]:
@@ -45,10 +54,16 @@ def _listed(wh: Path, home: Path, *flags: str) -> list[dict]:
 
 
 def test_clean_run_is_quiet(clean: dict) -> None:
-    assert "Traceback" not in clean["stderr"] and "leaked" not in clean["stderr"] and "ERROR" not in clean["stderr"]
+    assert (
+        "Traceback" not in clean["stderr"]
+        and "leaked" not in clean["stderr"]
+        and "ERROR" not in clean["stderr"]
+    )
 
 
-def test_transient_errors_and_malformed_replies_leave_the_same_warehouse(clean: dict, tmp_path: Path) -> None:
+def test_transient_errors_and_malformed_replies_leave_the_same_warehouse(
+    clean: dict, tmp_path: Path
+) -> None:
     cfg = tiny_config(tmp_path, transient_failure_rate=0.2, malformed_rate=0.1)
     wh, home = tmp_path / "wh.duckdb", tmp_path / "home"
     got = clonemem(wh, home, "generate", "--config", str(cfg))
@@ -63,7 +78,9 @@ def test_transient_errors_and_malformed_replies_leave_the_same_warehouse(clean: 
     assert export(wh, home, tmp_path / "export") == clean["export"]
 
 
-def test_sigkill_in_each_stage_then_resume_gives_the_same_export(clean: dict, tmp_path: Path) -> None:
+def test_sigkill_in_each_stage_then_resume_gives_the_same_export(
+    clean: dict, tmp_path: Path
+) -> None:
     cfg = tiny_config(tmp_path)
     wh, home = tmp_path / "wh.duckdb", tmp_path / "home"
     for point in ("generation.landed:1", "qa.landed:1", "gate.verdict:1"):
@@ -82,7 +99,9 @@ def test_sigkill_in_each_stage_then_resume_gives_the_same_export(clean: dict, tm
     before = wh.read_bytes()
     again = clonemem(wh, home, "generate", "--config", str(cfg))
     assert again.returncode == 0, again.stderr
-    assert set(re.findall(r"(\d+) LLM calls", again.stderr)) == {"0"}, again.stderr  # generation and stage IV
+    assert set(re.findall(r"(\d+) LLM calls", again.stderr)) == {"0"}, (
+        again.stderr
+    )  # generation and stage IV
     assert wh.read_bytes() == before, again.stderr
 
     # evaluation killed inside its landing transaction: nothing of it lands; the re-run lands it all
@@ -104,23 +123,31 @@ def _spend(wh: Path) -> list[tuple]:
     from clonemem.warehouse import Warehouse
 
     with Warehouse.open_reader(wh) as r:
-        return r.rows("SELECT stage, count(*), sum(input_tokens), sum(output_tokens), count(DISTINCT call_id) "
-                      "FROM llm_calls GROUP BY stage ORDER BY stage")
+        return r.rows(
+            "SELECT stage, count(*), sum(input_tokens), sum(output_tokens), count(DISTINCT call_id) "
+            "FROM llm_calls GROUP BY stage ORDER BY stage"
+        )
 
 
 def _mount_tmpfs(folder: Path, size: str) -> bool:
     folder.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(folder)], capture_output=True)
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(folder)], capture_output=True
+    )
     return done.returncode == 0
 
 
-def test_full_disk_gives_a_clear_error_and_corrupts_nothing(clean: dict, tmp_path: Path, demo_file: Path) -> None:
+def test_full_disk_gives_a_clear_error_and_corrupts_nothing(
+    clean: dict, tmp_path: Path, demo_file: Path
+) -> None:
     disk = tmp_path / "disk"
     if not _mount_tmpfs(disk, "64m"):
         pytest.skip("needs permission to mount a small tmpfs (root)")
     try:
         wh = disk / "wh.duckdb"
-        home = tmp_path / "home"  # Prefect's own state is elsewhere: only the warehouse's disk is full
+        home = (
+            tmp_path / "home"
+        )  # Prefect's own state is elsewhere: only the warehouse's disk is full
         got = clonemem(wh, home, "import", "release", str(demo_file), "--name", "before")
         assert got.returncode == 0, got.stderr
         before = content(wh)
@@ -141,6 +168,9 @@ def test_full_disk_gives_a_clear_error_and_corrupts_nothing(clean: dict, tmp_pat
         # and once there is room again, the same command finishes the benchmark
         got = clonemem(wh, home, "generate", "--config", str(tiny_config(tmp_path)))
         assert got.returncode == 0, got.stderr
-        assert {b["name"]: b["status"] for b in _listed(wh, home)} == {"before": "complete", "tiny": "complete"}
+        assert {b["name"]: b["status"] for b in _listed(wh, home)} == {
+            "before": "complete",
+            "tiny": "complete",
+        }
     finally:
         subprocess.run(["umount", "-l", str(disk)], capture_output=True)

@@ -11,7 +11,9 @@ from clonemem.importers import import_files
 from clonemem.warehouse import Warehouse
 
 
-def test_a_gate_after_the_checks_changed_reads_no_stale_checkpoint(tmp_path: Path, monkeypatch) -> None:
+def test_a_gate_after_the_checks_changed_reads_no_stale_checkpoint(
+    tmp_path: Path, monkeypatch
+) -> None:
     wh = tmp_path / "wh.duckdb"
     with Warehouse.open_writer(wh) as writer:
         import_files(writer, "release", fixture_files()[:1], "demo")

@@ -17,12 +17,21 @@ from clonemem.runtime import Runtime, use
 from clonemem.schemas.config import RunConfig
 from clonemem.stages import STAGES, offline_override
 
-SMALL = {"generation": {"major_events": 3, "phases_per_event": 2, "events_per_phase": 3, "traces_per_event": 3,
-                        "noise_traces_per_phase": 2}}
+SMALL = {
+    "generation": {
+        "major_events": 3,
+        "phases_per_event": 2,
+        "events_per_phase": 3,
+        "traces_per_event": 3,
+        "noise_traces_per_phase": 2,
+    }
+}
 
 
 def generate_inline(overrides: dict | None = None, **offline) -> PersonaDag:
-    cfg = RunConfig.model_validate({**SMALL, **(overrides or {}), "providers": {"offline": offline}})
+    cfg = RunConfig.model_validate(
+        {**SMALL, **(overrides or {}), "providers": {"offline": offline}}
+    )
     rt, done = Runtime(cfg), []
     with use(rt):
         run_inline(new_dags(cfg), rt, done.append)
@@ -66,7 +75,10 @@ def test_snapshot_values_follow_what_phases_do(dag: PersonaDag) -> None:
 def test_arcs_cover_three_dimensions_and_progress(dag: PersonaDag) -> None:
     assert {a.dimension for a in dag.arcs} == {"experience", "emotion", "opinion"}
     for arc in dag.arcs:
-        indices = [next(al.anchor_index for al in ev.alignments if al.arc_key == arc.key) for ev in dag.events]
+        indices = [
+            next(al.anchor_index for al in ev.alignments if al.arc_key == arc.key)
+            for ev in dag.events
+        ]
         assert indices == sorted(indices) and indices[-1] > indices[0]
 
 
@@ -80,7 +92,9 @@ def test_detailed_events_name_people_from_the_relations(dag: PersonaDag) -> None
 
 
 def overlap(statement: str, content: str, name: str) -> float:
-    words = {w for w in textutil.content_words(statement) if w not in {t.lower() for t in name.split()}}
+    words = {
+        w for w in textutil.content_words(statement) if w not in {t.lower() for t in name.split()}
+    }
     have = set(textutil.content_words(content))
     return len(words & have) / max(1, len(words))
 
@@ -102,7 +116,9 @@ def test_traces_contain_the_evidence_they_carry(dag: PersonaDag) -> None:
     assert all(r["key_information"] == "[]" for r in t["traces"] if r["is_noise"])
     for r in t["traces"]:
         if r["medium"] == "search_history":
-            assert all(len(line) < 120 and not line.endswith(".") for line in r["content"].splitlines())
+            assert all(
+                len(line) < 120 and not line.endswith(".") for line in r["content"].splitlines()
+            )
 
 
 def test_every_evidence_is_carried_and_every_event_has_traces(dag: PersonaDag) -> None:
@@ -137,14 +153,19 @@ def test_an_item_that_keeps_failing_is_recorded_and_the_rest_continues() -> None
     with offline_override("generation.trace_content", broken):
         d = generate_inline()
     assert sorted(f.item for f in d.failures) == ["E1P1D1T1", "E2P1D2T2"]
-    assert all(f.stage == "generation.trace_content" and "simulated permanent" in f.error for f in d.failures)
+    assert all(
+        f.stage == "generation.trace_content" and "simulated permanent" in f.error
+        for f in d.failures
+    )
     assembly = assemble(d, "bench")
     full = assemble(generate_inline(), "bench")
     assert len(assembly.rows.tables["traces"]) == len(full.rows.tables["traces"]) - 2
     # evidence only the lost trace carried is dropped and reported; what remains stays consistent
     assert all(x.startswith("evidence ") for x in assembly.dropped)
     t = assembly.rows.tables
-    assert {r["evidence_id"] for r in t["evidence_traces"]} == {r["evidence_id"] for r in t["evidence"]}
+    assert {r["evidence_id"] for r in t["evidence_traces"]} == {
+        r["evidence_id"] for r in t["evidence"]
+    }
     assert len(t["evidence"]) == len(full.rows.tables["evidence"]) - len(assembly.dropped)
 
 
@@ -176,7 +197,14 @@ def test_generate_killed_at_a_landing_resumes_to_the_uninterrupted_state(tmp_pat
     ref_wh, kill_wh = tmp_path / "ref.duckdb", tmp_path / "kill.duckdb"
     ref = clonemem(ref_wh, tmp_path / "home-ref", "generate", "--config", str(cfg))
     assert ref.returncode == 0, ref.stderr
-    killed = clonemem(kill_wh, tmp_path / "home-kill", "generate", "--config", str(cfg), kill_at="generation.landed:1")
+    killed = clonemem(
+        kill_wh,
+        tmp_path / "home-kill",
+        "generate",
+        "--config",
+        str(cfg),
+        kill_at="generation.landed:1",
+    )
     assert killed.returncode == -signal.SIGKILL, killed.stderr
     half = content(kill_wh)
     assert len(half["personas"]) == 1 and half["questions"] == []
@@ -185,7 +213,10 @@ def test_generate_killed_at_a_landing_resumes_to_the_uninterrupted_state(tmp_pat
     assert resumed.returncode == 0, resumed.stderr
     assert "1 landed, 1 unchanged" in resumed.stderr  # the landed persona was not written again
     assert content(kill_wh) == content(ref_wh)
-    assert "Traceback" not in ref.stderr + resumed.stderr and "leaked" not in ref.stderr + resumed.stderr
+    assert (
+        "Traceback" not in ref.stderr + resumed.stderr
+        and "leaked" not in ref.stderr + resumed.stderr
+    )
 
 
 def test_chinese_persona() -> None:

@@ -29,14 +29,25 @@ from clonemem.schemas.config import RunConfig
 from tests.fakeapi import FakeAPIServer, Seen
 
 FLAVORS = ["anthropic", "gemini", "openai"]
-STAGE_NAMES = [n for n in STAGES.names() if n.startswith("generation.")]  # the registry also holds QA, eval, memory
+STAGE_NAMES = [
+    n for n in STAGES.names() if n.startswith("generation.")
+]  # the registry also holds QA, eval, memory
 KEY_ENV = "CLONEMEM_TEST_KEY"
 SECRET = "sk-test-prompts-2c8e4a6b0d1f"
 MODEL = "test-model"
-JSON_INSTRUCTION = "Reply with a single JSON object that validates against this JSON schema, and nothing else:"
+JSON_INSTRUCTION = (
+    "Reply with a single JSON object that validates against this JSON schema, and nothing else:"
+)
 
-SMALL = {"generation": {"major_events": 2, "phases_per_event": 2, "events_per_phase": 2,
-                        "traces_per_event": 2, "noise_traces_per_phase": 1}}
+SMALL = {
+    "generation": {
+        "major_events": 2,
+        "phases_per_event": 2,
+        "events_per_phase": 2,
+        "traces_per_event": 2,
+        "noise_traces_per_phase": 1,
+    }
+}
 
 Sample = tuple[BaseModel, BaseModel]  # (stage input, the offline output for it)
 
@@ -110,11 +121,20 @@ def api_key(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def model_for(server: FakeAPIServer, sink: MemorySink | None = None) -> Model:
     flavor = server.flavor.name
-    config = RunConfig.model_validate({
-        "models": {"generator": f"{flavor}/{MODEL}"},
-        "providers": {flavor: {"base_url": server.base_url, "api_key_env": KEY_ENV, "max_retries": 0,
-                               "max_validation_retries": 2, "timeout_s": 10}},
-    })
+    config = RunConfig.model_validate(
+        {
+            "models": {"generator": f"{flavor}/{MODEL}"},
+            "providers": {
+                flavor: {
+                    "base_url": server.base_url,
+                    "api_key_env": KEY_ENV,
+                    "max_retries": 0,
+                    "max_validation_retries": 2,
+                    "timeout_s": 10,
+                }
+            },
+        }
+    )
     model = get_model(config, "generator", sink=sink, sleep=lambda s: None)
     assert model.ref == f"{flavor}/{MODEL}" and not model.is_offline
     return model
@@ -140,7 +160,12 @@ def wire(flavor: str, seen: Seen) -> tuple[str, list[tuple[str, str]]]:
     turns = []
     for content in body["contents"]:
         assert len(content["parts"]) == 1
-        turns.append(({"model": "assistant"}.get(content["role"], content["role"]), content["parts"][0]["text"]))
+        turns.append(
+            (
+                {"model": "assistant"}.get(content["role"], content["role"]),
+                content["parts"][0]["text"],
+            )
+        )
     return system_parts[0]["text"], turns
 
 
@@ -162,8 +187,14 @@ def wire_schema(flavor: str, seen: Seen) -> dict:
 
 def secret_reached(flavor: str, seen: Seen) -> bool:
     h = seen.headers
-    return SECRET in {"anthropic": h.get("x-api-key", "") + h.get("authorization", ""),
-                      "openai": h.get("authorization", ""), "gemini": h.get("x-goog-api-key", "")}[flavor]
+    return (
+        SECRET
+        in {
+            "anthropic": h.get("x-api-key", "") + h.get("authorization", ""),
+            "openai": h.get("authorization", ""),
+            "gemini": h.get("x-goog-api-key", ""),
+        }[flavor]
+    )
 
 
 # -- what each stage's prompt must say about its input -----------------------------------------------
@@ -175,51 +206,104 @@ def _media(mix: dict[str, float]) -> list[str]:
 
 FACTS: dict[str, Callable[[BaseModel], list[str]]] = {
     "generation.persona": lambda i: [
-        *(f"- {t}: {v:.2f}" for t, v in i.big_five), str(i.timeline_start), str(i.timeline_end),
-        f"life before {i.timeline_start.year}"],
-    "generation.relations": lambda i: [i.profile.name, i.profile.employer, i.profile.city, *i.profile.family],
+        *(f"- {t}: {v:.2f}" for t, v in i.big_five),
+        str(i.timeline_start),
+        str(i.timeline_end),
+        f"life before {i.timeline_start.year}",
+    ],
+    "generation.relations": lambda i: [
+        i.profile.name,
+        i.profile.employer,
+        i.profile.city,
+        *i.profile.family,
+    ],
     "generation.seeds": lambda i: [
-        i.profile.name, i.profile.occupation, *(f"- {s.concept}: {s.label} ({s.description})" for s in i.pool),
-        f"at most {i.max_from_pool} concepts", f"at most {i.max_added} persona-specific"],
+        i.profile.name,
+        i.profile.occupation,
+        *(f"- {s.concept}: {s.label} ({s.description})" for s in i.pool),
+        f"at most {i.max_from_pool} concepts",
+        f"at most {i.max_added} persona-specific",
+    ],
     "generation.arcs": lambda i: [
-        i.profile.name, *(f"{r.name} ({r.role})" for r in i.relations), *(s.label for s in i.seeds),
-        f"Create {i.arcs_per_dimension} life arc(s)"],
+        i.profile.name,
+        *(f"{r.name} ({r.role})" for r in i.relations),
+        *(s.label for s in i.seeds),
+        f"Create {i.arcs_per_dimension} life arc(s)",
+    ],
     "generation.privacy": lambda i: [
-        i.profile.name, *(f"{r.name} ({r.relation_type}, {r.role})" for r in i.relations),
-        *(f"{a.key} [{a.dimension}, {a.theme}] {a.title}" for a in i.arcs)],
+        i.profile.name,
+        *(f"{r.name} ({r.relation_type}, {r.role})" for r in i.relations),
+        *(f"{a.key} [{a.dimension}, {a.theme}] {a.title}" for a in i.arcs),
+    ],
     "generation.major_events": lambda i: [
         f"Person: {i.profile.name}, {i.profile.age}, {i.profile.occupation} in {i.profile.city}.",
-        f"Timeline: {i.timeline_start} to {i.timeline_end}.", *(a.title for a in i.arcs),
-        *(s.state for a in i.arcs for s in a.anchor_states), f"exactly {i.count} major events"],
+        f"Timeline: {i.timeline_start} to {i.timeline_end}.",
+        *(a.title for a in i.arcs),
+        *(s.state for a in i.arcs for s in a.anchor_states),
+        f"exactly {i.count} major events",
+    ],
     "generation.initial_snapshot": lambda i: [
-        i.persona.name, i.first_event.title, str(i.first_event.date), i.first_event.description,
-        *(f"- {a.key} [{a.dimension}] {a.title}: {a.current_state}" for a in i.arcs)],
+        i.persona.name,
+        i.first_event.title,
+        str(i.first_event.date),
+        i.first_event.description,
+        *(f"- {a.key} [{a.dimension}] {a.title}: {a.current_state}" for a in i.arcs),
+    ],
     "generation.phase": lambda i: [
-        i.persona.name, i.event.title, i.event.description, f"Major event {i.event_index + 1}:",
-        *(f"{r.name} ({r.role})" for r in i.relations), *(a.current_state for a in i.arcs),
-        i.snapshot.model_dump_json(), f"Previous phase: {i.previous_phase.title}",
-        f"phase {i.phase_index + 1} of {i.phase_count}, from {i.start_date} to {i.end_date}"],
+        i.persona.name,
+        i.event.title,
+        i.event.description,
+        f"Major event {i.event_index + 1}:",
+        *(f"{r.name} ({r.role})" for r in i.relations),
+        *(a.current_state for a in i.arcs),
+        i.snapshot.model_dump_json(),
+        f"Previous phase: {i.previous_phase.title}",
+        f"phase {i.phase_index + 1} of {i.phase_count}, from {i.start_date} to {i.end_date}",
+    ],
     "generation.snapshot_update": lambda i: [
-        f"Person: {i.persona.name}", i.snapshot.model_dump_json(), i.phase.model_dump_json(),
-        *(f"{a.key} = {a.title}" for a in i.arcs)],
+        f"Person: {i.persona.name}",
+        i.snapshot.model_dump_json(),
+        i.phase.model_dump_json(),
+        *(f"{a.key} = {a.title}" for a in i.arcs),
+    ],
     "generation.detailed_events": lambda i: [
-        i.persona.name, f"Major event: {i.event_title}", i.phase.title, i.phase.description,
+        i.persona.name,
+        f"Major event: {i.event_title}",
+        i.phase.title,
+        i.phase.description,
         f"Phase {i.phase_index + 1}/{i.phase_count} ({i.phase.start_date} to {i.phase.end_date}, tone {i.phase.tone})",
-        i.snapshot_before.model_dump_json(), i.snapshot_after.model_dump_json(),
-        f"Write {i.count} detailed events", f"{i.evidence_per_event} evidence items"],
+        i.snapshot_before.model_dump_json(),
+        i.snapshot_after.model_dump_json(),
+        f"Write {i.count} detailed events",
+        f"{i.evidence_per_event} evidence items",
+    ],
     "generation.trace_plans": lambda i: [
-        f"Person: {i.persona.name}", i.event.title, i.event.place, *i.event.people,
-        *(f"{n}: [{e.kind}] {e.statement}" for n, e in enumerate(i.event.evidence)), *_media(i.media_mix),
-        f"Plan {i.count} traces", *(f"- {b.key} [{b.category}] {b.subject}" for b in i.boundaries)],
+        f"Person: {i.persona.name}",
+        i.event.title,
+        i.event.place,
+        *i.event.people,
+        *(f"{n}: [{e.kind}] {e.statement}" for n, e in enumerate(i.event.evidence)),
+        *_media(i.media_mix),
+        f"Plan {i.count} traces",
+        *(f"- {b.key} [{b.category}] {b.subject}" for b in i.boundaries),
+    ],
     "generation.noise_plans": lambda i: [
-        i.persona.name, i.persona.city, *(r.name for r in i.relations),
-        f"Period: {i.phase.start_date} to {i.phase.end_date} ({i.phase.title}).", *_media(i.media_mix),
-        f"Plan {i.count} such traces"],
+        i.persona.name,
+        i.persona.city,
+        *(r.name for r in i.relations),
+        f"Period: {i.phase.start_date} to {i.phase.end_date} ({i.phase.title}).",
+        *_media(i.media_mix),
+        f"Plan {i.count} such traces",
+    ],
     "generation.trace_content": lambda i: [
-        f"You are {i.persona.name}.", f"Write this {i.plan.medium} ({i.plan.timestamp}).",
-        f"Intent: {i.plan.intent}. Audience: {i.plan.audience}.", *(f"- {k}" for k in i.plan.key_information),
-        f"Context: {i.event_title}: {i.event_description} (at {i.place}", *i.people,
-        f"Your mood: {i.mood.dominant_emotion}, energy {i.mood.energy}/10, stress {i.mood.stress}/10."],
+        f"You are {i.persona.name}.",
+        f"Write this {i.plan.medium} ({i.plan.timestamp}).",
+        f"Intent: {i.plan.intent}. Audience: {i.plan.audience}.",
+        *(f"- {k}" for k in i.plan.key_information),
+        f"Context: {i.event_title}: {i.event_description} (at {i.place}",
+        *i.people,
+        f"Your mood: {i.mood.dominant_emotion}, energy {i.mood.energy}/10, stress {i.mood.stress}/10.",
+    ],
 }
 
 
@@ -240,12 +324,18 @@ def test_offline_run_feeds_every_stage(samples: dict[str, Sample]) -> None:
     """Coverage, not a count: every registered generation stage was reached by the offline run and
     has its prompt facts listed, so a new stage without either fails here."""
     assert STAGE_NAMES, "no generation stage is registered"
-    assert sorted(samples) == STAGE_NAMES, f"stages the offline run never reached: {set(STAGE_NAMES) - set(samples)}"
-    assert sorted(FACTS) == STAGE_NAMES, f"stages without prompt facts: {set(STAGE_NAMES) ^ set(FACTS)}"
+    assert sorted(samples) == STAGE_NAMES, (
+        f"stages the offline run never reached: {set(STAGE_NAMES) - set(samples)}"
+    )
+    assert sorted(FACTS) == STAGE_NAMES, (
+        f"stages without prompt facts: {set(STAGE_NAMES) ^ set(FACTS)}"
+    )
     for name, (inp, out) in samples.items():
         stage = STAGES.get(name)
         assert isinstance(inp, stage.inputs) and isinstance(out, stage.output)
-        assert stage.output.model_validate_json(out.model_dump_json()) == out  # the canned reply round-trips
+        assert (
+            stage.output.model_validate_json(out.model_dump_json()) == out
+        )  # the canned reply round-trips
 
 
 @pytest.mark.parametrize("name", STAGE_NAMES)
@@ -259,7 +349,9 @@ def test_template_renders_the_stage_input(name: str, samples: dict[str, Sample])
 
 @pytest.mark.parametrize("flavor", FLAVORS)
 @pytest.mark.parametrize("name", STAGE_NAMES)
-def test_stage_through_provider(name: str, flavor: str, server: FakeAPIServer, samples: dict[str, Sample]) -> None:
+def test_stage_through_provider(
+    name: str, flavor: str, server: FakeAPIServer, samples: dict[str, Sample]
+) -> None:
     stage = STAGES.get(name)
     inp, canned = samples[name]
     server.push(server.flavor.ok(canned.model_dump_json(), MODEL))
@@ -271,7 +363,13 @@ def test_stage_through_provider(name: str, flavor: str, server: FakeAPIServer, s
     assert type(result) is stage.output and result == canned
     assert len(server.seen) == 1 and model.usage.calls == 1 and model.usage.attempts == 1
     [rec] = sink.records
-    assert (rec.stage, rec.role, rec.provider, rec.model, rec.outcome) == (name, "generator", flavor, MODEL, "ok")
+    assert (rec.stage, rec.role, rec.provider, rec.model, rec.outcome) == (
+        name,
+        "generator",
+        flavor,
+        MODEL,
+        "ok",
+    )
     assert (rec.input_tokens, rec.output_tokens) == (31, 9)
 
     seen = server.seen[0]
@@ -281,8 +379,10 @@ def test_stage_through_provider(name: str, flavor: str, server: FakeAPIServer, s
     assert system == prompt.system
     assert [role for role, _ in turns] == ["user"]
     user = turns[0][1]
-    assert user.startswith(prompt.user + "\n\n"), "the rendered user prompt did not reach the wire intact"
-    instruction = user[len(prompt.user):]
+    assert user.startswith(prompt.user + "\n\n"), (
+        "the rendered user prompt did not reach the wire intact"
+    )
+    instruction = user[len(prompt.user) :]
     assert JSON_INSTRUCTION in instruction
     assert json.dumps(stage.output.model_json_schema()) in instruction
     check_rendered(name, inp, system, prompt.user)
@@ -291,7 +391,9 @@ def test_stage_through_provider(name: str, flavor: str, server: FakeAPIServer, s
     schema = wire_schema(flavor, seen)
     assert schema.get("type") == "object"
     assert set(schema["properties"]) == set(stage.output.model_fields)
-    if flavor != "anthropic":  # anthropic.transform_schema rewrites constraints; the others send it as is
+    if (
+        flavor != "anthropic"
+    ):  # anthropic.transform_schema rewrites constraints; the others send it as is
         assert schema == stage.output.model_json_schema()
 
 
@@ -304,7 +406,9 @@ PROBLEM = {"truncated": "not valid JSON", "schema": "tone"}
 
 @pytest.mark.parametrize("bad", sorted(BAD_REPLIES))
 @pytest.mark.parametrize("flavor", FLAVORS)
-def test_malformed_reply_is_fed_back(bad: str, flavor: str, server: FakeAPIServer, samples: dict[str, Sample]) -> None:
+def test_malformed_reply_is_fed_back(
+    bad: str, flavor: str, server: FakeAPIServer, samples: dict[str, Sample]
+) -> None:
     stage = STAGES.get("generation.phase")
     inp, canned = samples[stage.name]
     good = canned.model_dump_json()
@@ -330,7 +434,9 @@ def test_malformed_reply_is_fed_back(bad: str, flavor: str, server: FakeAPIServe
 
 
 @pytest.mark.parametrize("flavor", FLAVORS)
-def test_fenced_reply_parses_first_time(flavor: str, server: FakeAPIServer, samples: dict[str, Sample]) -> None:
+def test_fenced_reply_parses_first_time(
+    flavor: str, server: FakeAPIServer, samples: dict[str, Sample]
+) -> None:
     """Models often wrap JSON in a Markdown fence; that is accepted without a retry."""
     stage = STAGES.get("generation.trace_content")
     inp, canned = samples[stage.name]
@@ -340,15 +446,25 @@ def test_fenced_reply_parses_first_time(flavor: str, server: FakeAPIServer, samp
     assert len(server.seen) == 1 and model.usage.attempts == 1
 
 
-@pytest.mark.parametrize("name", [
-    "generation.major_events", "generation.initial_snapshot", "generation.phase", "generation.detailed_events",
-])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "generation.major_events",
+        "generation.initial_snapshot",
+        "generation.phase",
+        "generation.detailed_events",
+    ],
+)
 def test_arc_list_has_one_line_per_arc(name: str, samples: dict[str, Sample]) -> None:
     inp, _ = samples[name]
     lines = STAGES.get(name).render(inp).user.splitlines()
     arcs = inp.arcs  # type: ignore[attr-defined]
     assert len(arcs) >= 3
     for arc in arcs:
-        starts = [line for line in lines if line.startswith(f"- {arc.key} [{arc.dimension}] {arc.title}")]
+        starts = [
+            line for line in lines if line.startswith(f"- {arc.key} [{arc.dimension}] {arc.title}")
+        ]
         assert len(starts) == 1, f"{name}: arc {arc.key} does not start its own line"
-        assert starts[0].count(" [") == 1, f"{name}: another arc runs on after {arc.key}: {starts[0]!r}"
+        assert starts[0].count(" [") == 1, (
+            f"{name}: another arc runs on after {arc.key}: {starts[0]!r}"
+        )

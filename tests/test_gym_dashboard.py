@@ -10,8 +10,17 @@ import pytest
 from clonemem.warehouse import Warehouse
 from tests.dashboard_kit import app, charts, frame, sql, texts
 
-SMALL = {"name": "gymdash", "generation": {"personas": 1, "major_events": 2},
-         "gym": {"periods": 3, "states_per_question": 2, "turns_per_exposure": 1, "questions": 3, "variables": 4}}
+SMALL = {
+    "name": "gymdash",
+    "generation": {"personas": 1, "major_events": 2},
+    "gym": {
+        "periods": 3,
+        "states_per_question": 2,
+        "turns_per_exposure": 1,
+        "questions": 3,
+        "variables": 4,
+    },
+}
 
 
 @pytest.fixture(scope="module")
@@ -24,7 +33,9 @@ def gym_wh(tmp_path_factory) -> Path:
     return path
 
 
-def test_the_gym_page_says_how_to_start_on_a_warehouse_without_runs(tmp_path: Path, monkeypatch) -> None:
+def test_the_gym_page_says_how_to_start_on_a_warehouse_without_runs(
+    tmp_path: Path, monkeypatch
+) -> None:
     path = tmp_path / "empty.duckdb"
     Warehouse.open_writer(path).close()
     monkeypatch.setenv("CLONEMEM_WAREHOUSE", str(path))
@@ -32,19 +43,35 @@ def test_the_gym_page_says_how_to_start_on_a_warehouse_without_runs(tmp_path: Pa
     assert "No gym runs yet: `clonemem gym --config configs/gym-base.toml" in texts(at)
 
 
-def test_the_gym_page_shows_scores_over_positions_and_the_conversations(gym_wh: Path, monkeypatch) -> None:
+def test_the_gym_page_shows_scores_over_positions_and_the_conversations(
+    gym_wh: Path, monkeypatch
+) -> None:
     monkeypatch.setenv("CLONEMEM_WAREHOUSE", str(gym_wh))
     at = app("Gym")
-    overall = frame(at, "system", "accuracy", "memory_score", "off_policy_memory_score", "on_policy_rank")
-    stored = sql(gym_wh, "SELECT system, value FROM gym_metrics WHERE position IS NULL AND policy = 'on' "
-                         "AND metric = 'accuracy' AND system <> '(bounds)' ORDER BY system")
-    assert sorted(zip(overall["system"], overall["accuracy"], strict=True)) == list(stored.iter_rows())
+    overall = frame(
+        at, "system", "accuracy", "memory_score", "off_policy_memory_score", "on_policy_rank"
+    )
+    stored = sql(
+        gym_wh,
+        "SELECT system, value FROM gym_metrics WHERE position IS NULL AND policy = 'on' "
+        "AND metric = 'accuracy' AND system <> '(bounds)' ORDER BY system",
+    )
+    assert sorted(zip(overall["system"], overall["accuracy"], strict=True)) == list(
+        stored.iter_rows()
+    )
     shown = charts(at)
-    accuracy = next(iter(shown[0].values()))  # the accuracy chart's data: systems and both bounds, 4 positions
+    accuracy = next(
+        iter(shown[0].values())
+    )  # the accuracy chart's data: systems and both bounds, 4 positions
     assert set(accuracy["system"]) == {"bm25", "no_memory", "random bound", "upper bound"}
-    assert accuracy.filter(pl.col("system") == "bm25").sort("position")["value"].to_list() == sql(
-        gym_wh, "SELECT value FROM gym_metrics WHERE system = 'bm25' AND policy = 'on' AND metric = 'accuracy' "
-                "AND position IS NOT NULL ORDER BY position")["value"].to_list()
+    assert (
+        accuracy.filter(pl.col("system") == "bm25").sort("position")["value"].to_list()
+        == sql(
+            gym_wh,
+            "SELECT value FROM gym_metrics WHERE system = 'bm25' AND policy = 'on' AND metric = 'accuracy' "
+            "AND position IS NOT NULL ORDER BY position",
+        )["value"].to_list()
+    )
     # the viewer's first choice: bm25, the one persona, period 0 (every variable's opening)
     turns = sql(gym_wh, "SELECT text FROM gym_turns WHERE system = 'bm25' AND period = 0")
     assert len(at.chat_message) == turns.height > 0

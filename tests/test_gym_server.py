@@ -32,18 +32,29 @@ def test_gym_deployment_run_lands_a_gym_run(tmp_path) -> None:
         stack.cli("prefect", "work-pool", "create", "clonemem", "--type", "process")
         stack.cli("prefect", "--no-prompt", "deploy", "--all")
         defaults = stack.deployment("gym/gym")["parameters"]
-        assert defaults["config"] == "configs/gym-base.toml" and defaults["systems"] == ["bm25", "full_context", "no_memory"]
+        assert defaults["config"] == "configs/gym-base.toml" and defaults["systems"] == [
+            "bm25",
+            "full_context",
+            "no_memory",
+        ]
         stack.start_worker("worker")
         config = tmp_path / "gym.toml"
         config.write_text(SMALL, "utf-8")
-        run_id = stack.run_deployment("gym/gym", {"config": str(config), "systems": ["bm25", "no_memory"]})
+        run_id = stack.run_deployment(
+            "gym/gym", {"config": str(config), "systems": ["bm25", "no_memory"]}
+        )
         run = stack.wait(run_id)
         assert run["state"]["type"] == "COMPLETED", (run["state"], stack.tail("worker"))
         deployment_id = stack.deployment("gym/gym")["id"]
         with Warehouse.open_reader(stack.warehouse) as wh:
-            assert wh.rows("SELECT flow_run_id, deployment_id, status FROM runs WHERE kind = 'gym'") == [
-                (run_id, deployment_id, "completed")]
-            assert wh.rows("SELECT gym_run_id, config_name, periods FROM gym_runs") == [(run_id, "gym-deploy", 3)]
-            assert wh.scalar("SELECT count(*) FROM gym_answers WHERE policy = 'off'") == 2 * 2 * 4 * 4  # systems × personas × positions × questions
+            assert wh.rows(
+                "SELECT flow_run_id, deployment_id, status FROM runs WHERE kind = 'gym'"
+            ) == [(run_id, deployment_id, "completed")]
+            assert wh.rows("SELECT gym_run_id, config_name, periods FROM gym_runs") == [
+                (run_id, "gym-deploy", 3)
+            ]
+            assert (
+                wh.scalar("SELECT count(*) FROM gym_answers WHERE policy = 'off'") == 2 * 2 * 4 * 4
+            )  # systems × personas × positions × questions
     finally:
         stack.stop_all()

@@ -66,15 +66,33 @@ class ToyImporter(Importer):
                     person = (key, who)
                 elif kind == "trace":
                     tid, when, content = rest.split(" ", 2)
-                    traces.append(ReleaseTrace(id=tid, medium="diary", event_date=dt.datetime.fromisoformat(when),
-                                               content=content))
+                    traces.append(
+                        ReleaseTrace(
+                            id=tid,
+                            medium="diary",
+                            event_date=dt.datetime.fromisoformat(when),
+                            content=content,
+                        )
+                    )
                 elif kind == "ask":
                     head, question, answer = (part.strip() for part in rest.split("|"))
                     qid, when, ids = head.split(" ")
-                    asks.append(ReleaseQuestion(
-                        id=qid, question=question, question_type="recall", answer=answer, dimension="experience",
-                        question_time=dt.datetime.fromisoformat(when), digital_trace_ids=ids.split(","),
-                        evidence=[ReleaseEvidence(statement=question, digital_trace_ids=ids.split(","))]))
+                    asks.append(
+                        ReleaseQuestion(
+                            id=qid,
+                            question=question,
+                            question_type="recall",
+                            answer=answer,
+                            dimension="experience",
+                            question_time=dt.datetime.fromisoformat(when),
+                            digital_trace_ids=ids.split(","),
+                            evidence=[
+                                ReleaseEvidence(
+                                    statement=question, digital_trace_ids=ids.split(",")
+                                )
+                            ],
+                        )
+                    )
                 elif line.strip():
                     problems.append(Problem(file, f"line {n}", f"unknown line kind {kind!r}"))
             except ValueError as exc:
@@ -84,11 +102,20 @@ class ToyImporter(Importer):
         if problems:
             raise ImportFailed(problems)
         assert person is not None
-        release = ReleaseFile(person_id=person[0], person_name=person[1], context=traces, questions=asks)
+        release = ReleaseFile(
+            person_id=person[0], person_name=person[1], context=traces, questions=asks
+        )
         # the toy's own type mapping: its one label is the project's single-point factual type
         sources = tuple(QuestionSource("single_point_factual") for _ in asks)
-        return [ParsedPersona(file, release, detect_language(file, (t.content for t in traces)), self.source_format,
-                              sources=sources)]
+        return [
+            ParsedPersona(
+                file,
+                release,
+                detect_language(file, (t.content for t in traces)),
+                self.source_format,
+                sources=sources,
+            )
+        ]
 
 
 TOY = """person T1 Toy Person
@@ -98,16 +125,23 @@ ask q1 2024-03-01T00:00:00 t1,t2 | What is the name of my cat? | Miso
 """
 
 
-def test_a_toy_format_registered_in_a_test_is_parsed_and_imported_through_the_cli(tmp_path: Path) -> None:
+def test_a_toy_format_registered_in_a_test_is_parsed_and_imported_through_the_cli(
+    tmp_path: Path,
+) -> None:
     folder = tmp_path / "diaries"
     folder.mkdir()
     (folder / "t1.toy").write_text(TOY, "utf-8")
-    (folder / "notes.json").write_text("{}", "utf-8")  # not a toy file: a folder gives the format's suffixes only
+    (folder / "notes.json").write_text(
+        "{}", "utf-8"
+    )  # not a toy file: a folder gives the format's suffixes only
     wh = tmp_path / "wh.duckdb"
     with IMPORTERS.added("toy", ToyImporter):
         assert "toy" in IMPORTERS.names()
         (persona,) = importer("toy").parse_paths([folder])
-        assert (persona.release.person_id, [t.id for t in persona.release.context]) == ("T1", ["t1", "t2"])
+        assert (persona.release.person_id, [t.id for t in persona.release.context]) == (
+            "T1",
+            ["t1", "t2"],
+        )
         got = cli("--warehouse", wh, "import", "toy", folder, "--name", "toys")
         assert got.exit_code == 0, got.output
         assert "imported benchmark 'toys'" in got.output
@@ -116,15 +150,25 @@ def test_a_toy_format_registered_in_a_test_is_parsed_and_imported_through_the_cl
         bad = tmp_path / "bad.toy"
         bad.write_text("person T2 Someone\nwhisper something\n", "utf-8")
         got = cli("--warehouse", wh, "import", "toy", bad, "--name", "bad")
-        assert got.exit_code == 1 and error_lines(got.output) == [f"error: {bad}: line 2: unknown line kind 'whisper'"]
+        assert got.exit_code == 1 and error_lines(got.output) == [
+            f"error: {bad}: line 2: unknown line kind 'whisper'"
+        ]
     assert "toy" not in IMPORTERS.names()
     with Warehouse.open_reader(wh) as r:
-        assert r.rows("SELECT name, personas, traces, questions FROM v_benchmarks") == [("toys", 1, 2, 1)]
-        assert r.rows("SELECT question_type, source_question_type FROM questions") == [("single_point_factual", "recall")]
-        assert json.loads(r.scalar("SELECT config_json::VARCHAR FROM benchmarks"))["formats"] == ["toy"]
+        assert r.rows("SELECT name, personas, traces, questions FROM v_benchmarks") == [
+            ("toys", 1, 2, 1)
+        ]
+        assert r.rows("SELECT question_type, source_question_type FROM questions") == [
+            ("single_point_factual", "recall")
+        ]
+        assert json.loads(r.scalar("SELECT config_json::VARCHAR FROM benchmarks"))["formats"] == [
+            "toy"
+        ]
     got = cli("--warehouse", wh, "import", "toy", folder, "--name", "again")
     assert got.exit_code == 1
-    assert error_lines(got.output) == [f"error: unknown importer 'toy' (known: {', '.join(IMPORTERS.names())})"]
+    assert error_lines(got.output) == [
+        f"error: unknown importer 'toy' (known: {', '.join(IMPORTERS.names())})"
+    ]
 
 
 def test_registry_add_and_remove_are_public() -> None:
@@ -150,11 +194,15 @@ def test_import_format_and_the_old_commands_give_the_same_benchmark(tmp_path: Pa
         text = got.output.replace(str(wh), "WH").replace(f"wh{i}.duckdb", "WH")
         if command == ["import-release"]:  # the alias says it is one, then does the same
             first, text = text.split("\n", 1)
-            assert first == "note: `clonemem import-release` is deprecated; use `clonemem import release`"
+            assert (
+                first
+                == "note: `clonemem import-release` is deprecated; use `clonemem import release`"
+            )
         outputs[tuple(command)] = text
         with Warehouse.open_reader(wh) as r:
-            outputs[tuple(command) + ("rows",)] = r.rows("SELECT question_id, question_type, answer FROM questions "
-                                                        "ORDER BY question_id")
+            outputs[tuple(command) + ("rows",)] = r.rows(
+                "SELECT question_id, question_type, answer FROM questions ORDER BY question_id"
+            )
     assert outputs[("import", "release")] == outputs[("import-release",)]
     assert outputs[("import", "release", "rows")] == outputs[("import-release", "rows")]
     wh = tmp_path / "locomo.duckdb"
@@ -165,8 +213,10 @@ def test_import_format_and_the_old_commands_give_the_same_benchmark(tmp_path: Pa
 def test_an_unknown_format_is_one_line_naming_the_known_ones(tmp_path: Path) -> None:
     got = cli("--warehouse", tmp_path / "wh.duckdb", "import", "relase", PUBLISHED, "--name", "X")
     assert got.exit_code == 1
-    assert error_lines(got.output) == ["error: unknown importer 'relase'; did you mean 'release'? "
-                                       f"(known: {', '.join(IMPORTERS.names())})"]
+    assert error_lines(got.output) == [
+        "error: unknown importer 'relase'; did you mean 'release'? "
+        f"(known: {', '.join(IMPORTERS.names())})"
+    ]
     assert not (tmp_path / "wh.duckdb").exists()
 
 
@@ -181,8 +231,11 @@ def test_an_empty_or_blank_name_is_refused(tmp_path: Path, command: list[str], n
     got = cli("--warehouse", wh, *command, path, "--name", name)
     assert got.exit_code == 2
     [line] = error_lines(got.output)
-    assert line == ("error: --name: the name is empty" if not name else
-                    f"error: --name: the name is blank ({name!r}: only whitespace)"), line
+    assert line == (
+        "error: --name: the name is empty"
+        if not name
+        else f"error: --name: the name is blank ({name!r}: only whitespace)"
+    ), line
     assert not wh.exists()
 
 
@@ -202,30 +255,44 @@ def test_the_release_schema_carries_no_locomo_fields() -> None:
     assert not {"locomo_category", "adversarial_answer"} & set(ReleaseQuestion.model_fields)
 
 
-@pytest.mark.parametrize("path", sorted([*(ROOT / "clonemem" / "importers").glob("*.py"),
-                                         *(ROOT / "clonemem" / "exporters").glob("*.py")]),
-                         ids=lambda p: f"{p.parent.name}/{p.name}")
+@pytest.mark.parametrize(
+    "path",
+    sorted(
+        [
+            *(ROOT / "clonemem" / "importers").glob("*.py"),
+            *(ROOT / "clonemem" / "exporters").glob("*.py"),
+        ]
+    ),
+    ids=lambda p: f"{p.parent.name}/{p.name}",
+)
 def test_importers_and_exporters_are_domain_modules(path: Path) -> None:
-    upward = {m for m in imports(path) if m.startswith(("clonemem.flows", "clonemem.tasks", "clonemem.cli",
-                                                          "clonemem.demo", "prefect"))}
+    upward = {
+        m
+        for m in imports(path)
+        if m.startswith(
+            ("clonemem.flows", "clonemem.tasks", "clonemem.cli", "clonemem.demo", "prefect")
+        )
+    }
     assert not upward, f"{path} imports {upward}"
 
 
 def test_the_import_flow_imports_only_tasks_and_schemas() -> None:
     for name in ("imports.py",):
         project = {m for m in imports(ROOT / "flows" / name) if m.startswith("clonemem")}
-        assert all(m.startswith(("clonemem.tasks", "clonemem.schemas", "clonemem.flows")) for m in project), project
+        assert all(
+            m.startswith(("clonemem.tasks", "clonemem.schemas", "clonemem.flows")) for m in project
+        ), project
 
 
 # -- the parse cache follows the importer's code ---------------------------------------------------
 
-TOY_MODULE = '''
+TOY_MODULE = """
 from clonemem.importers.release import ReleaseImporter
 
 
 class Copy(ReleaseImporter):
     name = "release_copy"
-'''
+"""
 
 
 def _fresh() -> None:

@@ -39,12 +39,28 @@ AT_ONCE = 2  # commands interrupted side by side
 
 def prefect_server(folder: Path) -> tuple[subprocess.Popen, str]:
     port = free_port()
-    env = {**os.environ, "PREFECT_HOME": str(folder / "server-home"), "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
-           "DO_NOT_TRACK": "1"}
+    env = {
+        **os.environ,
+        "PREFECT_HOME": str(folder / "server-home"),
+        "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+        "DO_NOT_TRACK": "1",
+    }
     env.pop("PREFECT_API_URL", None)
-    proc = subprocess.Popen([str(Path(sys.executable).parent / "prefect"), "server", "start", "--host", "127.0.0.1",
-                             "--port", str(port)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        [
+            str(Path(sys.executable).parent / "prefect"),
+            "server",
+            "start",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+        ],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     url = f"http://127.0.0.1:{port}/api"
     deadline = time.monotonic() + 180
     while time.monotonic() < deadline:
@@ -58,13 +74,17 @@ def prefect_server(folder: Path) -> tuple[subprocess.Popen, str]:
     raise AssertionError("the Prefect server did not start within 180 s")
 
 
-def interrupted_once(folder: Path, config: Path, api_url: str, point: tuple[str, float]) -> tuple[int | None, dict, str]:
+def interrupted_once(
+    folder: Path, config: Path, api_url: str, point: tuple[str, float]
+) -> tuple[int | None, dict, str]:
     """`generate` interrupted at ``point`` (``("start", s)``: s seconds after it started; ``("written", s)``:
     after its first write): its exit code, its run rows, its output."""
     folder.mkdir()
     wh = folder / "wh.duckdb"
-    term = Terminal(["--warehouse", str(wh), "generate", "--config", str(config)],
-                    env_for(folder / "home", PREFECT_API_URL=api_url))
+    term = Terminal(
+        ["--warehouse", str(wh), "generate", "--config", str(config)],
+        env_for(folder / "home", PREFECT_API_URL=api_url),
+    )
     try:
         since, after_s = point
         if since == "written":
@@ -81,7 +101,10 @@ def interrupted_once(folder: Path, config: Path, api_url: str, point: tuple[str,
     rows: dict = {}
     if wh.exists():
         with Warehouse.open_reader(wh) as r:
-            rows = {kind: (status, error) for kind, status, error in r.rows("SELECT kind, status, error FROM runs")}
+            rows = {
+                kind: (status, error)
+                for kind, status, error in r.rows("SELECT kind, status, error FROM runs")
+            }
     return term.proc.returncode, rows, term.tail()
 
 
@@ -92,14 +115,23 @@ def test_every_ctrl_c_of_generate_leaves_its_runs_interrupted(tmp_path: Path) ->
     try:
         points = [("start", s) for s in EARLY_S] + [("written", s) for s in AFTER_START_S]
         with ThreadPoolExecutor(AT_ONCE) as pool:
-            results = list(pool.map(lambda i: interrupted_once(tmp_path / f"run{i}", config, api_url, points[i]),
-                                    range(TIMES)))
+            results = list(
+                pool.map(
+                    lambda i: interrupted_once(tmp_path / f"run{i}", config, api_url, points[i]),
+                    range(TIMES),
+                )
+            )
     finally:
         os.killpg(server.pid, 15)
         server.wait(30)
-    wrong = [(points[i], code, rows, tail[-400:]) for i, (code, rows, tail) in enumerate(results)
-             if code != 130 or any(status != "interrupted" for status, _ in rows.values())]
+    wrong = [
+        (points[i], code, rows, tail[-400:])
+        for i, (code, rows, tail) in enumerate(results)
+        if code != 130 or any(status != "interrupted" for status, _ in rows.values())
+    ]
     landed = sum(1 for _, rows, _ in results if rows)
     print(f"{TIMES} interrupts: {points}; {landed} had written run rows")
     assert not wrong, wrong
-    assert landed >= len(AFTER_START_S) * 2 // 3, landed  # most Ctrl-Cs came after the run began writing
+    assert landed >= len(AFTER_START_S) * 2 // 3, (
+        landed
+    )  # most Ctrl-Cs came after the run began writing

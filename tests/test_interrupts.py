@@ -32,9 +32,16 @@ class Terminal:
         master, slave = os.openpty()
         self.master = master
         self.proc = subprocess.Popen(
-            [EXE, *args], stdin=slave, stdout=slave, stderr=slave, env=env, close_fds=True,
+            [EXE, *args],
+            stdin=slave,
+            stdout=slave,
+            stderr=slave,
+            env=env,
+            close_fds=True,
             # a session of its own, whose controlling terminal is the pty (fd 0 after the redirect)
-            start_new_session=True, preexec_fn=lambda: fcntl.ioctl(0, termios.TIOCSCTTY, 0))
+            start_new_session=True,
+            preexec_fn=lambda: fcntl.ioctl(0, termios.TIOCSCTTY, 0),
+        )
         os.close(slave)
         self.output = bytearray()
         self._reader = threading.Thread(target=self._read, daemon=True)
@@ -61,7 +68,9 @@ class Terminal:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                raise AssertionError(f"the command ended (exit {self.proc.returncode}) before {what}:\n{self.tail()}")
+                raise AssertionError(
+                    f"the command ended (exit {self.proc.returncode}) before {what}:\n{self.tail()}"
+                )
             if predicate():
                 return
             time.sleep(0.2)
@@ -92,7 +101,9 @@ def alive(pid: int) -> bool:
 
 def cmdline(pid: int) -> str:
     try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        return (
+            Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        )
     except OSError:
         return ""
 
@@ -108,8 +119,11 @@ def test_ctrl_c_during_generate_ends_it_within_5_s_with_exit_130(tmp_path: Path)
     term = Terminal(["--warehouse", str(wh), "generate", "--config", str(cfg)], env_for(home))
     try:
         term.wait_for(lambda: prefect_server(term.proc.pid), 120, "Prefect server")
-        term.wait_for(lambda: "stage" in term.text().lower() or "generat" in term.text().lower(), 120,
-                      "progress")
+        term.wait_for(
+            lambda: "stage" in term.text().lower() or "generat" in term.text().lower(),
+            120,
+            "progress",
+        )
         time.sleep(3)  # well inside the run: stage tasks in flight on worker threads
         children = descendants(term.proc.pid)
         took = term.ctrl_c()
@@ -122,7 +136,9 @@ def test_ctrl_c_during_generate_ends_it_within_5_s_with_exit_130(tmp_path: Path)
     assert took < 5, (took, term.tail())
     assert "interrupted: finished work is landed or cached; run again to resume" in out
     assert "Traceback" not in out and "ConnectError" not in out and "error:" not in out, term.tail()
-    assert children and not [p for p in children if alive(p)], [cmdline(p) for p in children if alive(p)]
+    assert children and not [p for p in children if alive(p)], [
+        cmdline(p) for p in children if alive(p)
+    ]
 
 
 def test_ctrl_c_during_a_long_sql_query_is_exit_130(tmp_path: Path) -> None:
@@ -130,7 +146,9 @@ def test_ctrl_c_during_a_long_sql_query_is_exit_130(tmp_path: Path) -> None:
     with Warehouse.open_writer(wh) as w:
         import_files(w, "release", fixture_files(), "release")
     query = "SELECT sum(a.range * b.range) FROM range(200000) a, range(200000) b"  # minutes on two threads
-    term = Terminal(["--warehouse", str(wh), "sql", query, "--timeout", "300"], env_for(tmp_path / "home"))
+    term = Terminal(
+        ["--warehouse", str(wh), "sql", query, "--timeout", "300"], env_for(tmp_path / "home")
+    )
     try:
         time.sleep(4)  # started, and inside the query
         assert term.proc.poll() is None, term.tail()
@@ -142,6 +160,8 @@ def test_ctrl_c_during_a_long_sql_query_is_exit_130(tmp_path: Path) -> None:
     print(f"ended {took:.2f} s after Ctrl-C")
     assert term.proc.returncode == 130, term.tail()
     assert took < 5, (took, term.tail())
-    assert took < DEADLINE_S, took  # the query itself was stopped, before the safety deadline would end it
+    assert took < DEADLINE_S, (
+        took
+    )  # the query itself was stopped, before the safety deadline would end it
     assert "interrupted: nothing was written" in out
     assert "Traceback" not in out and "error:" not in out, term.tail()

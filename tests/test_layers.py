@@ -29,16 +29,26 @@ class Layer:
 
 def read_layers(text: str) -> list[Layer]:
     section = text.split("## Layers and what each may import", 1)[1]
-    rows = [line for line in section.splitlines() if line.startswith("|")][2:]  # after the header and rule
+    rows = [line for line in section.splitlines() if line.startswith("|")][
+        2:
+    ]  # after the header and rule
     cells = [[c.strip() for c in row.strip("|").split("|")] for row in rows]
     names = {c[0] for c in cells}
     layers = []
     for name, folders, may in cells:
         items = [i.strip() for i in may.split(",") if i.strip()]
         unknown = [i for i in items if not i.startswith("`") and i not in names]
-        assert not unknown, f"docs/architecture.md: layer {name!r} may import unknown layers {unknown}"
-        layers.append(Layer(name, tuple(TICKED.findall(folders)),
-                            frozenset(i for i in items if not i.startswith("`")), tuple(TICKED.findall(may))))
+        assert not unknown, (
+            f"docs/architecture.md: layer {name!r} may import unknown layers {unknown}"
+        )
+        layers.append(
+            Layer(
+                name,
+                tuple(TICKED.findall(folders)),
+                frozenset(i for i in items if not i.startswith("`")),
+                tuple(TICKED.findall(may)),
+            )
+        )
     return layers
 
 
@@ -79,10 +89,21 @@ def project_imports(source: str) -> list[tuple[int, str]]:
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Import):
             out += [(node.lineno, a.name) for a in node.names if a.name.split(".")[0] == "clonemem"]
-        elif isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "clonemem":
+        elif (
+            isinstance(node, ast.ImportFrom)
+            and node.module
+            and node.module.split(".")[0] == "clonemem"
+        ):
             # `from clonemem import runtime` imports the module clonemem.runtime, `from clonemem.x import f` x
-            out += [(node.lineno, f"{node.module}.{a.name}" if is_module(f"{node.module}.{a.name}") else node.module)
-                    for a in node.names]
+            out += [
+                (
+                    node.lineno,
+                    f"{node.module}.{a.name}"
+                    if is_module(f"{node.module}.{a.name}")
+                    else node.module,
+                )
+                for a in node.names
+            ]
     return sorted(set(out))
 
 
@@ -103,14 +124,25 @@ FILES = sorted(p for d in SOURCES for p in (ROOT / d).rglob("*.py"))
 
 
 def test_the_doc_has_the_layer_table() -> None:
-    assert {layer.name for layer in LAYERS} >= {"entry", "orchestration", "tasks", "domain", "warehouse", "core",
-                                                "schemas"}
+    assert {layer.name for layer in LAYERS} >= {
+        "entry",
+        "orchestration",
+        "tasks",
+        "domain",
+        "warehouse",
+        "core",
+        "schemas",
+    }
 
 
 def test_every_module_is_in_a_layer_and_imports_what_its_layer_may() -> None:
     outside = [str(p.relative_to(ROOT)) for p in FILES if layer_of(module_of(p)) is None]
     assert not outside, f"modules in no layer of docs/architecture.md: {outside}"
-    wrong = {str(p.relative_to(ROOT)): w for p in FILES if (w := violations(module_of(p), p.read_text("utf-8")))}
+    wrong = {
+        str(p.relative_to(ROOT)): w
+        for p in FILES
+        if (w := violations(module_of(p), p.read_text("utf-8")))
+    }
     assert not wrong, f"imports across the layers: {wrong}"
 
 
@@ -125,8 +157,13 @@ def test_the_check_fails_when_a_flow_imports_the_warehouse() -> None:
 
 
 def test_the_mapped_folders_are_those_pyproject_installs() -> None:
-    package_dir = tomllib.loads((ROOT / "pyproject.toml").read_text("utf-8"))["tool"]["setuptools"]["package-dir"]
-    assert package_dir == {layout.PACKAGE: layout.PACKAGE, **{f"{layout.PACKAGE}.{m}": m for m in layout.MAPPED}}
+    package_dir = tomllib.loads((ROOT / "pyproject.toml").read_text("utf-8"))["tool"]["setuptools"][
+        "package-dir"
+    ]
+    assert package_dir == {
+        layout.PACKAGE: layout.PACKAGE,
+        **{f"{layout.PACKAGE}.{m}": m for m in layout.MAPPED},
+    }
 
 
 def second_names(path: Path, test_modules: frozenset[str]) -> list[str]:
@@ -134,10 +171,18 @@ def second_names(path: Path, test_modules: frozenset[str]) -> list[str]:
     for `clonemem.flows.qa`) or a module of tests/ without `tests.` (`dashboard_kit`)."""
     wrong = []
     for node in ast.walk(ast.parse(path.read_text("utf-8"))):
-        names = ([a.name for a in node.names] if isinstance(node, ast.Import)
-                 else [node.module] if isinstance(node, ast.ImportFrom) and node.module and not node.level else [])
-        wrong += [f"line {node.lineno}: {n}" for n in names
-                  if n.split(".")[0] in layout.MAPPED or n.split(".")[0] in test_modules]
+        names = (
+            [a.name for a in node.names]
+            if isinstance(node, ast.Import)
+            else [node.module]
+            if isinstance(node, ast.ImportFrom) and node.module and not node.level
+            else []
+        )
+        wrong += [
+            f"line {node.lineno}: {n}"
+            for n in names
+            if n.split(".")[0] in layout.MAPPED or n.split(".")[0] in test_modules
+        ]
     return wrong
 
 
@@ -145,18 +190,28 @@ def test_no_module_is_imported_under_a_second_name() -> None:
     """One module object per file: the product's folders only as `clonemem.*`, the tests' helpers only
     as `tests.*` (pytest imports test files as `tests.test_x`: pyproject's import mode)."""
     test_modules = frozenset(p.stem for p in (ROOT / "tests").glob("*.py"))
-    scanned = [*FILES, *sorted((ROOT / "tests").glob("*.py")), *sorted((ROOT / "tools").glob("*.py")),
-               *sorted((ROOT / "examples").rglob("*.py"))]
+    scanned = [
+        *FILES,
+        *sorted((ROOT / "tests").glob("*.py")),
+        *sorted((ROOT / "tools").glob("*.py")),
+        *sorted((ROOT / "examples").rglob("*.py")),
+    ]
     wrong = {str(p.relative_to(ROOT)): w for p in scanned if (w := second_names(p, test_modules))}
     assert not wrong, f"imports under a second name (use clonemem.* / tests.*): {wrong}"
 
 
 def test_the_check_sees_a_second_name(tmp_path: Path) -> None:
     module = tmp_path / "m.py"
-    module.write_text("import flows.qa\nfrom schemas.config import RunConfig\nfrom dashboard_kit import app\n"
-                      "from clonemem.flows import qa\nfrom tests.dashboard_kit import app\n", "utf-8")
+    module.write_text(
+        "import flows.qa\nfrom schemas.config import RunConfig\nfrom dashboard_kit import app\n"
+        "from clonemem.flows import qa\nfrom tests.dashboard_kit import app\n",
+        "utf-8",
+    )
     assert second_names(module, frozenset({"dashboard_kit"})) == [
-        "line 1: flows.qa", "line 2: schemas.config", "line 3: dashboard_kit"]
+        "line 1: flows.qa",
+        "line 2: schemas.config",
+        "line 3: dashboard_kit",
+    ]
 
 
 def test_test_files_have_one_name() -> None:
@@ -168,7 +223,10 @@ def test_test_files_have_one_name() -> None:
 
 
 def _type_checking_only(node: ast.AST) -> bool:
-    return isinstance(node, ast.If) and ast.unparse(node.test) in ("TYPE_CHECKING", "typing.TYPE_CHECKING")
+    return isinstance(node, ast.If) and ast.unparse(node.test) in (
+        "TYPE_CHECKING",
+        "typing.TYPE_CHECKING",
+    )
 
 
 def runtime_imports(source: str) -> set[str]:
@@ -200,8 +258,8 @@ def circles(graph: dict[str, set[str]]) -> list[list[str]]:
             elif w in stack:
                 low[v] = min(low[v], order[w])
         if low[v] == order[v]:
-            group = stack[stack.index(v):]
-            del stack[stack.index(v):]
+            group = stack[stack.index(v) :]
+            del stack[stack.index(v) :]
             if len(group) > 1 or v in graph[v]:
                 found.append(sorted(group))
 
@@ -213,9 +271,13 @@ def circles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 def private_imports(source: str) -> list[str]:
     """`from clonemem.x import _name`: a module reaching into another's private names."""
-    return [f"line {n.lineno}: {n.module}.{a.name}" for n in ast.walk(ast.parse(source))
-            if isinstance(n, ast.ImportFrom) and n.module and n.module.split(".")[0] == "clonemem"
-            for a in n.names if a.name.startswith("_") and not a.name.startswith("__")]
+    return [
+        f"line {n.lineno}: {n.module}.{a.name}"
+        for n in ast.walk(ast.parse(source))
+        if isinstance(n, ast.ImportFrom) and n.module and n.module.split(".")[0] == "clonemem"
+        for a in n.names
+        if a.name.startswith("_") and not a.name.startswith("__")
+    ]
 
 
 def test_the_import_graph_has_no_circle() -> None:
@@ -224,14 +286,24 @@ def test_the_import_graph_has_no_circle() -> None:
 
 
 def test_no_module_imports_another_modules_private_names() -> None:
-    wrong = {str(p.relative_to(ROOT)): w for p in FILES if (w := private_imports(p.read_text("utf-8")))}
-    assert not wrong, f"private names imported across modules (make them public where they belong): {wrong}"
+    wrong = {
+        str(p.relative_to(ROOT)): w for p in FILES if (w := private_imports(p.read_text("utf-8")))
+    }
+    assert not wrong, (
+        f"private names imported across modules (make them public where they belong): {wrong}"
+    )
 
 
 def test_the_checks_see_a_circle_and_a_private_import() -> None:
-    assert circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}, "e": {"e"}}) == [["a", "b", "c"], ["e"]]
+    assert circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}, "e": {"e"}}) == [
+        ["a", "b", "c"],
+        ["e"],
+    ]
     lazy = "def f():\n    from clonemem.qa.privacy import run\n"
     typing_only = "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from clonemem.qa.privacy import run\n"
-    assert runtime_imports(lazy) == {"clonemem.qa.privacy"} and runtime_imports(typing_only) == set()
-    assert private_imports("from clonemem.tasks.generation import _transient_only, cached_stage\n") == [
-        "line 1: clonemem.tasks.generation._transient_only"]
+    assert (
+        runtime_imports(lazy) == {"clonemem.qa.privacy"} and runtime_imports(typing_only) == set()
+    )
+    assert private_imports(
+        "from clonemem.tasks.generation import _transient_only, cached_stage\n"
+    ) == ["line 1: clonemem.tasks.generation._transient_only"]

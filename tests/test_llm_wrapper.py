@@ -26,9 +26,13 @@ from clonemem.schemas.config import RunConfig
 from clonemem.schemas.memory import TraceSummary, TraceText
 from clonemem.stages import offline_override
 
-TRACE = TraceText(trace_id="t1", medium="diary", event_date="2023-03-04T15:20:00",
-                  content="First sketch in years: the old tram depot on Harbour Street. Wobbly lines, very happy. "
-                          "Anna and Tomas want to sketch the botanical garden next Saturday.")
+TRACE = TraceText(
+    trace_id="t1",
+    medium="diary",
+    event_date="2023-03-04T15:20:00",
+    content="First sketch in years: the old tram depot on Harbour Street. Wobbly lines, very happy. "
+    "Anna and Tomas want to sketch the botanical garden next Saturday.",
+)
 
 
 def summarize(model: Model, trace: TraceText = TRACE) -> TraceSummary:
@@ -44,14 +48,18 @@ def test_offline_is_deterministic_and_extractive() -> None:
     b = summarize(get_model(config(), "extractor"))
     assert a == b
     assert "tram" in a.keyphrases and "depot" in a.keyphrases
-    assert all(f in TRACE.content for f in a.facts)  # facts are taken from the trace, never invented
+    assert all(
+        f in TRACE.content for f in a.facts
+    )  # facts are taken from the trace, never invented
     assert a.summary.startswith("diary on 2023-03-04:")
 
 
 def test_faults_do_not_change_the_answer() -> None:
     clean = [summarize(get_model(config(), "extractor"), t) for t in _traces(30)]
     sink = MemorySink()
-    faulty_model = get_model(config(transient_failure_rate=0.3, malformed_rate=0.3), "extractor", sink=sink)
+    faulty_model = get_model(
+        config(transient_failure_rate=0.3, malformed_rate=0.3), "extractor", sink=sink
+    )
     faulty = [summarize(faulty_model, t) for t in _traces(30)]
     assert faulty == clean
     attempts = [r.attempts for r in sink.records]
@@ -60,7 +68,10 @@ def test_faults_do_not_change_the_answer() -> None:
 
 
 def _traces(n: int) -> list[TraceText]:
-    return [TRACE.model_copy(update={"trace_id": f"t{i}", "content": TRACE.content + f" Day {i}."}) for i in range(n)]
+    return [
+        TRACE.model_copy(update={"trace_id": f"t{i}", "content": TRACE.content + f" Day {i}."})
+        for i in range(n)
+    ]
 
 
 def test_a_request_without_an_offline_handler_is_permanent() -> None:
@@ -114,23 +125,35 @@ class StubAPI(ModelAPI):
                 self.inflight -= 1
 
 
-def stub_model(api: StubAPI, *, retries: int = 3, vretries: int = 2, limit: int = 4, sink=None, sleeps=None):
-    policy = RetryPolicy(max_retries=retries, max_validation_retries=vretries, backoff_base_s=1.0, backoff_max_s=8.0)
+def stub_model(
+    api: StubAPI, *, retries: int = 3, vretries: int = 2, limit: int = 4, sink=None, sleeps=None
+):
+    policy = RetryPolicy(
+        max_retries=retries, max_validation_retries=vretries, backoff_base_s=1.0, backoff_max_s=8.0
+    )
     from clonemem.schemas.config import ModelPrice
 
-    return Model(api, "extractor", policy, threading.BoundedSemaphore(limit),
-                 ModelPrice(input_per_mtok=1.0, output_per_mtok=10.0), sink=sink,
-                 sleep=(sleeps.append if sleeps is not None else (lambda s: None)))
+    return Model(
+        api,
+        "extractor",
+        policy,
+        threading.BoundedSemaphore(limit),
+        ModelPrice(input_per_mtok=1.0, output_per_mtok=10.0),
+        sink=sink,
+        sleep=(sleeps.append if sleeps is not None else (lambda s: None)),
+    )
 
 
 def plain_request() -> GenerateRequest:
     from clonemem.llm.types import Message
 
-    return GenerateRequest(stage="s", role="extractor", system="sys", messages=(Message("user", "hi"),))
+    return GenerateRequest(
+        stage="s", role="extractor", system="sys", messages=(Message("user", "hi"),)
+    )
 
 
 def test_validation_error_is_fed_back_then_accepted() -> None:
-    api = StubAPI(replies=['{"keyphrases": []}', "```json\n{\"summary\": \"fixed\"}\n```"])
+    api = StubAPI(replies=['{"keyphrases": []}', '```json\n{"summary": "fixed"}\n```'])
     sink = MemorySink()
     out = stub_model(api, sink=sink).structured(plain_request(), TraceSummary)
     assert out.summary == "fixed"
@@ -151,11 +174,15 @@ def test_invalid_output_gives_up_after_bounded_retries() -> None:
 
 
 def test_transient_errors_retry_with_backoff_and_retry_after() -> None:
-    api = StubAPI(replies=[TransientError("429", retry_after=2.5), TransientError("503"), '{"summary": "x"}'])
+    api = StubAPI(
+        replies=[TransientError("429", retry_after=2.5), TransientError("503"), '{"summary": "x"}']
+    )
     sleeps: list[float] = []
     assert stub_model(api, sleeps=sleeps).structured(plain_request(), TraceSummary).summary == "x"
     assert sleeps[0] == 2.5  # retry-after honoured
-    assert 1.0 <= sleeps[1] <= 2.0  # exponential backoff, second retry: base * 2, jittered down to half
+    assert (
+        1.0 <= sleeps[1] <= 2.0
+    )  # exponential backoff, second retry: base * 2, jittered down to half
 
 
 def test_transient_errors_exhaust_the_budget() -> None:
@@ -177,7 +204,10 @@ def test_permanent_errors_are_not_retried() -> None:
 def test_concurrency_limit_per_provider() -> None:
     api = StubAPI(delay=0.05)
     model = stub_model(api, limit=2)
-    threads = [threading.Thread(target=model.structured, args=(plain_request(), TraceSummary)) for _ in range(8)]
+    threads = [
+        threading.Thread(target=model.structured, args=(plain_request(), TraceSummary))
+        for _ in range(8)
+    ]
     for t in threads:
         t.start()
     for t in threads:
@@ -191,6 +221,12 @@ def test_live_switch_refuses_real_endpoints(monkeypatch) -> None:
     cfg = RunConfig.model_validate({"models": {"judge": "anthropic/claude-haiku-4-5"}})
     with pytest.raises(LiveProviderDisabled, match="CLONEMEM_DISABLE_LIVE_LLM"):
         get_model(cfg, "judge")
-    local = RunConfig.model_validate({"models": {"judge": "anthropic/claude-haiku-4-5"},
-                                      "providers": {"anthropic": {"base_url": "http://127.0.0.1:9", "api_key_env": "ANTHROPIC_API_KEY"}}})
+    local = RunConfig.model_validate(
+        {
+            "models": {"judge": "anthropic/claude-haiku-4-5"},
+            "providers": {
+                "anthropic": {"base_url": "http://127.0.0.1:9", "api_key_env": "ANTHROPIC_API_KEY"}
+            },
+        }
+    )
     assert get_model(local, "judge").ref == "anthropic/claude-haiku-4-5"

@@ -13,12 +13,27 @@ from clonemem.schemas.config import RunConfig
 from clonemem.stages import STAGES
 from tests.memory_kit import REMOTE, day, trace
 
-BUILT_IN = ("oracle", "oracle_statements", "full_context", "random", "bm25", "dense", "hybrid", "flat_combined",
-            "flat_wo_org", "mem0", "amem", "omem")
+BUILT_IN = (
+    "oracle",
+    "oracle_statements",
+    "full_context",
+    "random",
+    "bm25",
+    "dense",
+    "hybrid",
+    "flat_combined",
+    "flat_wo_org",
+    "mem0",
+    "amem",
+    "omem",
+)
 RAW = ("oracle", "oracle_statements", "full_context", "random", "bm25", "dense", "hybrid")
 
 
-TRACES = [*REMOTE, trace("n1", "2023-05-11T08:00:00", "Rainy morning, grey sky over the harbour.", "social_media")]
+TRACES = [
+    *REMOTE,
+    trace("n1", "2023-05-11T08:00:00", "Rainy morning, grey sky over the harbour.", "social_media"),
+]
 
 
 @pytest.fixture(scope="module")
@@ -51,9 +66,13 @@ def test_stored_items_carry_provenance_and_respect_time(systems, name):
         assert all(dates[t] <= as_of for i in items for t in i.trace_ids), (name, as_of, items)
         # what a question at that time retrieves was stored then
         got = system.retrieve(QuestionView("q", "remote work and my cat", as_of), 10)
-        assert {t for i in got for t in i.trace_ids} <= represented(system, as_of) or name == "oracle_statements"
+        assert {t for i in got for t in i.trace_ids} <= represented(
+            system, as_of
+        ) or name == "oracle_statements"
     assert system.stored(day("2023-01-01")) == []
-    assert system.stored() == system.stored()  # deterministic, and cheap enough to call per question
+    assert (
+        system.stored() == system.stored()
+    )  # deterministic, and cheap enough to call per question
 
 
 @pytest.mark.parametrize("name", RAW)
@@ -65,7 +84,9 @@ def test_raw_retrievers_store_every_trace(systems, name):
 
 def test_flat_extraction_ablations_store_their_units(systems):
     combined, extracted = systems["flat_combined"].stored(), systems["flat_wo_org"].stored()
-    assert {i.kind for i in combined} >= {"trace", "summary"} and "trace" not in {i.kind for i in extracted}
+    assert {i.kind for i in combined} >= {"trace", "summary"} and "trace" not in {
+        i.kind for i in extracted
+    }
     assert len(combined) == len(extracted) + len(TRACES)
 
 

@@ -32,8 +32,12 @@ from clonemem.warehouse import Warehouse
 LOCOMO_DEV = Path(os.environ.get("CLONEMEM_LOCOMO_DEV", "/work/shared/data/locomo-dev"))
 K = 10
 
-pytestmark = [pytest.mark.slow,
-              pytest.mark.skipif(not LOCOMO_DEV.is_dir(), reason=f"no LoCoMo dev conversations at {LOCOMO_DEV}")]
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        not LOCOMO_DEV.is_dir(), reason=f"no LoCoMo dev conversations at {LOCOMO_DEV}"
+    ),
+]
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -49,13 +53,15 @@ def one_embedding_thread():
 def conversations(tmp_path_factory) -> list[PersonaData]:
     with Warehouse.open_writer(tmp_path_factory.mktemp("locomo") / "wh.duckdb") as wh:
         import_files(wh, "locomo", [LOCOMO_DEV], "locomo-dev")
-        (bid,), = wh.rows("SELECT benchmark_id FROM benchmarks WHERE name = 'locomo-dev'")
+        ((bid,),) = wh.rows("SELECT benchmark_id FROM benchmarks WHERE name = 'locomo-dev'")
         return load_benchmark(wh, bid)
 
 
 def as_chat(persona: PersonaData) -> PersonaData:
     """The same turns as a chat export: nobody in it is the writer ("Me")."""
-    return dataclasses.replace(persona, traces=tuple(dataclasses.replace(t, medium="chat_group") for t in persona.traces))
+    return dataclasses.replace(
+        persona, traces=tuple(dataclasses.replace(t, medium="chat_group") for t in persona.traces)
+    )
 
 
 def evaluate(system: str, personas: list[PersonaData]) -> dict:
@@ -65,8 +71,12 @@ def evaluate(system: str, personas: list[PersonaData]) -> dict:
     for p in personas:
         memory = SYSTEMS.get(system)()
         with use(rt):
-            memory.build(p.traces, BuildContext(llm=lambda name, inp: STAGES.get(name).run(model, inp),
-                                                language=p.language))
+            memory.build(
+                p.traces,
+                BuildContext(
+                    llm=lambda name, inp: STAGES.get(name).run(model, inp), language=p.language
+                ),
+            )
         covered += write_coverage(memory, p.traces) * len(p.traces)
         traces += len(p.traces)
         for q in p.questions:
@@ -75,8 +85,13 @@ def evaluate(system: str, personas: list[PersonaData]) -> dict:
             lists.add((p.persona_id, top))
             ids.append(len(top))
             recalls.append(recall_at_k(q.evidence_sets, got, K)["recall_flat"])
-    return {"distinct": len(lists) / len(recalls), "mean_ids": float(np.mean(ids)), "recall": float(np.mean(recalls)),
-            "coverage": covered / traces, "calls_per_trace": model.usage.calls / traces}
+    return {
+        "distinct": len(lists) / len(recalls),
+        "mean_ids": float(np.mean(ids)),
+        "recall": float(np.mean(recalls)),
+        "coverage": covered / traces,
+        "calls_per_trace": model.usage.calls / traces,
+    }
 
 
 @pytest.fixture(scope="module")
@@ -98,7 +113,9 @@ def check(got: dict, bm25: dict) -> None:
 def test_mem0_retrieves_distinct_lists_with_recall_well_above_a_collapse(conversations, bm25):
     got = evaluate("mem0", conversations)
     check(got, bm25)
-    assert got["calls_per_trace"] < 0.5, got  # one extraction and one update call per group of turns
+    assert got["calls_per_trace"] < 0.5, (
+        got
+    )  # one extraction and one update call per group of turns
     assert got["coverage"] >= 0.7, got  # most turns state something and keep their provenance
 
 

@@ -19,11 +19,21 @@ def test_dedup_before_the_cut() -> None:
 def test_partly_retrieved_evidence() -> None:
     sets = [["t1", "t2"], ["t3"]]
     r = M.recall_at_k(sets, ["t1", "x", "t9"], 3)
-    assert r == {"recall_flat": pytest.approx(1 / 3), "recall_all_all": 0.0, "recall_all_any": 0.0,
-                 "recall_any_all": 0.0, "recall_any_any": 1.0}
+    assert r == {
+        "recall_flat": pytest.approx(1 / 3),
+        "recall_all_all": 0.0,
+        "recall_all_any": 0.0,
+        "recall_any_all": 0.0,
+        "recall_any_any": 1.0,
+    }
     r = M.recall_at_k(sets, ["t3", "t1"], 5)
-    assert r == {"recall_flat": pytest.approx(2 / 3), "recall_all_all": 0.0, "recall_all_any": 1.0,
-                 "recall_any_all": 1.0, "recall_any_any": 1.0}
+    assert r == {
+        "recall_flat": pytest.approx(2 / 3),
+        "recall_all_all": 0.0,
+        "recall_all_any": 1.0,
+        "recall_any_all": 1.0,
+        "recall_any_any": 1.0,
+    }
     r = M.recall_at_k(sets, ["t2", "t3", "t1"], 3)
     assert all(v == 1.0 for v in r.values())
 
@@ -55,20 +65,34 @@ def test_choice_accuracy_is_case_insensitive_and_null_for_free_text() -> None:
 
 
 def test_judge_normalisation_and_unscored() -> None:
-    assert M.judged(3, 2, 4, 2) == {"qa_consistency": 1.0, "qa_hallucination_rate": 0.0, "qa_perfect_rate": 1.0,
-                                    "mem_recall": 0.5, "mem_helpful": 1.0}
+    assert M.judged(3, 2, 4, 2) == {
+        "qa_consistency": 1.0,
+        "qa_hallucination_rate": 0.0,
+        "qa_perfect_rate": 1.0,
+        "mem_recall": 0.5,
+        "mem_helpful": 1.0,
+    }
     assert M.judged(0, 0, 2, 1)["qa_hallucination_rate"] == 1.0
     assert M.judged(None, None, 2, None) == dict.fromkeys(M.JUDGED)  # unscored stays None, never 0
 
 
 def test_aggregate_means_ignore_unscored_and_give_cis() -> None:
-    frame = pl.DataFrame({"system": ["s"] * 4, "k": [5] * 4, "question_id": list("abcd"),
-                          "question_type": ["x", "x", "y", "y"], "recall_flat": [1.0, 0.0, 1.0, 0.0],
-                          "choice_accuracy": [1.0, None, 0.0, 1.0]})
+    frame = pl.DataFrame(
+        {
+            "system": ["s"] * 4,
+            "k": [5] * 4,
+            "question_id": list("abcd"),
+            "question_type": ["x", "x", "y", "y"],
+            "recall_flat": [1.0, 0.0, 1.0, 0.0],
+            "choice_accuracy": [1.0, None, 0.0, 1.0],
+        }
+    )
     agg = M.aggregate(frame, [], samples=200, seed=1)
     row = {r["metric"]: r for r in agg.iter_rows(named=True)}
     assert row["recall_flat"]["value"] == 0.5 and row["recall_flat"]["n"] == 4
-    assert row["choice_accuracy"]["value"] == pytest.approx(2 / 3) and row["choice_accuracy"]["n"] == 3
+    assert (
+        row["choice_accuracy"]["value"] == pytest.approx(2 / 3) and row["choice_accuracy"]["n"] == 3
+    )
     assert 0.0 <= row["recall_flat"]["ci_low"] <= 0.5 <= row["recall_flat"]["ci_high"] <= 1.0
     by_type = M.aggregate(frame, ["question_type"], samples=50)
     assert set(by_type["question_type"].to_list()) == {"x", "y"}

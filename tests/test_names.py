@@ -18,11 +18,22 @@ from clonemem.schemas.names import NameRefused, checked_name, name_problem, spli
 from clonemem.warehouse import Warehouse
 
 
-@pytest.mark.parametrize(("value", "problem"), [
-    (None, "is empty"), ("", "is empty"), ("   ", "is blank ('   ': only whitespace)"),
-    ("\t\n", "is blank"), (" mine", "has whitespace around it (' mine')"), ("mine ", "has whitespace around it"),
-    ("mi\nne", "contains a control character"), ("a\x00b", "contains a control character")])
-def test_a_name_that_cannot_be_typed_again_is_refused_naming_the_flag(value: str | None, problem: str) -> None:
+@pytest.mark.parametrize(
+    ("value", "problem"),
+    [
+        (None, "is empty"),
+        ("", "is empty"),
+        ("   ", "is blank ('   ': only whitespace)"),
+        ("\t\n", "is blank"),
+        (" mine", "has whitespace around it (' mine')"),
+        ("mine ", "has whitespace around it"),
+        ("mi\nne", "contains a control character"),
+        ("a\x00b", "contains a control character"),
+    ],
+)
+def test_a_name_that_cannot_be_typed_again_is_refused_naming_the_flag(
+    value: str | None, problem: str
+) -> None:
     assert (name_problem(value) or "").startswith(problem)
     with pytest.raises(NameRefused) as err:
         checked_name(value, "--name")
@@ -36,11 +47,20 @@ def test_ordinary_names_pass(value: str) -> None:
 
 
 def test_every_item_and_label_of_a_list_option_is_a_name() -> None:
-    assert split_names("bm25, mine ,x=http://127.0.0.1:9/", "--systems") == ["bm25", "mine", "x=http://127.0.0.1:9/"]
-    for value, said in [("bm25,,dense", "--systems item 2: the name is empty"),
-                        ("bm25, ", "--systems item 2: the name is blank"),
-                        ("   =http://127.0.0.1:9/", "--systems item 1 ('=http://127.0.0.1:9/'), its label before '='"),
-                        ("  ", "--systems: no name given")]:
+    assert split_names("bm25, mine ,x=http://127.0.0.1:9/", "--systems") == [
+        "bm25",
+        "mine",
+        "x=http://127.0.0.1:9/",
+    ]
+    for value, said in [
+        ("bm25,,dense", "--systems item 2: the name is empty"),
+        ("bm25, ", "--systems item 2: the name is blank"),
+        (
+            "   =http://127.0.0.1:9/",
+            "--systems item 1 ('=http://127.0.0.1:9/'), its label before '='",
+        ),
+        ("  ", "--systems: no name given"),
+    ]:
         with pytest.raises(NameRefused, match="^" + said.replace("(", r"\(").replace(")", r"\)")):
             split_names(value, "--systems")
 
@@ -55,9 +75,21 @@ def test_a_config_name_is_checked_alike(tmp_path) -> None:
 
 
 def _evaluated(wh: Warehouse, eid: str, when: str, systems: dict[str, dict[str, str]]) -> None:
-    prov = {"systems": [{"system": s, "code_hash": "h", "extra": extra} for s, extra in systems.items()]}
-    wh.upsert("eval_runs", [{"eval_run_id": eid, "benchmark_id": "b1", "forced": False,
-                             "started_at": dt.datetime.fromisoformat(when), "provenance_json": json.dumps(prov)}])
+    prov = {
+        "systems": [{"system": s, "code_hash": "h", "extra": extra} for s, extra in systems.items()]
+    }
+    wh.upsert(
+        "eval_runs",
+        [
+            {
+                "eval_run_id": eid,
+                "benchmark_id": "b1",
+                "forced": False,
+                "started_at": dt.datetime.fromisoformat(when),
+                "provenance_json": json.dumps(prov),
+            }
+        ],
+    )
 
 
 FILE_A = {"file": "a.jsonl", "sha256": "a" * 64}
@@ -68,16 +100,20 @@ def test_a_name_holding_another_files_results_needs_replace(wh: Warehouse) -> No
     _evaluated(wh, "e1", "2026-01-01 10:00", {"mine": FILE_A, "bm25": {}})
     assert latest_use(wh, "b1", "nobody") is None
     assert name_reuse(wh, "b1", "new-name", FILE_B) is None  # a new name
-    assert name_reuse(wh, "b1", "mine", {"file": "renamed.jsonl", "sha256": "a" * 64}) is None  # same content
+    assert (
+        name_reuse(wh, "b1", "mine", {"file": "renamed.jsonl", "sha256": "a" * 64}) is None
+    )  # same content
     stored = name_reuse(wh, "b1", "mine", FILE_B)
     assert stored is not None and stored.eval_run_id == "e1"
     with pytest.raises(NameTaken) as err:
         refuse_reuse(wh, "b1", "tiny", "mine", FILE_B, "--name", replace=False)
     message = str(err.value)
-    assert message == ("--name 'mine' already names other results on benchmark 'tiny': file a.jsonl, sha256 "
-                       "aaaaaaaaaaaa… (evaluation e1 of 2026-01-01 10:00:00), not file b.jsonl, sha256 bbbbbbbbbbbb…; "
-                       "pass --replace to store these as its latest evaluation (the earlier one stays in its "
-                       "history), or give a new --name")
+    assert message == (
+        "--name 'mine' already names other results on benchmark 'tiny': file a.jsonl, sha256 "
+        "aaaaaaaaaaaa… (evaluation e1 of 2026-01-01 10:00:00), not file b.jsonl, sha256 bbbbbbbbbbbb…; "
+        "pass --replace to store these as its latest evaluation (the earlier one stays in its "
+        "history), or give a new --name"
+    )
     assert exit_code_for(err.value) == ExitCode.USAGE
     refuse_reuse(wh, "b1", "tiny", "mine", FILE_B, "--name", replace=True)  # the user's word
 
@@ -91,6 +127,8 @@ def test_the_latest_use_decides_and_other_benchmarks_do_not_count(wh: Warehouse)
     # a label that named a remote service is another thing than a results file
     _evaluated(wh, "e3", "2026-01-03 10:00", {"svc": {"remote_url": "http://127.0.0.1:9"}})
     stored = name_reuse(wh, "b1", "svc", FILE_A)
-    assert stored is not None and stored.describe().startswith("remote_url http://127.0.0.1:9 (evaluation e3")
+    assert stored is not None and stored.describe().startswith(
+        "remote_url http://127.0.0.1:9 (evaluation e3"
+    )
     # a remote service's label is its provenance's business (it may move to another port)
     assert name_reuse(wh, "b1", "svc", {"remote_url": "http://127.0.0.1:10"}) is None

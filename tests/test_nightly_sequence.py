@@ -16,7 +16,12 @@ from tests.dashboard_kit import app, charts, frame, sql
 from tests.pipeline_kit import tiny_config
 from tests.prefect_server_kit import Stack
 
-pytestmark = [pytest.mark.prefect_server, pytest.mark.slow, pytest.mark.timing, pytest.mark.timeout(1500)]
+pytestmark = [
+    pytest.mark.prefect_server,
+    pytest.mark.slow,
+    pytest.mark.timing,
+    pytest.mark.timeout(1500),
+]
 
 EVALUATION = """[evaluation]
 systems = ["oracle", "bm25"]
@@ -34,7 +39,9 @@ def _config(folder: Path, name: str, benchmark: str = "tiny", **offline: object)
 
 
 def _seconds(run: dict) -> float:
-    start, end = (dt.datetime.fromisoformat(run[k].replace("Z", "+00:00")) for k in ("start_time", "end_time"))
+    start, end = (
+        dt.datetime.fromisoformat(run[k].replace("Z", "+00:00")) for k in ("start_time", "end_time")
+    )
     return (end - start).total_seconds()
 
 
@@ -47,10 +54,14 @@ def _pipeline_row_status(wh: Path, run_id: str) -> str | None:
         return r.scalar("SELECT max(status) FROM runs WHERE run_id = ?", [run_id])
 
 
-def test_four_nights_leave_four_visible_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_four_nights_leave_four_visible_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     nightly = _config(tmp_path, "nightly")
     # 150 ms per simulated call: the run lasts long enough to be killed while it generates
-    slow = _config(tmp_path, "nightly-slow", benchmark="tiny-slow", latency_ms=150)  # nothing of it cached
+    slow = _config(
+        tmp_path, "nightly-slow", benchmark="tiny-slow", latency_ms=150
+    )  # nothing of it cached
     stack = Stack(tmp_path, tmp_path / "wh.duckdb")
     try:
         stack.start_server()
@@ -68,17 +79,23 @@ def test_four_nights_leave_four_visible_runs(tmp_path: Path, monkeypatch: pytest
         assert cached["state"]["type"] == "COMPLETED", (cached["state"], stack.tail("night-worker"))
         assert _seconds(cached) < CACHED_RERUN_S, (_seconds(first), _seconds(cached))
 
-        runs["failing"] = stack.run_deployment("pipeline/pipeline", {"config": str(tmp_path / "missing.toml")})
+        runs["failing"] = stack.run_deployment(
+            "pipeline/pipeline", {"config": str(tmp_path / "missing.toml")}
+        )
         assert stack.wait(runs["failing"], 300)["state"]["type"] == "FAILED"
 
         runs["killed"] = stack.run_deployment("pipeline/pipeline", {"config": str(slow)})
         stack.wait(runs["killed"], 300, states={"RUNNING"})
         deadline = time.monotonic() + 300
-        while _pipeline_row_status(stack.warehouse, runs["killed"]) != "running":  # its row is written at start
+        while (
+            _pipeline_row_status(stack.warehouse, runs["killed"]) != "running"
+        ):  # its row is written at start
             assert time.monotonic() < deadline, stack.tail("night-worker")
             time.sleep(0.5)
         time.sleep(3)  # well into generation
-        stack.kill("night-worker")  # the worker and its flow run's process tree, SIGKILL: a lost machine
+        stack.kill(
+            "night-worker"
+        )  # the worker and its flow run's process tree, SIGKILL: a lost machine
         # nothing marks the lost run on the server without heartbeats: it stays RUNNING there
         assert stack.flow_run(runs["killed"])["state"]["type"] == "RUNNING"
     finally:
@@ -90,20 +107,34 @@ def test_four_nights_leave_four_visible_runs(tmp_path: Path, monkeypatch: pytest
     monkeypatch.delenv("PREFECT_UI_URL", raising=False)
     at = app("Runs")
     table = frame(at, "kind", "status", "seconds")
-    pipeline = {run_id: status for run_id, kind, status in
-                zip(table["run_id"], table["kind"], table["status"]) if kind == "pipeline"}
-    assert pipeline == {runs["first"]: "completed", runs["cached"]: "completed", runs["failing"]: "failed",
-                        runs["killed"]: "crashed"}
+    pipeline = {
+        run_id: status
+        for run_id, kind, status in zip(table["run_id"], table["kind"], table["status"])
+        if kind == "pipeline"
+    }
+    assert pipeline == {
+        runs["first"]: "completed",
+        runs["cached"]: "completed",
+        runs["failing"]: "failed",
+        runs["killed"]: "crashed",
+    }
     unfinished = frame(at, "status", "error", "flow_run_id")
     errors = dict(zip(unfinished["status"], unfinished["error"]))
-    assert "missing.toml" in errors["failed"] and errors["crashed"].startswith("crashed: its process")
+    assert "missing.toml" in errors["failed"] and errors["crashed"].startswith(
+        "crashed: its process"
+    )
     ui = stack.api_url.removesuffix("/api")
     assert f"{ui}/runs/flow-run/{runs['failing']}" in unfinished["flow_run_id"].to_list()
 
     # the History page: the one evaluation of 'tiny' (the cached re-run's identical one reused it)
-    evaluations = sql(stack.warehouse, "SELECT eval_run_id FROM eval_runs e JOIN benchmarks b USING (benchmark_id) "
-                                       "WHERE b.name = 'tiny'")
+    evaluations = sql(
+        stack.warehouse,
+        "SELECT eval_run_id FROM eval_runs e JOIN benchmarks b USING (benchmark_id) "
+        "WHERE b.name = 'tiny'",
+    )
     assert evaluations.height == 1
-    series = next(df for df in charts(app("History", benchmark="tiny"))[0].values() if "system" in df.columns)
+    series = next(
+        df for df in charts(app("History", benchmark="tiny"))[0].values() if "system" in df.columns
+    )
     assert set(series["system"]) == {"bm25", "oracle"}
     assert set(series["eval_run_id"]) == set(evaluations["eval_run_id"])

@@ -21,19 +21,26 @@ from clonemem.runtime import Runtime, use
 from clonemem.schemas.config import RunConfig
 
 _spec = importlib.util.spec_from_file_location(
-    "text_quality", Path(__file__).resolve().parents[1] / "benchmarks" / "text_quality.py")
+    "text_quality", Path(__file__).resolve().parents[1] / "benchmarks" / "text_quality.py"
+)
 assert _spec and _spec.loader
 tq = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(tq)
 
-SMALL = {"major_events": 3, "phases_per_event": 2, "events_per_phase": 4, "traces_per_event": 4,
-         "noise_traces_per_phase": 4}
+SMALL = {
+    "major_events": 3,
+    "phases_per_event": 2,
+    "events_per_phase": 4,
+    "traces_per_event": 4,
+    "noise_traces_per_phase": 4,
+}
 
 
 @pytest.fixture(scope="module", params=["en", "zh"])
 def tables(request) -> tuple[str, str, dict]:
-    cfg = RunConfig.model_validate({"name": f"text-{request.param}",
-                                    "generation": {**SMALL, "language": request.param}})
+    cfg = RunConfig.model_validate(
+        {"name": f"text-{request.param}", "generation": {**SMALL, "language": request.param}}
+    )
     rt, done = Runtime(cfg), []
     with use(rt):
         run_inline(new_dags(cfg), rt, done.append)
@@ -44,9 +51,15 @@ def tables(request) -> tuple[str, str, dict]:
 
 def test_the_metric_sees_a_pasted_sentence() -> None:
     fact = "I finished the school science fair late in the evening at classroom 4B."
-    assert tq.repeats(f"Long day. {fact} Also, I felt trapped when {fact[:-1].lower().replace('i ', 'I ', 1)}.", "en")
+    assert tq.repeats(
+        f"Long day. {fact} Also, I felt trapped when {fact[:-1].lower().replace('i ', 'I ', 1)}.",
+        "en",
+    )
     assert not tq.repeats(f"Long day. {fact[:-1]}, and I felt trapped.", "en")
-    assert tq.repeats("我婉拒了和海涛一起去的昂贵旅行。我感到轻松，就在我婉拒了和海涛一起去的昂贵旅行的时候。", "zh")
+    assert tq.repeats(
+        "我婉拒了和海涛一起去的昂贵旅行。我感到轻松，就在我婉拒了和海涛一起去的昂贵旅行的时候。",
+        "zh",
+    )
     assert not tq.repeats("就在我婉拒了和海涛一起去的昂贵旅行的时候，我感到轻松。", "zh")
     assert tq.distinct_2(["a b a b"], "en") == round(2 / 3, 4)
 
@@ -90,8 +103,16 @@ def _by_medium(t: dict) -> dict[str, list[str]]:
 def test_every_medium_has_its_own_form(tables) -> None:
     language, _, t = tables
     media = _by_medium(t)
-    assert set(media) == {"diary", "social_media", "chat_private", "chat_group", "email", "memo",
-                          "search_history", "calendar_event"}
+    assert set(media) == {
+        "diary",
+        "social_media",
+        "chat_private",
+        "chat_group",
+        "email",
+        "memo",
+        "search_history",
+        "calendar_event",
+    }
     me = "我" if language == "zh" else "Me"
     for text in media["search_history"]:  # queries, each with the time it was typed, in order
         lines = text.splitlines()
@@ -114,19 +135,30 @@ def test_every_medium_has_its_own_form(tables) -> None:
         assert lines[-2].endswith((",", "，")), text
     for text in media["memo"]:  # a header, then items
         lines = text.splitlines()
-        assert len(lines) >= 2 and all(line.startswith("- ") for line in lines[1:]) or "\n" not in text, text
+        assert (
+            len(lines) >= 2 and all(line.startswith("- ") for line in lines[1:]) or "\n" not in text
+        ), text
     memos = [m for m in media["memo"] if "\n" in m]
     assert sum("- [ ]" in m for m in memos) >= 1  # to-do items appear
     for medium in ("diary", "social_media"):  # prose, not turns or lists
         for text in media[medium]:
-            assert not any(SPEAKER.match(line) and line.startswith(f"{me}:") for line in text.splitlines()), text
+            assert not any(
+                SPEAKER.match(line) and line.startswith(f"{me}:") for line in text.splitlines()
+            ), text
             assert not CLOCK.search(text), text
     assert sum("#" in text for text in media["social_media"]) >= len(media["social_media"]) // 2
 
 
 def test_carried_traces_speak_in_the_first_person(tables) -> None:
     language, name, t = tables
-    carried = [r for r in t["traces"] if not r["is_noise"] and r["medium"] in ("diary", "memo", "social_media")]
+    carried = [
+        r
+        for r in t["traces"]
+        if not r["is_noise"] and r["medium"] in ("diary", "memo", "social_media")
+    ]
     first = "我" if language == "zh" else "I"
-    assert all(re.search(rf"(^|\W){first}(\W|$)" if language == "en" else first, r["content"]) for r in carried)
+    assert all(
+        re.search(rf"(^|\W){first}(\W|$)" if language == "en" else first, r["content"])
+        for r in carried
+    )
     assert not any(name in r["content"] for r in carried)

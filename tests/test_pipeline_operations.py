@@ -61,37 +61,71 @@ def test_pipeline_deployments_evaluate_the_random_control_and_export_beside_the_
     # a run given no export_dir (every deployment run) exports beside its warehouse, one folder per benchmark
     default = pipeline_flow.parameters.properties["export_dir"]["default"]
     assert default == "{warehouse}.release/{name}"
-    assert export_folder(default, "/data/clonemem.duckdb", "demo") == "/data/clonemem.duckdb.release/demo"
-    assert export_folder("/out/{name}/x{y}", "/w.duckdb", "b") == "/out/b/x{y}"  # other braces kept as written
+    assert (
+        export_folder(default, "/data/clonemem.duckdb", "demo")
+        == "/data/clonemem.duckdb.release/demo"
+    )
+    assert (
+        export_folder("/out/{name}/x{y}", "/w.duckdb", "b") == "/out/b/x{y}"
+    )  # other braces kept as written
 
 
 # -- the leaderboard artifact carries the failure diagnosis ---------------------------------------------
 
 
 def test_leaderboard_markdown_carries_the_write_read_use_failure_shares_with_intervals() -> None:
-    scores = SystemScores(system="bm25", k=5, n_questions=40, recall_flat=0.5, recall_flat_ci=[0.4, 0.6],
-                          diagnosis=Diagnosis(write_failure=0.125, read_failure=0.25, utilization_failure=0.2,
-                                              correct=0.425, n=40, ci={"write_failure": [0.05, 0.2],
-                                                                       "read_failure": [0.15, 0.35],
-                                                                       "utilization_failure": None}))
-    unknown = SystemScores(system="plugin", k=5, n_questions=40)  # a system without `stored`: no diagnosis
-    result = EvaluationResult(benchmark="b", benchmark_id="bid", eval_run_id="e", offline=True,
-                              results=[scores, unknown], by_question_type=[])
+    scores = SystemScores(
+        system="bm25",
+        k=5,
+        n_questions=40,
+        recall_flat=0.5,
+        recall_flat_ci=[0.4, 0.6],
+        diagnosis=Diagnosis(
+            write_failure=0.125,
+            read_failure=0.25,
+            utilization_failure=0.2,
+            correct=0.425,
+            n=40,
+            ci={
+                "write_failure": [0.05, 0.2],
+                "read_failure": [0.15, 0.35],
+                "utilization_failure": None,
+            },
+        ),
+    )
+    unknown = SystemScores(
+        system="plugin", k=5, n_questions=40
+    )  # a system without `stored`: no diagnosis
+    result = EvaluationResult(
+        benchmark="b",
+        benchmark_id="bid",
+        eval_run_id="e",
+        offline=True,
+        results=[scores, unknown],
+        by_question_type=[],
+    )
     head, rule, row, other = leaderboard_markdown(result).splitlines()
     labels = [c.strip() for c in head.strip("|").split("|")]
-    at = labels.index("fail-W")  # the diagnosis shares follow the metrics (the privacy columns come last)
-    assert labels[at:at + 3] == ["fail-W", "fail-R", "fail-U"] and labels[at + 3:] == ["viol", "compl"]
+    at = labels.index(
+        "fail-W"
+    )  # the diagnosis shares follow the metrics (the privacy columns come last)
+    assert labels[at : at + 3] == ["fail-W", "fail-R", "fail-U"] and labels[at + 3 :] == [
+        "viol",
+        "compl",
+    ]
     assert rule.count("---") == len(labels)
     cells = [c.strip() for c in row.strip("|").split("|")]
-    assert cells[at:at + 3] == ["0.125 [0.050, 0.200]", "0.250 [0.150, 0.350]", "0.200"]
-    assert [c.strip() for c in other.strip("|").split("|")][at:at + 3] == ["–", "–", "–"]
+    assert cells[at : at + 3] == ["0.125 [0.050, 0.200]", "0.250 [0.150, 0.350]", "0.200"]
+    assert [c.strip() for c in other.strip("|").split("|")][at : at + 3] == ["–", "–", "–"]
 
 
 # -- a heartbeat while slow systems build ---------------------------------------------------------------
 
 
 def test_a_slow_build_is_reported_while_it_runs_at_the_heartbeat_interval() -> None:
-    persona = PersonaData("p-id", "p1", "Ana", "en", tuple(REMOTE * 4), ())  # 20 traces: 0.8 s of building
+    persona = PersonaData(
+        "p-id", "p1", "Ana", "en", tuple(REMOTE * 4), ()
+    )  # 20 traces: 0.8 s of building
     lines: list[str] = []
     stamps: list[float] = []
 
@@ -103,14 +137,19 @@ def test_a_slow_build_is_reported_while_it_runs_at_the_heartbeat_interval() -> N
         started = time.monotonic()
         build_and_retrieve("slowtest", persona, 5, lambda name, inp: None, 0, lambda: (0, 0))
         took = time.monotonic() - started
-    building = [m for m in lines if m.startswith("evaluation: still working: building (reading) slowtest for "
-                                                 "persona p1: ")]
+    building = [
+        m
+        for m in lines
+        if m.startswith("evaluation: still working: building (reading) slowtest for persona p1: ")
+    ]
     assert len(building) >= 3, lines
     done = [int(re.search(r": (\d+)/20 traces", m).group(1)) for m in building]  # type: ignore[union-attr]
     assert done == sorted(done) and 0 < done[0] < 20, done  # it moves on while the build runs
     assert all(m.endswith(" s") and ", running " in m for m in building)
     # a line at least every interval (with slack for a loaded machine), none after the block
-    assert len(lines) >= int(took / 0.1) - 2 and max(b - a for a, b in zip(stamps, stamps[1:])) < 0.5
+    assert (
+        len(lines) >= int(took / 0.1) - 2 and max(b - a for a, b in zip(stamps, stamps[1:])) < 0.5
+    )
     assert stamps[-1] <= time.monotonic()
     count = len(lines)
     time.sleep(0.25)
@@ -131,7 +170,8 @@ def test_the_heartbeat_interval_is_a_setting(monkeypatch: pytest.MonkeyPatch) ->
 @pytest.mark.slow  # ~40 s; the unit tests above cover each part in the quick suite
 @pytest.mark.prefect
 def test_a_pipeline_run_exports_by_default_and_logs_fail_shares_and_heartbeats(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import tomllib
 
     from clonemem.flows.pipeline import pipeline_flow
@@ -144,19 +184,38 @@ def test_a_pipeline_run_exports_by_default_and_logs_fail_shares_and_heartbeats(
     wh = str(tmp_path / "wh.duckdb")
     monkeypatch.setenv(settings.HEARTBEAT, "0.2")
     with flow_run_lines_at_info(), SYSTEMS.added("slowtest", SlowMemory):
-        state = pipeline_flow(wh, cfg, systems=["bm25", "random", "slowtest"], ks=[3], return_state=True)
+        state = pipeline_flow(
+            wh, cfg, systems=["bm25", "random", "slowtest"], ks=[3], return_state=True
+        )
     assert state.is_completed()
     result = state.result()
     folder = Path(f"{wh}.release") / name
     assert result.export is not None and Path(result.export.folder) == folder
-    assert sorted(p.name for p in folder.iterdir()) == sorted(Path(f).name for f in result.export.files) != []
-    _, artifacts, logs = flow_run_records(state.state_details.flow_run_id, f"pipeline {name!r} done")
+    assert (
+        sorted(p.name for p in folder.iterdir())
+        == sorted(Path(f).name for f in result.export.files)
+        != []
+    )
+    _, artifacts, logs = flow_run_records(
+        state.state_details.flow_run_id, f"pipeline {name!r} done"
+    )
     messages = [log.message for log in logs]
     board = next(a for a in artifacts if a.key == f"leaderboard-{name}")
     head = next(line for line in board.data.splitlines() if line.startswith("| system | k |"))
-    assert head.endswith("| fail-W | fail-R | fail-U | viol | compl |"), head  # the privacy columns come last
-    bm25 = next(line for line in board.data.splitlines() if line.startswith("| bm25 | 3 |")).strip("|").split("|")
+    assert head.endswith("| fail-W | fail-R | fail-U | viol | compl |"), (
+        head
+    )  # the privacy columns come last
+    bm25 = (
+        next(line for line in board.data.splitlines() if line.startswith("| bm25 | 3 |"))
+        .strip("|")
+        .split("|")
+    )
     assert len(bm25) == len(head.strip("|").split("|"))
-    assert all(re.fullmatch(r"\d\.\d{3} \[\d\.\d{3}, \d\.\d{3}\]", c.strip()) for c in bm25[-5:-2]), bm25
+    assert all(
+        re.fullmatch(r"\d\.\d{3} \[\d\.\d{3}, \d\.\d{3}\]", c.strip()) for c in bm25[-5:-2]
+    ), bm25
     beats = [m for m in messages if m.startswith("evaluation: still working: ")]
-    assert any(re.search(r"building \(reading\) slowtest for persona \S+: \d+/\d+ traces", m) for m in beats), beats
+    assert any(
+        re.search(r"building \(reading\) slowtest for persona \S+: \d+/\d+ traces", m)
+        for m in beats
+    ), beats

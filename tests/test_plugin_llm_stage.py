@@ -46,28 +46,42 @@ def test_keyfacts_is_listed_and_its_stage_prompt_comes_from_the_plugin() -> None
 
     shipped = Path(clonemem_example_plugin.__file__).parent / "templates" / "keyfacts.j2"
     assert prompts.template_source(TEMPLATE) == shipped.read_text("utf-8")
-    inp = stage.inputs(trace_id="t1", medium="diary", event_date="2024-03-01T09:00:00",
-                       content="I adopted a grey cat named Miso. She sleeps all day.")
+    inp = stage.inputs(
+        trace_id="t1",
+        medium="diary",
+        event_date="2024-03-01T09:00:00",
+        content="I adopted a grey cat named Miso. She sleeps all day.",
+    )
     prompt = stage.render(inp)
     assert "I adopted a grey cat named Miso." in prompt.user and "key-fact notes" in prompt.system
     assert prompt.template_hash == prompts.template_hash(TEMPLATE)
     offline = stage.offline_handler()
     assert offline.__module__ == "clonemem_example_plugin.keyfacts"
-    assert stage.output.model_validate(offline(_call(inp))).fact == "I adopted a grey cat named Miso."
+    assert (
+        stage.output.model_validate(offline(_call(inp))).fact == "I adopted a grey cat named Miso."
+    )
 
 
 def _call(inp: BaseModel) -> OfflineCall:
     return OfflineCall(stage="example.keyfact", inputs=inp, rng=random.Random(0), model="offline")
 
 
-def test_keyfacts_cache_key_follows_its_plugin_template_model_and_seed(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_keyfacts_cache_key_follows_its_plugin_template_model_and_seed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     key = _key("keyfacts", RunConfig())
     assert _key("keyfacts", RunConfig()) == key
-    assert _key("keyfacts", RunConfig.model_validate({"models": {"extractor": "openai/gpt-4o-mini"}})) != key
+    assert (
+        _key("keyfacts", RunConfig.model_validate({"models": {"extractor": "openai/gpt-4o-mini"}}))
+        != key
+    )
     assert _key("keyfacts", RunConfig(seed=RunConfig().seed + 1)) != key
     source = prompts.template_source
-    monkeypatch.setattr(prompts, "template_source",
-                        lambda name: source(name) + ("{# edited #}" if name == TEMPLATE else ""))
+    monkeypatch.setattr(
+        prompts,
+        "template_source",
+        lambda name: source(name) + ("{# edited #}" if name == TEMPLATE else ""),
+    )
     prompts.template_hash.cache_clear()
     try:
         assert _key("keyfacts", RunConfig()) != key
@@ -84,7 +98,9 @@ def toy_package(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     (folder / "templates").mkdir(parents=True)
     (folder / "__init__.py").write_text("", "utf-8")
     (folder / "templates" / "note.j2").write_text(
-        "{% block system %}Be brief.{% endblock %}{% block user %}Note: {{ inp }}{% endblock %}", "utf-8")
+        "{% block system %}Be brief.{% endblock %}{% block user %}Note: {{ inp }}{% endblock %}",
+        "utf-8",
+    )
     monkeypatch.syspath_prepend(str(tmp_path))
     yield folder
     sys.modules.pop("toy_prompts_pkg", None)
@@ -94,26 +110,36 @@ def toy_package(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def test_a_package_template_is_rendered_and_its_file_is_in_the_key(toy_package: Path) -> None:
     prompt = prompts.render("toy_prompts_pkg:note", inp="milk")
     assert (prompt.system, prompt.user) == ("Be brief.", "Note: milk")
-    stage = Stage("toy.note", "toy_prompts_pkg:note", "extractor", BaseModel, BaseModel, offline="json:dumps")
+    stage = Stage(
+        "toy.note", "toy_prompts_pkg:note", "extractor", BaseModel, BaseModel, offline="json:dumps"
+    )
     before = stage_key_parts([stage], RunConfig())
     (toy_package / "templates" / "note.j2").write_text(
-        "{% block system %}Be very brief.{% endblock %}{% block user %}Note: {{ inp }}{% endblock %}", "utf-8")
+        "{% block system %}Be very brief.{% endblock %}{% block user %}Note: {{ inp }}{% endblock %}",
+        "utf-8",
+    )
     prompts.template_hash.cache_clear()
     assert stage_key_parts([stage], RunConfig()) != before
-    assert prompts.template_hash("summarize_trace") == prompts.template_hash("summarize_trace")  # built-ins unchanged
+    assert prompts.template_hash("summarize_trace") == prompts.template_hash(
+        "summarize_trace"
+    )  # built-ins unchanged
 
 
 def test_bad_template_names_say_what_is_wrong(toy_package: Path) -> None:
     with pytest.raises(ValueError, match="package 'no_such_pkg_xyz' cannot be imported"):
         prompts.template_source("no_such_pkg_xyz:note")
-    with pytest.raises(jinja2.TemplateNotFound, match="no templates/missing.j2 in package 'toy_prompts_pkg'"):
+    with pytest.raises(
+        jinja2.TemplateNotFound, match="no templates/missing.j2 in package 'toy_prompts_pkg'"
+    ):
         prompts.render("toy_prompts_pkg:missing")
     with pytest.raises(ValueError, match="expected 'stem' or 'package:stem'"):
         prompts.template_source("../etc/passwd")
 
 
 @pytest.mark.prefect
-def test_keyfacts_is_evaluated_offline_through_the_cli_and_its_calls_are_logged(tmp_path: Path) -> None:
+def test_keyfacts_is_evaluated_offline_through_the_cli_and_its_calls_are_logged(
+    tmp_path: Path,
+) -> None:
     from clonemem.demo import fixture_files
 
     wh_path = tmp_path / "wh.duckdb"
@@ -122,15 +148,33 @@ def test_keyfacts_is_evaluated_offline_through_the_cli_and_its_calls_are_logged(
     out = tmp_path / "eval.json"
     # its calls are made here whatever earlier tests cached (cached calls land only where they were made)
     with temporary_settings(updates={PREFECT_TASKS_REFRESH_CACHE: True}):
-        got = CliRunner().invoke(app, ["--warehouse", str(wh_path), "evaluate", "imported", "--systems",
-                                       "keyfacts,random", "--k", "5", "--json", str(out), "--force"])
+        got = CliRunner().invoke(
+            app,
+            [
+                "--warehouse",
+                str(wh_path),
+                "evaluate",
+                "imported",
+                "--systems",
+                "keyfacts,random",
+                "--k",
+                "5",
+                "--json",
+                str(out),
+                "--force",
+            ],
+        )
     assert got.exit_code == 0, got.output
     results = {r["system"]: r for r in json.loads(out.read_text("utf-8"))["results"]}
     assert results["keyfacts"]["n_questions"] > 0
     assert results["keyfacts"]["recall_flat"] > 0
     with Warehouse.open_reader(wh_path) as wh:
-        calls = wh.rows("SELECT role, provider, is_offline, outcome, count(*) FROM llm_calls "
-                        "WHERE stage = 'example.keyfact' GROUP BY ALL")
-        (n_traces,) = wh.rows("SELECT count(*) FROM traces JOIN personas USING (persona_id) JOIN benchmarks b USING (benchmark_id) "
-                              "WHERE b.name = 'imported'")[0]
+        calls = wh.rows(
+            "SELECT role, provider, is_offline, outcome, count(*) FROM llm_calls "
+            "WHERE stage = 'example.keyfact' GROUP BY ALL"
+        )
+        (n_traces,) = wh.rows(
+            "SELECT count(*) FROM traces JOIN personas USING (persona_id) JOIN benchmarks b USING (benchmark_id) "
+            "WHERE b.name = 'imported'"
+        )[0]
     assert calls == [("extractor", "offline", True, "ok", n_traces)]  # one note per trace

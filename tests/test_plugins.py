@@ -60,8 +60,12 @@ def test_builtins_win_over_a_plugin_of_the_same_name(monkeypatch: pytest.MonkeyP
 
 
 def test_a_plugin_provider_is_configured_and_used() -> None:
-    cfg = RunConfig.model_validate({"models": {"answerer": "example_offline/v1"},
-                                    "providers": {"other": {"example_offline": {"max_concurrency": 2}}}})
+    cfg = RunConfig.model_validate(
+        {
+            "models": {"answerer": "example_offline/v1"},
+            "providers": {"other": {"example_offline": {"max_concurrency": 2}}},
+        }
+    )
     assert cfg.role_settings("answerer").max_concurrency == 2
     with pytest.raises(ValueError, match="unknown provider 'nope'"):
         RunConfig.model_validate({"models": {"answerer": "nope/v1"}})
@@ -78,14 +82,31 @@ def test_plugin_systems_are_evaluated_by_name_and_by_import_path(tmp_path: Path)
     config.write_text('[models]\nanswerer = "example_offline/v1"\n', "utf-8")
     out = tmp_path / "eval.json"
     path_name = "clonemem_example_plugin.tfidf:TfidfMemory"
-    got = CliRunner().invoke(app, ["--warehouse", str(wh_path), "evaluate", "imported", "--systems",
-                                   f"tfidf,{path_name},random", "--k", "5", "--json", str(out), "--force",
-                                   "--config", str(config)])
+    got = CliRunner().invoke(
+        app,
+        [
+            "--warehouse",
+            str(wh_path),
+            "evaluate",
+            "imported",
+            "--systems",
+            f"tfidf,{path_name},random",
+            "--k",
+            "5",
+            "--json",
+            str(out),
+            "--force",
+            "--config",
+            str(config),
+        ],
+    )
     assert got.exit_code == 0, got.output
     results = {r["system"]: r for r in json.loads(out.read_text("utf-8"))["results"]}
     assert set(results) == {"tfidf", path_name, "random"}
     assert results["tfidf"]["recall_flat"] == results[path_name]["recall_flat"]
     assert results["tfidf"]["n_questions"] > 0
     with Warehouse.open_reader(wh_path) as wh:
-        providers = {p for (p,) in wh.rows("SELECT DISTINCT provider FROM llm_calls WHERE role = 'answerer'")}
+        providers = {
+            p for (p,) in wh.rows("SELECT DISTINCT provider FROM llm_calls WHERE role = 'answerer'")
+        }
     assert providers == {"example_offline"}

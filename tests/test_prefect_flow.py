@@ -21,7 +21,9 @@ def test_import_flow_caches_parsing_across_runs(tmp_path: Path, demo_file: Path)
     demo_file = Path(shutil.copy(demo_file, tmp_path / demo_file.name))
     first: State = import_flow("release", [str(demo_file)], "bench", wh_path, return_state=True)
     # the same name again replaces the benchmark; the unchanged file's parse is served from the cache
-    second: State = import_flow("release", [str(demo_file)], "bench", wh_path, "replace", return_state=True)
+    second: State = import_flow(
+        "release", [str(demo_file)], "bench", wh_path, "replace", return_state=True
+    )
     assert first.is_completed() and second.is_completed()
     assert second.result().questions == 6
 
@@ -29,8 +31,13 @@ def test_import_flow_caches_parsing_across_runs(tmp_path: Path, demo_file: Path)
     from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
 
     with get_client(sync_client=True) as client:
+
         def parse_states(state: State) -> list[str]:
-            runs = client.read_task_runs(flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[state.state_details.flow_run_id])))
+            runs = client.read_task_runs(
+                flow_run_filter=FlowRunFilter(
+                    id=FlowRunFilterId(any_=[state.state_details.flow_run_id])
+                )
+            )
             return sorted(r.state.name for r in runs if r.name.startswith("parse"))
 
         assert parse_states(first) == ["Completed"]
@@ -64,14 +71,20 @@ def test_a_pipeline_run_leaves_artifacts_summary_lines_and_its_ids(tmp_path: Pat
     from clonemem.warehouse import Warehouse
     from tests.pipeline_kit import TINY, flow_run_lines_at_info, flow_run_records
 
-    cfg = RunConfig.model_validate({**tomllib.loads(TINY.replace("{personas}", "1")), "name": "seen"})
+    cfg = RunConfig.model_validate(
+        {**tomllib.loads(TINY.replace("{personas}", "1")), "name": "seen"}
+    )
     wh = str(tmp_path / "wh.duckdb")
-    with flow_run_lines_at_info():  # a deployment's worker logs at INFO; the test process at WARNING
+    with (
+        flow_run_lines_at_info()
+    ):  # a deployment's worker logs at INFO; the test process at WARNING
         state: State = pipeline_flow(wh, cfg, systems=["bm25", "random"], ks=[3], return_state=True)
     assert state.is_completed()
     result = state.result()
     flow_run_id = str(state.state_details.flow_run_id)
-    run_ids, artifacts, logs = flow_run_records(state.state_details.flow_run_id, "pipeline 'seen' done")
+    run_ids, artifacts, logs = flow_run_records(
+        state.state_details.flow_run_id, "pipeline 'seen' done"
+    )
     keys = {a.key for a in artifacts}
     assert {"gate-seen", "qc-funnel-seen", "leaderboard-seen", "pipeline-seen"} <= keys, keys
     board = next(a for a in artifacts if a.key == "leaderboard-seen")
@@ -80,9 +93,13 @@ def test_a_pipeline_run_leaves_artifacts_summary_lines_and_its_ids(tmp_path: Pat
     assert "rejected_sufficiency" in str(funnel.data)
     messages = [log.message for log in logs]
     assert any(m.startswith("generation: 1/1 personas") for m in messages), messages
-    assert any(m.startswith("stage IV:") for m in messages) and any(m.startswith("gate passed") for m in messages)
+    assert any(m.startswith("stage IV:") for m in messages) and any(
+        m.startswith("gate passed") for m in messages
+    )
     # one line per flow, none per task run (a tiny pipeline runs hundreds of tasks)
-    assert not [log.message for log in logs if log.task_run_id is not None and log.level < logging.WARNING]
+    assert not [
+        log.message for log in logs if log.task_run_id is not None and log.level < logging.WARNING
+    ]
     assert len(messages) < 60, len(messages)
     with Warehouse.open_reader(wh) as r:
         kinds = dict(r.rows("SELECT kind, count(*) FROM runs GROUP BY kind"))

@@ -51,9 +51,13 @@ def stack(tmp_path_factory: pytest.TempPathFactory):
         strict = tomllib.loads(tiny("tiny-strict", max_rejection_rate=0.0))
         # the runs go on at once; each pipeline has a warehouse of its own (one writer per warehouse)
         s.runs = {
-            "ok": s.run_deployment("pipeline/pipeline", {"config": str(config), "export_dir": str(folder / "export")}),
-            "gate": s.run_deployment("pipeline/pipeline", {"config": strict,
-                                                           "warehouse_path": str(folder / "strict.duckdb")}),
+            "ok": s.run_deployment(
+                "pipeline/pipeline", {"config": str(config), "export_dir": str(folder / "export")}
+            ),
+            "gate": s.run_deployment(
+                "pipeline/pipeline",
+                {"config": strict, "warehouse_path": str(folder / "strict.duckdb")},
+            ),
             "path": s.run_deployment("pipeline/pipeline", {"config": str(folder / "missing.toml")}),
         }
         yield s
@@ -68,7 +72,9 @@ def test_config_parameter_is_a_form_and_a_path(stack: Stack) -> None:
     assert {"type": "string"} in config["anyOf"]  # ... and accepts the path of a TOML file
     run_config = schema["definitions"]["RunConfig"]
     assert run_config["type"] == "object"
-    assert {"name", "seed", "models", "generation", "qa", "gate", "evaluation"} <= set(run_config["properties"])
+    assert {"name", "seed", "models", "generation", "qa", "gate", "evaluation"} <= set(
+        run_config["properties"]
+    )
     personas = schema["definitions"]["GenerationConfig"]["properties"]["personas"]
     assert personas["type"] == "integer" and personas["default"] == 1
     assert schema["properties"]["distribute"]["type"] == "boolean"
@@ -76,23 +82,38 @@ def test_config_parameter_is_a_form_and_a_path(stack: Stack) -> None:
 
 def test_schedules_create_scheduled_runs(stack: Stack) -> None:
     """The server's scheduler, not the deploy command, creates the upcoming runs of the cron schedules."""
-    nightly = {name: stack.deployment(name)["id"] for name in ("pipeline/pipeline-nightly", "evaluate/evaluate-nightly")}
+    nightly = {
+        name: stack.deployment(name)["id"]
+        for name in ("pipeline/pipeline-nightly", "evaluate/evaluate-nightly")
+    }
     hours = {"pipeline/pipeline-nightly": 2, "evaluate/evaluate-nightly": 3}
-    deadline = time.monotonic() + 150  # the recent-deployments loop runs every 5 s, the main loop every 60 s
+    deadline = (
+        time.monotonic() + 150
+    )  # the recent-deployments loop runs every 5 s, the main loop every 60 s
     while True:
-        runs = stack.flow_runs(deployment_id={"any_": list(nightly.values())}, state={"type": {"any_": ["SCHEDULED"]}})
-        by_deployment = {name: [r for r in runs if r["deployment_id"] == dep] for name, dep in nightly.items()}
+        runs = stack.flow_runs(
+            deployment_id={"any_": list(nightly.values())}, state={"type": {"any_": ["SCHEDULED"]}}
+        )
+        by_deployment = {
+            name: [r for r in runs if r["deployment_id"] == dep] for name, dep in nightly.items()
+        }
         if all(by_deployment.values()) or time.monotonic() > deadline:
             break
         time.sleep(2)
     errors = [line for line in stack.tail("server", 400).splitlines() if "Error" in line]
-    assert all(by_deployment.values()), (f"no scheduled runs: {({k: len(v) for k, v in by_deployment.items()})}; "
-                                         f"server errors: {errors[-5:]}")
+    assert all(by_deployment.values()), (
+        f"no scheduled runs: { ({k: len(v) for k, v in by_deployment.items()}) }; "
+        f"server errors: {errors[-5:]}"
+    )
     now = dt.datetime.now(dt.timezone.utc)
     for name, runs in by_deployment.items():
         for run in runs:
             start = dt.datetime.fromisoformat(run["expected_start_time"].replace("Z", "+00:00"))
-            assert run["auto_scheduled"] and start > now and (start.hour, start.minute) == (hours[name], 0), run
+            assert (
+                run["auto_scheduled"]
+                and start > now
+                and (start.hour, start.minute) == (hours[name], 0)
+            ), run
 
 
 def test_pipeline_deployment_run_lands_a_gated_evaluated_benchmark(stack: Stack) -> None:
@@ -104,13 +125,19 @@ def test_pipeline_deployment_run_lands_a_gated_evaluated_benchmark(stack: Stack)
     assert run["deployment_id"] == deployment_id
     with Warehouse.open_reader(stack.warehouse) as wh:
         bid, gate, personas, questions = wh.rows(
-            "SELECT id, gate_status, personas, questions FROM v_benchmarks WHERE name = 'tiny-deploy'")[0]
+            "SELECT id, gate_status, personas, questions FROM v_benchmarks WHERE name = 'tiny-deploy'"
+        )[0]
         assert (gate, personas) == ("passed", 1) and questions > 0
-        leaderboard = wh.rows("SELECT DISTINCT system, k FROM eval_metrics JOIN eval_runs USING (eval_run_id) "
-                              "WHERE benchmark_id = ? ORDER BY 1", [bid])
+        leaderboard = wh.rows(
+            "SELECT DISTINCT system, k FROM eval_metrics JOIN eval_runs USING (eval_run_id) "
+            "WHERE benchmark_id = ? ORDER BY 1",
+            [bid],
+        )
         assert leaderboard == [("bm25", 5), ("oracle", 5)]
-        assert wh.rows("SELECT flow_run_id, deployment_id FROM runs WHERE kind = 'pipeline' AND benchmark_id = ?",
-                       [bid]) == [(run["id"], deployment_id)]
+        assert wh.rows(
+            "SELECT flow_run_id, deployment_id FROM runs WHERE kind = 'pipeline' AND benchmark_id = ?",
+            [bid],
+        ) == [(run["id"], deployment_id)]
     exported = sorted(p.name for p in (stack.folder / "export").iterdir())
     assert len(exported) == 1 and exported[0].endswith("_benchmark_en.json")
 
@@ -122,7 +149,9 @@ def test_a_failed_gate_fails_the_run_and_names_the_expectations(stack: Stack) ->
     assert run["state"]["type"] == "FAILED", run["state"]
     message = run["state"]["message"]
     with Warehouse.open_reader(stack.folder / "strict.duckdb") as wh:
-        assert wh.scalar("SELECT gate_status FROM benchmarks WHERE name = 'tiny-strict'") == "failed"
+        assert (
+            wh.scalar("SELECT gate_status FROM benchmarks WHERE name = 'tiny-strict'") == "failed"
+        )
         failed = wh.rows("""SELECT r.suite, r.expectation FROM gate_results r JOIN gate_runs g USING (gate_run_id)
                             JOIN benchmarks b USING (benchmark_id) WHERE b.name = 'tiny-strict' AND NOT r.success""")
         assert wh.scalar("SELECT count(*) FROM eval_runs") == 0  # stopped before evaluation

@@ -57,15 +57,20 @@ class Said:
 def test_quiet_progress_is_filled_with_what_is_under_way() -> None:
     said = Said()
     with progress.listening(said), progress.ticking(said, quiet_s=0.4):
-        with progress.staged("evaluation"), progress.doing("mem0 for persona p1", "building", 400, "traces") as act:
+        with (
+            progress.staged("evaluation"),
+            progress.doing("mem0 for persona p1", "building", 400, "traces") as act,
+        ):
             act.update(120)
             progress.advance("evaluation: build and retrieve (system × persona)", 1, 30)
             time.sleep(1.3)
             act.finish()
             said.lines.clear()
             time.sleep(1.0)
-    assert said.lines and all(line == "evaluation: build and retrieve (system × persona): 1/30 done"
-                              for line in said.lines), said.lines
+    assert said.lines and all(
+        line == "evaluation: build and retrieve (system × persona): 1/30 done"
+        for line in said.lines
+    ), said.lines
 
 
 def test_an_activity_line_names_its_stage_and_counts() -> None:
@@ -78,7 +83,9 @@ def test_an_activity_line_names_its_stage_and_counts() -> None:
 
 @pytest.mark.prefect
 @pytest.mark.timeout(600)
-def test_a_small_generation_shows_a_line_at_least_every_10_s_naming_stage_and_counts(tmp_path: Path) -> None:
+def test_a_small_generation_shows_a_line_at_least_every_10_s_naming_stage_and_counts(
+    tmp_path: Path,
+) -> None:
     from clonemem.flows.generation import generate_flow
 
     # one persona of about 50 LLM steps at 0.5 s each, one at a time: half a minute of generation

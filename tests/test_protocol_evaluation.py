@@ -207,8 +207,12 @@ def test_a_personamem_benchmark_is_scored_by_multiple_choice_accuracy(tmp_path: 
 
     path = tmp_path / "wh.duckdb"
     with Warehouse.open_writer(path) as wh:
-        import_files(wh, "personamem", [PERSONAMEM / "questions_mini.csv",
-                                        PERSONAMEM / "shared_contexts_mini.jsonl"], "pm")
+        import_files(
+            wh,
+            "personamem",
+            [PERSONAMEM / "questions_mini.csv", PERSONAMEM / "shared_contexts_mini.jsonl"],
+            "pm",
+        )
         types = dict(wh.rows("SELECT source_category, count(*) FROM questions GROUP BY 1"))
     result = evaluate_flow(str(path), "pm", ["oracle"], [5], force=True, config=RunConfig())
     rows = {r.group: r for r in result.protocols}
@@ -219,8 +223,9 @@ def test_a_personamem_benchmark_is_scored_by_multiple_choice_accuracy(tmp_path: 
     assert rows["overall"].accuracy == pytest.approx(result.scores("oracle", 5).choice_accuracy)
 
 
-def test_the_question_inspector_shows_a_questions_protocol_scores(evaluated, mini: Path,
-                                                                   monkeypatch) -> None:
+def test_the_question_inspector_shows_a_questions_protocol_scores(
+    evaluated, mini: Path, monkeypatch
+) -> None:
     from tests.dashboard_kit import app, assert_clean, frame
 
     monkeypatch.setenv("CLONEMEM_WAREHOUSE", str(mini))
@@ -230,7 +235,8 @@ def test_the_question_inspector_shows_a_questions_protocol_scores(evaluated, min
             "JOIN eval_protocol_answers a USING (eval_run_id, protocol, system, k, question_id) "
             "JOIN questions q USING (question_id) WHERE s.eval_run_id = ? AND s.protocol = 'locomo' "
             "AND s.metric = 'f1' AND q.source_category <> '5' ORDER BY question_id LIMIT 1",
-            [evaluated.eval_run_id])[0]
+            [evaluated.eval_run_id],
+        )[0]
     at = app("Question inspector", benchmark="mini", question=qid)
     at.selectbox(key="qi_eval").set_value(evaluated.eval_run_id).run()
     assert_clean(at, "Question inspector")

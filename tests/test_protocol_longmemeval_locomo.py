@@ -21,8 +21,12 @@ from clonemem.cli import app
 DEV = Path(os.environ.get("CLONEMEM_LOCOMO_DEV", "/work/shared/data/locomo-dev"))
 SYSTEMS = ("bm25", "hybrid", "oracle", "full_context")
 
-pytestmark = [pytest.mark.slow, pytest.mark.prefect, pytest.mark.timeout(1500),
-              pytest.mark.skipif(not DEV.is_dir(), reason=f"no LoCoMo dev conversations at {DEV}")]
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.prefect,
+    pytest.mark.timeout(1500),
+    pytest.mark.skipif(not DEV.is_dir(), reason=f"no LoCoMo dev conversations at {DEV}"),
+]
 
 runner = CliRunner()
 
@@ -44,15 +48,27 @@ def test_longmemeval_from_locomo_import_evaluate_export_and_back(tmp_path: Path)
     assert instances == 12
     wh = tmp_path / "wh.duckdb"
     cli(wh, "import", "longmemeval", str(source), "--name", "lme-locomo")
-    cli(wh, "evaluate", "lme-locomo", "--systems", ",".join(SYSTEMS), "--k", "10", "--force",
-        "--json", str(tmp_path / "first.json"))
+    cli(
+        wh,
+        "evaluate",
+        "lme-locomo",
+        "--systems",
+        ",".join(SYSTEMS),
+        "--k",
+        "10",
+        "--force",
+        "--json",
+        str(tmp_path / "first.json"),
+    )
     rows = _rows(tmp_path / "first.json")
     for system in SYSTEMS:
         assert rows[(system, "overall", None, 10)]["accuracy"] is not None
         assert rows[(system, "task_average", None, 10)]["n"] == 12
         for granularity, ks in (("turn", (5, 10, 50)), ("session", (5, 10))):
             for k in ks:
-                assert {"recall_any", "recall_all", "ndcg_any"} <= set(rows[(system, "overall", granularity, k)])
+                assert {"recall_any", "recall_all", "ndcg_any"} <= set(
+                    rows[(system, "overall", granularity, k)]
+                )
     # the oracle retrieves the gold turns first: every evidence turn in the top 50, NDCG 1 at 50
     oracle = rows[("oracle", "overall", "turn", 50)]
     assert oracle["recall_all"] == 1.0 and oracle["ndcg_any"] == pytest.approx(1.0)
@@ -62,8 +78,18 @@ def test_longmemeval_from_locomo_import_evaluate_export_and_back(tmp_path: Path)
 
     cli(wh, "export-release", "lme-locomo", "--out", str(tmp_path / "release"))
     cli(wh, "import", "release", str(tmp_path / "release"), "--name", "lme-locomo-copy")
-    cli(wh, "evaluate", "lme-locomo-copy", "--systems", "oracle,bm25", "--k", "10", "--force",
-        "--json", str(tmp_path / "copy.json"))
+    cli(
+        wh,
+        "evaluate",
+        "lme-locomo-copy",
+        "--systems",
+        "oracle,bm25",
+        "--k",
+        "10",
+        "--force",
+        "--json",
+        str(tmp_path / "copy.json"),
+    )
     copy = _rows(tmp_path / "copy.json")
     for system in ("oracle", "bm25"):
         mine = {key[1:]: r for key, r in rows.items() if key[0] == system}

@@ -38,10 +38,38 @@ def two_evaluations(tmp_path_factory) -> tuple[Path, dict, dict]:
         import_files(writer, "release", fixture_files()[:1], "demo")
     other = folder / "other.toml"
     other.write_text('[models]\nextractor = "offline/extractor-b"\n')
-    cli("evaluate", "demo", "--systems", "mem0,bm25", "--k", "3", "--force", "--json", str(folder / "a.json"))
-    cli("evaluate", "demo", "--systems", "mem0,bm25", "--k", "3", "--force", "--config", str(other),
-        "--aggregate", "personas", "--exclude-no-evidence", "--json", str(folder / "b.json"))
-    return wh, json.loads((folder / "a.json").read_text()), json.loads((folder / "b.json").read_text())
+    cli(
+        "evaluate",
+        "demo",
+        "--systems",
+        "mem0,bm25",
+        "--k",
+        "3",
+        "--force",
+        "--json",
+        str(folder / "a.json"),
+    )
+    cli(
+        "evaluate",
+        "demo",
+        "--systems",
+        "mem0,bm25",
+        "--k",
+        "3",
+        "--force",
+        "--config",
+        str(other),
+        "--aggregate",
+        "personas",
+        "--exclude-no-evidence",
+        "--json",
+        str(folder / "b.json"),
+    )
+    return (
+        wh,
+        json.loads((folder / "a.json").read_text()),
+        json.loads((folder / "b.json").read_text()),
+    )
 
 
 @pytest.mark.prefect
@@ -50,44 +78,70 @@ def test_provenance_lands_in_the_warehouse_and_the_json(two_evaluations) -> None
     pa, pb = (EvaluationResult.model_validate(doc).provenance for doc in (a, b))
     assert pa is not None and pb is not None
     # the JSON: per system, its code hash and its stages' models; the run's models, packages, commit
-    assert pa.system("mem0").llm_stages == {"memory.mem0_extract": "offline/extractor", "memory.mem0_update": "offline/extractor"}
-    assert pb.system("mem0").llm_stages == {"memory.mem0_extract": "offline/extractor-b",
-                                            "memory.mem0_update": "offline/extractor-b"}
-    assert pa.system("bm25").llm_stages == {} and pa.system("bm25").code_hash == pb.system("bm25").code_hash
+    assert pa.system("mem0").llm_stages == {
+        "memory.mem0_extract": "offline/extractor",
+        "memory.mem0_update": "offline/extractor",
+    }
+    assert pb.system("mem0").llm_stages == {
+        "memory.mem0_extract": "offline/extractor-b",
+        "memory.mem0_update": "offline/extractor-b",
+    }
+    assert (
+        pa.system("bm25").llm_stages == {}
+        and pa.system("bm25").code_hash == pb.system("bm25").code_hash
+    )
     assert pa.answerer == "offline/answerer" and pa.judge == "offline/judge"
-    assert pa.packages["duckdb"] and pa.packages["prefect"] and set(pa.packages) == set(provenance.KEY_PACKAGES)
-    head = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
-                          cwd=Path(__file__).parent).stdout.strip()
+    assert (
+        pa.packages["duckdb"]
+        and pa.packages["prefect"]
+        and set(pa.packages) == set(provenance.KEY_PACKAGES)
+    )
+    head = subprocess.run(
+        ["git", "rev-parse", "HEAD"], capture_output=True, text=True, cwd=Path(__file__).parent
+    ).stdout.strip()
     assert pa.git_commit == head and pa.project_version
     assert (pa.aggregation.aggregate, pa.aggregation.exclude_no_evidence) == ("questions", False)
     assert (pb.aggregation.aggregate, pb.aggregation.exclude_no_evidence) == ("personas", True)
     assert pa.differences(pb) == [
         "aggregation: questions → personas, no-evidence left out",
         "mem0 memory.mem0_extract: offline/extractor → offline/extractor-b",
-        "mem0 memory.mem0_update: offline/extractor → offline/extractor-b"]
+        "mem0 memory.mem0_update: offline/extractor → offline/extractor-b",
+    ]
 
     # the warehouse holds the same provenance, and the aggregation in the run's config
-    stored = sql(wh, "SELECT eval_run_id, provenance_json::VARCHAR AS p, config_json::VARCHAR AS c FROM eval_runs "
-                     "ORDER BY started_at")
+    stored = sql(
+        wh,
+        "SELECT eval_run_id, provenance_json::VARCHAR AS p, config_json::VARCHAR AS c FROM eval_runs "
+        "ORDER BY started_at",
+    )
     assert [Provenance.model_validate_json(p) for p in stored["p"]] == [pa, pb]
     assert [json.loads(c)["aggregation"] for c in stored["c"]] == [
-        {"aggregate": "questions", "exclude_no_evidence": False}, {"aggregate": "personas", "exclude_no_evidence": True}]
+        {"aggregate": "questions", "exclude_no_evidence": False},
+        {"aggregate": "personas", "exclude_no_evidence": True},
+    ]
     # the other extractor really ran: mem0's retrievals were not served from the first run's cache
     assert sql(wh, "SELECT count(*) AS n FROM llm_calls WHERE model = 'extractor-b'")["n"][0] > 0
 
 
 @pytest.mark.prefect
-def test_leaderboard_shows_provenance_and_says_when_two_evaluations_differ(two_evaluations, monkeypatch) -> None:
+def test_leaderboard_shows_provenance_and_says_when_two_evaluations_differ(
+    two_evaluations, monkeypatch
+) -> None:
     wh, a, b = two_evaluations
     monkeypatch.setenv("CLONEMEM_WAREHOUSE", str(wh))
     at = app("Leaderboard", benchmark="demo")
     assert at.selectbox(key="lb_eval").value == b["eval_run_id"]  # newest first
-    shown = {r["system"]: r for r in next(df.value for df in at.dataframe if "code_hash" in df.value.columns)
-             .to_dict("records")}
+    shown = {
+        r["system"]: r
+        for r in next(df.value for df in at.dataframe if "code_hash" in df.value.columns).to_dict(
+            "records"
+        )
+    }
     pb = EvaluationResult.model_validate(b).provenance
     assert shown["mem0"]["code_hash"] == pb.system("mem0").code_hash
-    assert shown["mem0"]["stage_models"] == ("memory.mem0_extract=offline/extractor-b, "
-                                             "memory.mem0_update=offline/extractor-b")
+    assert shown["mem0"]["stage_models"] == (
+        "memory.mem0_extract=offline/extractor-b, memory.mem0_update=offline/extractor-b"
+    )
     page = texts(at)
     assert f"commit {pb.git_commit[:12]}" in page and "duckdb " + pb.packages["duckdb"] in page
     assert "mean of persona means" in page
@@ -106,8 +160,10 @@ def test_a_code_change_changes_the_system_code_hash(tmp_path: Path, monkeypatch)
     pkg.mkdir()
     (pkg / "__init__.py").write_text("")
     module = pkg / "mod.py"
-    source = ("from clonemem.memory.simple import RandomControl\n\n"
-              "class Sys(RandomControl):\n    name = 'provsys'\n    provenance_extra = {'url': 'http://127.0.0.1:1/v1', 'version': '%s'}\n")
+    source = (
+        "from clonemem.memory.simple import RandomControl\n\n"
+        "class Sys(RandomControl):\n    name = 'provsys'\n    provenance_extra = {'url': 'http://127.0.0.1:1/v1', 'version': '%s'}\n"
+    )
     module.write_text(source % "1")
     monkeypatch.syspath_prepend(str(tmp_path))
     first = provenance.system_provenance("provsys.mod:Sys", RunConfig())
@@ -118,14 +174,17 @@ def test_a_code_change_changes_the_system_code_hash(tmp_path: Path, monkeypatch)
     SYSTEMS.remove("provsys.mod:Sys", missing_ok=True)
     import importlib
     import sys
+
     sys.modules.pop("provsys.mod", None)
     importlib.invalidate_caches()
     second = provenance.system_provenance("provsys.mod:Sys", RunConfig())
     assert first.code_hash != second.code_hash
     p1 = Provenance(answerer="a/x", judge="a/y", systems=[first])
     p2 = Provenance(answerer="a/x", judge="a/y", systems=[second])
-    assert p1.differences(p2) == [f"provsys.mod:Sys code: {first.code_hash} → {second.code_hash}",
-                                  "provsys.mod:Sys version: 1 → 2"]
+    assert p1.differences(p2) == [
+        f"provsys.mod:Sys code: {first.code_hash} → {second.code_hash}",
+        "provsys.mod:Sys version: 1 → 2",
+    ]
 
 
 def test_no_git_means_no_commit_not_a_failure(monkeypatch) -> None:
@@ -172,10 +231,17 @@ def test_leaderboard_artifact_lists_the_provenance(two_evaluations) -> None:
 
     state = publish(return_state=True)
     with get_client(sync_client=True) as client:
-        artifacts = client.read_artifacts(flow_run_filter=FlowRunFilter(
-            id={"any_": [state.state_details.flow_run_id]}))  # type: ignore[arg-type]
+        artifacts = client.read_artifacts(
+            flow_run_filter=FlowRunFilter(id={"any_": [state.state_details.flow_run_id]})
+        )  # type: ignore[arg-type]
     board = next(a for a in artifacts if a.key == "leaderboard-demo")
     mem0 = result.provenance.system("mem0")
-    assert "## Provenance" in board.data and f"commit `{result.provenance.git_commit[:12]}`" in board.data
+    assert (
+        "## Provenance" in board.data
+        and f"commit `{result.provenance.git_commit[:12]}`" in board.data
+    )
     assert f"| mem0 | `{mem0.code_hash}` | memory.mem0_extract: `offline/extractor-b`" in board.data
-    assert "aggregation: mean of persona means; recall leaves out questions without evidence" in board.data
+    assert (
+        "aggregation: mean of persona means; recall leaves out questions without evidence"
+        in board.data
+    )

@@ -41,12 +41,26 @@ def env_key(monkeypatch):
 
 def model_for(server: FakeAPIServer, sink=None, sleeps=None):
     flavor = server.flavor.name
-    config = RunConfig.model_validate({
-        "models": {"validator": f"{flavor}/test-model"},
-        "providers": {flavor: {"base_url": server.base_url, "api_key_env": "CLONEMEM_TEST_KEY",
-                               "max_retries": 3, "max_validation_retries": 2, "timeout_s": 10}},
-    })
-    return get_model(config, "validator", sink=sink, sleep=(sleeps.append if sleeps is not None else (lambda s: None)))
+    config = RunConfig.model_validate(
+        {
+            "models": {"validator": f"{flavor}/test-model"},
+            "providers": {
+                flavor: {
+                    "base_url": server.base_url,
+                    "api_key_env": "CLONEMEM_TEST_KEY",
+                    "max_retries": 3,
+                    "max_validation_retries": 2,
+                    "timeout_s": 10,
+                }
+            },
+        }
+    )
+    return get_model(
+        config,
+        "validator",
+        sink=sink,
+        sleep=(sleeps.append if sleeps is not None else (lambda s: None)),
+    )
 
 
 def ask(model) -> Verdict:
@@ -61,8 +75,11 @@ def land_calls(wh: Warehouse, sink: MemorySink) -> None:
 
 def auth_header(server: FakeAPIServer) -> str:
     headers = server.seen[-1].headers
-    return {"anthropic": headers.get("x-api-key", "") + headers.get("authorization", ""), "openai": headers.get("authorization", ""),
-            "gemini": headers.get("x-goog-api-key", "")}[server.flavor.name]
+    return {
+        "anthropic": headers.get("x-api-key", "") + headers.get("authorization", ""),
+        "openai": headers.get("authorization", ""),
+        "gemini": headers.get("x-goog-api-key", ""),
+    }[server.flavor.name]
 
 
 def test_structured_reply(server: FakeAPIServer, env_key) -> None:
@@ -105,8 +122,10 @@ def test_500_then_success(server: FakeAPIServer, env_key) -> None:
 
 
 def test_malformed_json_then_corrected(server: FakeAPIServer, env_key) -> None:
-    server.push(server.flavor.ok('{"verdict": "sufficient", "score": ', "test-model"),
-                server.flavor.ok(GOOD, "test-model"))
+    server.push(
+        server.flavor.ok('{"verdict": "sufficient", "score": ', "test-model"),
+        server.flavor.ok(GOOD, "test-model"),
+    )
     model = model_for(server)
     assert ask(model).verdict == "sufficient"
     second = server.seen[1].body
@@ -115,7 +134,9 @@ def test_malformed_json_then_corrected(server: FakeAPIServer, env_key) -> None:
     assert model.usage.attempts == 2
 
 
-def test_auth_error_fails_fast_without_leaking_the_key(server: FakeAPIServer, env_key, wh_path: Path, caplog) -> None:
+def test_auth_error_fails_fast_without_leaking_the_key(
+    server: FakeAPIServer, env_key, wh_path: Path, caplog
+) -> None:
     caplog.set_level(logging.DEBUG)
     server.push(server.flavor.error(401, f"invalid x-api-key {SECRET}"))
     sink = MemorySink()
@@ -133,7 +154,9 @@ def test_auth_error_fails_fast_without_leaking_the_key(server: FakeAPIServer, en
     assert "permanent_error" in rows[0]
 
 
-def test_key_never_in_warehouse_after_success(server: FakeAPIServer, env_key, wh_path: Path) -> None:
+def test_key_never_in_warehouse_after_success(
+    server: FakeAPIServer, env_key, wh_path: Path
+) -> None:
     server.push(server.flavor.ok(GOOD, "test-model"))
     sink = MemorySink()
     ask(model_for(server, sink=sink))

@@ -19,8 +19,17 @@ from clonemem.schemas.question_types import QuestionTypeSpec
 def test_the_paper_types_in_their_order() -> None:
     # the paper's eight types, then the two privacy task families (after LifeSide)
     assert question_types.names() == (
-        "single_point_factual", "comparison", "trajectory", "pattern", "causal", "counterfactual", "inferential",
-        "unanswerable", "contextual_disclosure", "boundary_defense")
+        "single_point_factual",
+        "comparison",
+        "trajectory",
+        "pattern",
+        "causal",
+        "counterfactual",
+        "inferential",
+        "unanswerable",
+        "contextual_disclosure",
+        "boundary_defense",
+    )
     assert question_types.privacy_types() == ("contextual_disclosure", "boundary_defense")
     assert question_types.abstaining() == ("unanswerable",)
     assert project_type(None, "inference") == "inferential"
@@ -43,36 +52,77 @@ def _segment():
     from clonemem.schemas.qa import ArcView, Segment, SegmentEvidence
 
     def ev(i: int, day: dt.date, kind: str, statement: str) -> SegmentEvidence:
-        return SegmentEvidence(evidence_id=f"e{i}", date=day, kind=kind, statement=statement, trace_ids=[f"t{i}"],
-                               last_trace_at=dt.datetime.combine(day, dt.time(21)))
+        return SegmentEvidence(
+            evidence_id=f"e{i}",
+            date=day,
+            kind=kind,
+            statement=statement,
+            trace_ids=[f"t{i}"],
+            last_trace_at=dt.datetime.combine(day, dt.time(21)),
+        )
 
-    evidence = [ev(1, dt.date(2024, 1, 10), "fact", "Mia joined the Harbor climbing club."),
-                ev(2, dt.date(2024, 3, 2), "emotion", "Mia felt proud after her first lead climb."),
-                ev(3, dt.date(2024, 5, 20), "opinion", "Mia thinks climbing taught her patience.")]
+    evidence = [
+        ev(1, dt.date(2024, 1, 10), "fact", "Mia joined the Harbor climbing club."),
+        ev(2, dt.date(2024, 3, 2), "emotion", "Mia felt proud after her first lead climb."),
+        ev(3, dt.date(2024, 5, 20), "opinion", "Mia thinks climbing taught her patience."),
+    ]
     return Segment(
-        segment_id="seg-1", persona=PersonaBrief(name="Mia Lund", age=31, gender="female", occupation="nurse",
-                                                 employer="City Hospital", city="Oslo", interests=["climbing"],
-                                                 personality="steady"),
-        relations=[Relation(name="Ola", relation_type="friend", role="climbing partner", description="d")],
-        arc=ArcView(key="a1", dimension="experience", theme="climbing", title="Learning to climb",
-                    states=["novice", "confident"]),
-        other_arcs=[], window_index=3, window_start=dt.date(2024, 5, 1), window_end=dt.date(2024, 5, 31),
-        evidence=evidence, new_evidence_ids=["e3"], timeline_end=dt.date(2024, 12, 31), language="en")
+        segment_id="seg-1",
+        persona=PersonaBrief(
+            name="Mia Lund",
+            age=31,
+            gender="female",
+            occupation="nurse",
+            employer="City Hospital",
+            city="Oslo",
+            interests=["climbing"],
+            personality="steady",
+        ),
+        relations=[
+            Relation(name="Ola", relation_type="friend", role="climbing partner", description="d")
+        ],
+        arc=ArcView(
+            key="a1",
+            dimension="experience",
+            theme="climbing",
+            title="Learning to climb",
+            states=["novice", "confident"],
+        ),
+        other_arcs=[],
+        window_index=3,
+        window_start=dt.date(2024, 5, 1),
+        window_end=dt.date(2024, 5, 31),
+        evidence=evidence,
+        new_evidence_ids=["e3"],
+        timeline_end=dt.date(2024, 12, 31),
+        language="en",
+    )
 
 
 def test_prompts_carry_the_definition_and_the_abstention_rule() -> None:
     from clonemem.schemas.qa import PlanInput, QAPlan, WriteInput
 
     seg = _segment()
-    plan = QAPlan(feasible=True, reason="r", evidence_ids=[seg.evidence[0].evidence_id], temporal_scope="s",
-                  outline="o")
+    plan = QAPlan(
+        feasible=True,
+        reason="r",
+        evidence_ids=[seg.evidence[0].evidence_id],
+        temporal_scope="s",
+        outline="o",
+    )
     for name in question_types.names():
         spec = question_types.spec(name)
-        planned = prompts.render("qa_plan", inp=PlanInput(segment=seg, question_type=name), language_name="English")
+        planned = prompts.render(
+            "qa_plan", inp=PlanInput(segment=seg, question_type=name), language_name="English"
+        )
         assert spec.definition in planned.user
-        written = prompts.render("qa_write", inp=WriteInput(segment=seg, question_type=name, plan=plan,
-                                                            question_time=dt.datetime(2024, 1, 1)),
-                                 language_name="English")
+        written = prompts.render(
+            "qa_write",
+            inp=WriteInput(
+                segment=seg, question_type=name, plan=plan, question_time=dt.datetime(2024, 1, 1)
+            ),
+            language_name="English",
+        )
         assert ("cannot be known from them" in written.user) is spec.abstains
 
 
@@ -81,8 +131,13 @@ def test_the_pipeline_enforces_a_types_evidence_minimum(monkeypatch) -> None:
     from clonemem.schemas.qa import QAPlan
 
     seg = _segment()
-    one = QAPlan(feasible=True, reason="r", evidence_ids=[seg.evidence[-1].evidence_id], temporal_scope="s",
-                 outline="o")
+    one = QAPlan(
+        feasible=True,
+        reason="r",
+        evidence_ids=[seg.evidence[-1].evidence_id],
+        temporal_scope="s",
+        outline="o",
+    )
 
     def run(stage, _inp):
         assert stage is Q.PLAN, "nothing after the plan may run for an item that cites too little"
@@ -98,8 +153,15 @@ def test_a_new_type_is_one_declaration(monkeypatch) -> None:
     of distractors; nothing else needs listing it (its wording comes from the lexicon)."""
     from clonemem.offline.world import qa as offline_qa
 
-    spec = QuestionTypeSpec("habit_probe", "temporal", "Probe a habit.", min_evidence=1, multi_point=False,
-                            abstains=True, offline_evidence="clonemem.offline.world.qa:select_unanswerable")
+    spec = QuestionTypeSpec(
+        "habit_probe",
+        "temporal",
+        "Probe a habit.",
+        min_evidence=1,
+        multi_point=False,
+        abstains=True,
+        offline_evidence="clonemem.offline.world.qa:select_unanswerable",
+    )
     with question_types.declared(spec):
         assert question_types.spec("habit_probe").distractor_count == 4
         seg = _segment()
@@ -108,10 +170,18 @@ def test_a_new_type_is_one_declaration(monkeypatch) -> None:
 
 
 HABIT = QuestionTypeSpec(
-    "habit_probe", "temporal", "Ask whether a way the person acts recurs, citing two moments.", min_evidence=2,
-    multi_point=True, offline_evidence="clonemem.offline.world.qa:select_pattern", dimensions=("experience",),
-    offline_questions={"en": ("{first}, does that {topic} thing keep coming back, from {month1} to {month2}?",)},
-    offline_answer={"en": "It keeps coming back. {s1} And later: {s2}"})
+    "habit_probe",
+    "temporal",
+    "Ask whether a way the person acts recurs, citing two moments.",
+    min_evidence=2,
+    multi_point=True,
+    offline_evidence="clonemem.offline.world.qa:select_pattern",
+    dimensions=("experience",),
+    offline_questions={
+        "en": ("{first}, does that {topic} thing keep coming back, from {month1} to {month2}?",)
+    },
+    offline_answer={"en": "It keeps coming back. {s1} And later: {s2}"},
+)
 
 
 @pytest.mark.slow
@@ -128,17 +198,34 @@ def test_a_toy_type_declared_in_a_test_goes_through_qa_and_the_gate(tmp_path) ->
 
     wh = tmp_path / "wh.duckdb"
     with question_types.declared(HABIT):
-        cfg = RunConfig.model_validate({**tomllib.loads(TINY.replace("{personas}", "1")), "name": "toy",
-                                        "qa": {"types_per_segment": 9, "distractor_rounds": 2}})
+        cfg = RunConfig.model_validate(
+            {
+                **tomllib.loads(TINY.replace("{personas}", "1")),
+                "name": "toy",
+                "qa": {"types_per_segment": 9, "distractor_rounds": 2},
+            }
+        )
         got = pipeline_flow(str(wh), cfg, systems=["bm25", "oracle"], ks=[3])
         assert got.gate_status == "passed"
         assert got.qa.by_type.get("habit_probe", 0) > 0
         with Warehouse.open_reader(wh) as r:
-            dims = {d for (d,) in r.rows("SELECT DISTINCT dimension FROM questions WHERE question_type = 'habit_probe'")}
-            cited = r.rows("SELECT min(n) FROM (SELECT count(*) AS n FROM question_evidence JOIN questions USING "
-                           "(question_id) WHERE question_type = 'habit_probe' GROUP BY question_id)")[0][0]
-            known = {k for (k,) in r.rows("SELECT DISTINCT question_type_known FROM questions "
-                                          "WHERE question_type = 'habit_probe'")}
+            dims = {
+                d
+                for (d,) in r.rows(
+                    "SELECT DISTINCT dimension FROM questions WHERE question_type = 'habit_probe'"
+                )
+            }
+            cited = r.rows(
+                "SELECT min(n) FROM (SELECT count(*) AS n FROM question_evidence JOIN questions USING "
+                "(question_id) WHERE question_type = 'habit_probe' GROUP BY question_id)"
+            )[0][0]
+            known = {
+                k
+                for (k,) in r.rows(
+                    "SELECT DISTINCT question_type_known FROM questions "
+                    "WHERE question_type = 'habit_probe'"
+                )
+            }
             files = export_release(r, "toy", tmp_path / "out")
         assert dims == {"experience"} and cited >= 2  # its dimensions and its evidence minimum hold
         assert known == {True}  # landed as a declared type, not as an unknown one

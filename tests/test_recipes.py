@@ -36,14 +36,18 @@ RECIPES = {"Add a memory system": "newest", "Add a provider": "echo", "Add an im
 def recipe_blocks(heading: str) -> list[str]:
     """The python blocks of a recipe, in order (their indentation inside the list items removed)."""
     section = DOC.read_text("utf-8").split(f"### {heading}\n", 1)[1].split("\n### ", 1)[0]
-    return ["".join(line.removeprefix(indent) for line in code.splitlines(keepends=True))
-            for indent, code in BLOCK.findall(section)]
+    return [
+        "".join(line.removeprefix(indent) for line in code.splitlines(keepends=True))
+        for indent, code in BLOCK.findall(section)
+    ]
 
 
 def recipe_code(heading: str) -> str:
     """The one python block of a recipe."""
     blocks = recipe_blocks(heading)
-    assert len(blocks) == 1, f"docs/architecture.md, {heading!r}: {len(blocks)} python blocks, expected one"
+    assert len(blocks) == 1, (
+        f"docs/architecture.md, {heading!r}: {len(blocks)} python blocks, expected one"
+    )
     return blocks[0]
 
 
@@ -153,11 +157,29 @@ def test_the_dashboard_page_recipe_passes_ruff_and_mypy(tmp_path: Path) -> None:
 
     query, view = recipe_blocks("Add a dashboard page")
     queries = (ROOT / "clonemem" / "dashboard" / "queries.py").read_text("utf-8") + "\n\n" + query
-    tree = namespace_tree(tmp_path / "ns", {"dashboard/queries.py": queries,
-                                            "dashboard/views/traces_by_medium.py": view})
-    files = [str(tree / "dashboard" / "queries.py"), str(tree / "dashboard" / "views" / "traces_by_medium.py")]
-    ruff = subprocess.run([sys.executable, "-m", "ruff", "check", "--no-cache", "--config",
-                           str(ROOT / "pyproject.toml"), *files], capture_output=True, text=True, check=False)
+    tree = namespace_tree(
+        tmp_path / "ns",
+        {"dashboard/queries.py": queries, "dashboard/views/traces_by_medium.py": view},
+    )
+    files = [
+        str(tree / "dashboard" / "queries.py"),
+        str(tree / "dashboard" / "views" / "traces_by_medium.py"),
+    ]
+    ruff = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "ruff",
+            "check",
+            "--no-cache",
+            "--config",
+            str(ROOT / "pyproject.toml"),
+            *files,
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert ruff.returncode == 0, ruff.stdout + ruff.stderr
     # the project's own cache, shared with `make lint`: a cache of its own began cold every fresh clone
     # (105 s against 9 s here, load 10 on 2 cores: the libraries' types, streamlit's above all)

@@ -30,7 +30,9 @@ from tests.memory_kit import REMOTE, day
 from tests.protocol_kit import INFO, Raw, json_reply, raw
 
 ROOT = Path(__file__).resolve().parents[1]
-QUICK = RemoteOptions(timeout_s=0.6, retries=2, concurrency=2)  # a call's bound: 3 × 0.6 + 0.25 + 0.5 s
+QUICK = RemoteOptions(
+    timeout_s=0.6, retries=2, concurrency=2
+)  # a call's bound: 3 × 0.6 + 0.25 + 0.5 s
 
 
 def _ctx() -> BuildContext:
@@ -74,7 +76,7 @@ def test_the_bound_with_default_settings_is_the_one_the_readme_states() -> None:
     options = RemoteOptions(timeout_s=cfg.remote_timeout_s, retries=cfg.remote_retries)
     assert options.call_bound_s() == 241.75
     readme = (ROOT / "README.md").read_text("utf-8")
-    section = readme[readme.index("### Remote memory systems: bounds"):]
+    section = readme[readme.index("### Remote memory systems: bounds") :]
     assert "241.75 s" in section[:4000] and "4 attempts" in section[:4000]
 
 
@@ -89,7 +91,9 @@ def test_a_server_that_never_replies_fails_at_the_bound_without_an_extra_attempt
     assert "\n" not in text
     assert re.fullmatch(
         rf"memory system 'raw': {url}: POST /v1/query: failed after 3 attempts in \d+\.\d s: no complete reply "
-        r"within evaluation.remote_timeout_s = 0.6 s per attempt", text), text
+        r"within evaluation.remote_timeout_s = 0.6 s per attempt",
+        text,
+    ), text
 
 
 def test_a_reply_trickled_byte_by_byte_fails_at_the_deadline_not_per_read() -> None:
@@ -106,7 +110,10 @@ def test_a_reply_trickled_byte_by_byte_fails_at_the_deadline_not_per_read() -> N
     with raw(server) as url:
         text, took = _failure(url, RemoteOptions(timeout_s=1.0, retries=0))
     assert 1.0 <= took <= 1.6, took
-    assert "POST /v1/query: failed after 1 attempt in " in text and "within evaluation.remote_timeout_s = 1 s" in text
+    assert (
+        "POST /v1/query: failed after 1 attempt in " in text
+        and "within evaluation.remote_timeout_s = 1 s" in text
+    )
 
 
 @pytest.mark.parametrize("declared", [True, False], ids=["content-length", "until-closed"])
@@ -116,8 +123,11 @@ def test_a_reply_over_the_size_limit_is_refused_naming_the_limit(declared: bool)
 
     def flood(conn: socket.socket) -> None:
         size = 50 * 1024 * 1024
-        head = f"HTTP/1.1 200 OK\r\nContent-Length: {size}\r\n\r\n" if declared else \
-            "HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n"
+        head = (
+            f"HTTP/1.1 200 OK\r\nContent-Length: {size}\r\n\r\n"
+            if declared
+            else "HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n"
+        )
         conn.sendall(head.encode())
         chunk = b"x" * 65536
         total = 0
@@ -134,7 +144,10 @@ def test_a_reply_over_the_size_limit_is_refused_naming_the_limit(declared: bool)
         text, took = _failure(url, RemoteOptions(timeout_s=30, retries=3, max_reply_bytes=limit))
     assert took < 5, took  # refused at once, never tried again
     assert server.requests.count("POST /v1/query") == 1
-    assert f"POST /v1/query: the reply is larger than evaluation.remote_max_reply_bytes = {limit} bytes" in text
+    assert (
+        f"POST /v1/query: the reply is larger than evaluation.remote_max_reply_bytes = {limit} bytes"
+        in text
+    )
     assert ("its Content-Length is 52428800" in text) == declared
     # the client stopped reading at the limit: the server could not push 50 MB into the connection
     deadline = time.monotonic() + 5
@@ -152,20 +165,29 @@ def test_an_unknown_protocol_major_version_is_refused_naming_it() -> None:
     server = Raw(lambda method, path, conn: json_reply(conn, {**INFO, "protocol": "2.0"}))
     with raw(server) as url, pytest.raises(MemorySystemFailed) as err:
         remote_system(None, url, QUICK)
-    assert str(err.value) == (f"memory system '{url}': {url}: GET /v1/info: reply field protocol: memory protocol 2.0 "
-                              "is not supported: this end reads 1.x (up to 1.2)")
+    assert str(err.value) == (
+        f"memory system '{url}': {url}: GET /v1/info: reply field protocol: memory protocol 2.0 "
+        "is not supported: this end reads 1.x (up to 1.2)"
+    )
 
 
 def test_a_reply_in_an_unknown_major_format_version_is_refused() -> None:
-    server = _answer_but("/v1/query", lambda conn: json_reply(conn, {"format_version": "3.0", "items": []}))
+    server = _answer_but(
+        "/v1/query", lambda conn: json_reply(conn, {"format_version": "3.0", "items": []})
+    )
     with raw(server) as url:
         text, _ = _failure(url)
-    assert text.endswith("POST /v1/query: reply field format_version: memory protocol 3.0 is not supported: "
-                         "this end reads 1.x (up to 1.2)"), text
+    assert text.endswith(
+        "POST /v1/query: reply field format_version: memory protocol 3.0 is not supported: "
+        "this end reads 1.x (up to 1.2)"
+    ), text
 
 
 def test_older_minor_versions_and_a_missing_version_are_read() -> None:
-    answers = {"/v1/info": {**INFO, "protocol": "1.0"}, "/v1/query": {"format_version": "1.1", "items": []}}
+    answers = {
+        "/v1/info": {**INFO, "protocol": "1.0"},
+        "/v1/query": {"format_version": "1.1", "items": []},
+    }
 
     def reply(method: str, path: str, conn: socket.socket) -> None:
         if path in answers:
@@ -205,6 +227,7 @@ def test_a_failed_call_stops_the_calls_in_flight_to_the_same_server() -> None:
 def test_waiting_for_a_free_slot_is_no_part_of_a_calls_bound() -> None:
     """A slow but healthy server and one call in flight at a time: the calls queued behind it still get
     their whole deadline once they are sent."""
+
     def slow(conn: socket.socket) -> None:
         server.wait(0.3)
         json_reply(conn, {"items": []})
@@ -222,7 +245,9 @@ def test_waiting_for_a_free_slot_is_no_part_of_a_calls_bound() -> None:
             except MemorySystemFailed as exc:
                 failures.append(exc)
 
-        threads = [threading.Thread(target=one, args=(n,)) for n in range(4)]  # the last waits ~0.9 s
+        threads = [
+            threading.Thread(target=one, args=(n,)) for n in range(4)
+        ]  # the last waits ~0.9 s
         for t in threads:
             t.start()
         for t in threads:
@@ -254,7 +279,10 @@ class _Plain(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         self.rfile.read(int(self.headers.get("Content-Length") or 0))
-        self._reply(200 if self.path == "/v1/query" else 204, {"items": []} if self.path == "/v1/query" else None)
+        self._reply(
+            200 if self.path == "/v1/query" else 204,
+            {"items": []} if self.path == "/v1/query" else None,
+        )
 
 
 def _plain_latencies(options: RemoteOptions, n: int = 15) -> list[float]:
@@ -276,7 +304,9 @@ def _plain_latencies(options: RemoteOptions, n: int = 15) -> list[float]:
 
 
 @pytest.mark.skipif(QUICKACK is None, reason="TCP_QUICKACK is Linux's")
-def test_a_plain_stdlib_server_answers_without_the_40_ms_wait(caplog: pytest.LogCaptureFixture) -> None:
+def test_a_plain_stdlib_server_answers_without_the_40_ms_wait(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     with caplog.at_level(logging.WARNING, "clonemem.memory.remote"):
         ms = sorted(_plain_latencies(QUICK))
     assert ms[len(ms) // 2] < 20, ms  # 44 ms a call with the standard library's client
@@ -298,7 +328,9 @@ def test_the_40_ms_pattern_is_warned_of_once_per_run(caplog: pytest.LogCaptureFi
 
 @pytest.mark.slow
 @pytest.mark.timeout(900)
-def test_an_evaluation_against_a_stuck_server_ends_within_the_readme_bound_with_defaults(tmp_path: Path) -> None:
+def test_an_evaluation_against_a_stuck_server_ends_within_the_readme_bound_with_defaults(
+    tmp_path: Path,
+) -> None:
     """Default settings (60 s per attempt, 3 retries): the bound is 241.75 s per call, and with the
     other personas' calls cut off, for the evaluation (after the process's start)."""
     from clonemem.demo import fixture_files
@@ -306,14 +338,33 @@ def test_an_evaluation_against_a_stuck_server_ends_within_the_readme_bound_with_
     wh = tmp_path / "wh.duckdb"
     exe = str(Path(sys.executable).with_name("clonemem"))
     env = {**os.environ, "PREFECT_HOME": str(tmp_path / "prefect")}
-    imported = subprocess.run([exe, "--warehouse", str(wh), "import", "release", *map(str, fixture_files()), "--name", "fx"],
-                              capture_output=True, text=True, env=env, timeout=300)
+    imported = subprocess.run(
+        [
+            exe,
+            "--warehouse",
+            str(wh),
+            "import",
+            "release",
+            *map(str, fixture_files()),
+            "--name",
+            "fx",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
     assert imported.returncode == 0, imported.stderr
     server = _answer_but("/v1/reset", lambda conn: server.wait(600))
     with raw(server) as url:
         started = time.monotonic()
-        proc = subprocess.Popen([exe, "--warehouse", str(wh), "evaluate", "fx", "--systems", url, "--force"],
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        proc = subprocess.Popen(
+            [exe, "--warehouse", str(wh), "evaluate", "fx", "--systems", url, "--force"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
         try:
             _, err = proc.communicate(timeout=400)
         finally:
@@ -324,10 +375,15 @@ def test_an_evaluation_against_a_stuck_server_ends_within_the_readme_bound_with_
     # from the first reset sent to the process's end: the call's bound and the process's exit (the
     # process's start, Prefect's server and the benchmark's loading come before, and vary with the load)
     took = ended - server.received[server.requests.index("POST /v1/reset")]
-    print(f"stuck server, default settings: {took:.1f} s from the first reset to exit 5, "
-          f"{ended - started:.1f} s in all (load {os.getloadavg()[0]:.1f})")
+    print(
+        f"stuck server, default settings: {took:.1f} s from the first reset to exit 5, "
+        f"{ended - started:.1f} s in all (load {os.getloadavg()[0]:.1f})"
+    )
     assert 240 <= took <= 241.75 + 15, (took, ended - started)
     assert server.requests.count("POST /v1/reset") == 4
     line = next(ln for ln in err.splitlines() if "POST /v1/reset" in ln)
-    assert re.search(rf"{url}: POST /v1/reset: failed after 4 attempts in 24[01]\.\d s: no complete reply within "
-                     r"evaluation.remote_timeout_s = 60 s per attempt", line), line
+    assert re.search(
+        rf"{url}: POST /v1/reset: failed after 4 attempts in 24[01]\.\d s: no complete reply within "
+        r"evaluation.remote_timeout_s = 60 s per attempt",
+        line,
+    ), line

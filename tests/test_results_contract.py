@@ -19,6 +19,14 @@ def test_scores_hold_every_metric_with_its_interval_and_nothing_else() -> None:
 
 
 def test_system_scores_add_efficiency_the_diagnosis_and_privacy() -> None:
-    assert set(SystemScores.model_fields) - set(Scores.model_fields) == {*EFFICIENCY, "diagnosis", "privacy"}
-    assert set(TypeScores.model_fields) - set(Scores.model_fields) == {"question_type", "diagnosis", "privacy"}
+    assert set(SystemScores.model_fields) - set(Scores.model_fields) == {
+        *EFFICIENCY,
+        "diagnosis",
+        "privacy",
+    }
+    assert set(TypeScores.model_fields) - set(Scores.model_fields) == {
+        "question_type",
+        "diagnosis",
+        "privacy",
+    }
     assert set(PrivacyScores.model_fields) == {*PRIVACY, "n", "ci"}

@@ -29,24 +29,45 @@ def _run(run_id: str, kind: str = "generate") -> RunRecord:
 
 def _status(wh_path: Path) -> dict[str, tuple]:
     with Warehouse.open_reader(wh_path) as r:
-        return {run_id: (status, resumed_from) for run_id, status, resumed_from in
-                r.rows("SELECT run_id, status, resumed_from FROM runs")}
+        return {
+            run_id: (status, resumed_from)
+            for run_id, status, resumed_from in r.rows(
+                "SELECT run_id, status, resumed_from FROM runs"
+            )
+        }
 
 
 def _call(run_id: str, n: int) -> CallRecord:
-    return CallRecord(call_id=f"c{n}", run_id=run_id, stage="generation.persona", role="generator", provider="offline",
-                      model="world", is_offline=True, prompt_hash="h", started_at=utcnow(), latency_ms=5.0, attempts=1)
+    return CallRecord(
+        call_id=f"c{n}",
+        run_id=run_id,
+        stage="generation.persona",
+        role="generator",
+        provider="offline",
+        model="world",
+        is_offline=True,
+        prompt_hash="h",
+        started_at=utcnow(),
+        latency_ms=5.0,
+        attempts=1,
+    )
 
 
-def test_a_run_row_is_written_before_the_first_call_and_finished_with_its_status(wh_path: Path) -> None:
+def test_a_run_row_is_written_before_the_first_call_and_finished_with_its_status(
+    wh_path: Path,
+) -> None:
     with Warehouse.open_writer(wh_path):
         pass
     run = begin_run_task.fn(str(wh_path), _run("r1"))
     assert run.status == "running" and run.resumed_from is None
     assert _status(wh_path) == {}  # nothing yet: a run served wholly from the cache writes nothing
-    rt = runtime.Runtime(RunConfig(), run_id="r1", warehouse=str(wh_path), on_start=opener(str(wh_path), run))
+    rt = runtime.Runtime(
+        RunConfig(), run_id="r1", warehouse=str(wh_path), on_start=opener(str(wh_path), run)
+    )
     with runtime.use(rt):
-        runtime.paid(lambda rec: None, covers=None)  # a step about to call a model (outside a cached task)
+        runtime.paid(
+            lambda rec: None, covers=None
+        )  # a step about to call a model (outside a cached task)
         assert _status(wh_path) == {"r1": ("running", None)}
         runtime.paid(lambda rec: None, covers=None)  # once only
     with Warehouse.open_writer(wh_path) as wh:
@@ -54,15 +75,24 @@ def test_a_run_row_is_written_before_the_first_call_and_finished_with_its_status
     assert _status(wh_path) == {"r1": ("completed", None)}
 
 
-@pytest.mark.parametrize(("error", "status"), [(ValueError("boom"), "failed"), (BudgetExceeded("over budget"), "budget"),
-                                               (KeyboardInterrupt(), "interrupted")])
-def test_a_run_that_raises_is_recorded_with_its_status(wh_path: Path, error: BaseException, status: str) -> None:
+@pytest.mark.parametrize(
+    ("error", "status"),
+    [
+        (ValueError("boom"), "failed"),
+        (BudgetExceeded("over budget"), "budget"),
+        (KeyboardInterrupt(), "interrupted"),
+    ],
+)
+def test_a_run_that_raises_is_recorded_with_its_status(
+    wh_path: Path, error: BaseException, status: str
+) -> None:
     run = _run("r1")
     with pytest.raises(type(error)), tracked(str(wh_path), run):
         raise error
     with Warehouse.open_reader(wh_path) as r:
         assert r.rows("SELECT status, error, finished_at IS NOT NULL FROM runs") == [
-            (status, str(error) or type(error).__name__, True)]
+            (status, str(error) or type(error).__name__, True)
+        ]
 
 
 def test_a_run_left_running_is_crashed_and_resumed(wh_path: Path) -> None:
@@ -73,8 +103,11 @@ def test_a_run_left_running_is_crashed_and_resumed(wh_path: Path) -> None:
         open_run(wh, _run("other", "qa"))  # another kind: not this run's business
     resumed = begin_run_task.fn(str(wh_path), _run("next"))
     assert resumed.resumed_from == "dead"
-    assert _status(wh_path) == {"dead": ("crashed", None), "other": ("running", None),
-                                "next": ("running", "dead")}  # a resume is recorded at once
+    assert _status(wh_path) == {
+        "dead": ("crashed", None),
+        "other": ("running", None),
+        "next": ("running", "dead"),
+    }  # a resume is recorded at once
     with Warehouse.open_writer(wh_path) as wh:
         record_run(wh, resumed.finished("completed"))
     # the latest run completed: the one after it resumes nothing, and writes nothing to begin
@@ -88,13 +121,37 @@ def test_landed_calls_of_a_run_without_a_row_get_one(wh_path: Path) -> None:
     from clonemem.warehouse.landing import PersonaLanding
 
     with Warehouse.open_writer(wh_path) as wh:
-        wh.upsert("benchmarks", [{"benchmark_id": BID, "name": "b", "source": "generated", "gate_status": "pending",
-                                      "is_offline": True}])
-        land(wh, Landing(BID, "persona", [PersonaLanding(PersonaRows("p1", {}), digest="d")],
-                         calls=[_call("worker", 1), _call("worker", 2)], call_runs="completed"))
+        wh.upsert(
+            "benchmarks",
+            [
+                {
+                    "benchmark_id": BID,
+                    "name": "b",
+                    "source": "generated",
+                    "gate_status": "pending",
+                    "is_offline": True,
+                }
+            ],
+        )
+        land(
+            wh,
+            Landing(
+                BID,
+                "persona",
+                [PersonaLanding(PersonaRows("p1", {}), digest="d")],
+                calls=[_call("worker", 1), _call("worker", 2)],
+                call_runs="completed",
+            ),
+        )
         assert wh.rows("SELECT kind, benchmark_id, status FROM runs WHERE run_id = 'worker'") == [
-            ("generate", BID, "completed")]
-        assert wh.scalar("SELECT count(*) FROM llm_calls WHERE run_id NOT IN (SELECT run_id FROM runs)") == 0
+            ("generate", BID, "completed")
+        ]
+        assert (
+            wh.scalar(
+                "SELECT count(*) FROM llm_calls WHERE run_id NOT IN (SELECT run_id FROM runs)"
+            )
+            == 0
+        )
 
 
 # -- through the real CLI: SIGKILL mid-run, resume --------------------------------------------------------
@@ -105,18 +162,27 @@ SPEND = """SELECT r.benchmark_id, count(*), sum(c.input_tokens), sum(c.output_to
 
 def _ledger(wh: Path) -> tuple[list, int, list]:
     with Warehouse.open_reader(wh) as r:
-        return (r.rows(SPEND), r.scalar("SELECT count(*) FROM llm_calls WHERE run_id NOT IN (SELECT run_id FROM runs)"),
-                r.rows("SELECT kind, status, resumed_from IS NOT NULL FROM runs ORDER BY started_at"))
+        return (
+            r.rows(SPEND),
+            r.scalar(
+                "SELECT count(*) FROM llm_calls WHERE run_id NOT IN (SELECT run_id FROM runs)"
+            ),
+            r.rows("SELECT kind, status, resumed_from IS NOT NULL FROM runs ORDER BY started_at"),
+        )
 
 
 @pytest.mark.slow
 @pytest.mark.faults
 @pytest.mark.prefect
 @pytest.mark.timeout(1500)
-def test_sigkill_then_resume_owns_every_call_and_spends_as_an_uninterrupted_run(tmp_path: Path) -> None:
+def test_sigkill_then_resume_owns_every_call_and_spends_as_an_uninterrupted_run(
+    tmp_path: Path,
+) -> None:
     clean = tmp_path / "clean"
     clean.mkdir()
-    got = clonemem(clean / "wh.duckdb", clean / "home", "generate", "--config", str(tiny_config(clean)))
+    got = clonemem(
+        clean / "wh.duckdb", clean / "home", "generate", "--config", str(tiny_config(clean))
+    )
     assert got.returncode == 0, got.stderr
     reference, unowned, _ = _ledger(clean / "wh.duckdb")
     assert unowned == 0
@@ -138,11 +204,17 @@ def test_sigkill_then_resume_owns_every_call_and_spends_as_an_uninterrupted_run(
     assert spend == reference  # calls, input and output tokens per benchmark
     # the second command's generation found the first's `running` and resumed it (from the cache); the
     # third's stage IV did the same; its generation had nothing to do and wrote nothing
-    assert runs == [("generate", "crashed", False), ("generate", "completed", True), ("qa", "crashed", False),
-                    ("qa", "completed", True)], runs
+    assert runs == [
+        ("generate", "crashed", False),
+        ("generate", "completed", True),
+        ("qa", "crashed", False),
+        ("qa", "completed", True),
+    ], runs
 
 
-def test_an_error_raised_while_ctrl_c_unwinds_is_recorded_as_the_interrupt(wh_path: Path, monkeypatch) -> None:
+def test_an_error_raised_while_ctrl_c_unwinds_is_recorded_as_the_interrupt(
+    wh_path: Path, monkeypatch
+) -> None:
     """Issue 31, item 4: Prefect's engine, stopped mid-task by the KeyboardInterrupt, raised its own error
     ("Task run is not set"), and the run's row ended `failed` with it instead of `interrupted`."""
     import threading
@@ -156,4 +228,5 @@ def test_an_error_raised_while_ctrl_c_unwinds_is_recorded_as_the_interrupt(wh_pa
         raise ValueError("Task run is not set")
     with Warehouse.open_reader(wh_path) as r:
         assert r.rows("SELECT status, error FROM runs") == [
-            ("interrupted", "KeyboardInterrupt (raised while unwinding: Task run is not set)")]
+            ("interrupted", "KeyboardInterrupt (raised while unwinding: Task run is not set)")
+        ]

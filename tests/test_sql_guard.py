@@ -101,7 +101,9 @@ def imported_once(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from clonemem.demo import fixture_files
 
     wh = tmp_path_factory.mktemp("guard") / "wh.duckdb"
-    got = runner.invoke(app, ["--warehouse", str(wh), "import", "release", str(fixture_files()[0]), "--name", "X"])
+    got = runner.invoke(
+        app, ["--warehouse", str(wh), "import", "release", str(fixture_files()[0]), "--name", "X"]
+    )
     assert got.exit_code == 0, got.output
     return wh
 
@@ -136,20 +138,32 @@ def test_escape_route_is_refused(imported: Path, tmp_path: Path, probe: str) -> 
     assert not imported.with_name("wh.duckdb.wal").exists()
 
 
-def test_locked_settings_hold_even_without_the_statement_check(imported: Path, tmp_path: Path) -> None:
+def test_locked_settings_hold_even_without_the_statement_check(
+    imported: Path, tmp_path: Path
+) -> None:
     """The statement check is only the second line: DuckDB's own locked settings refuse on their own."""
     before, files = _sha(imported), sorted(p.name for p in tmp_path.iterdir())
     with open_guarded(imported) as con:
         raw = con._con
-        for sql in (f"COPY (SELECT 1) TO '{tmp_path}/x.csv'", "SELECT * FROM read_text('/proc/self/environ')",
-                    "SET enable_external_access = true", "CALL enable_logging()", "LOAD fts",
-                    f"ATTACH '{tmp_path}/o.duckdb'", "DELETE FROM traces", "SET lock_configuration = false",
-                    "SELECT * FROM read_text('http://127.0.0.1:9/')", f"EXPORT DATABASE '{tmp_path}/e'"):
+        for sql in (
+            f"COPY (SELECT 1) TO '{tmp_path}/x.csv'",
+            "SELECT * FROM read_text('/proc/self/environ')",
+            "SET enable_external_access = true",
+            "CALL enable_logging()",
+            "LOAD fts",
+            f"ATTACH '{tmp_path}/o.duckdb'",
+            "DELETE FROM traces",
+            "SET lock_configuration = false",
+            "SELECT * FROM read_text('http://127.0.0.1:9/')",
+            f"EXPORT DATABASE '{tmp_path}/e'",
+        ):
             with pytest.raises(Exception) as info:
                 raw.execute(sql).fetchall()
             assert SECRET not in str(info.value)
-        assert raw.execute("SELECT current_setting('enable_external_access'), current_setting('lock_configuration'),"
-                           " current_setting('autoinstall_known_extensions')").fetchone() == (False, True, False)
+        assert raw.execute(
+            "SELECT current_setting('enable_external_access'), current_setting('lock_configuration'),"
+            " current_setting('autoinstall_known_extensions')"
+        ).fetchone() == (False, True, False)
     assert _sha(imported) == before
     assert sorted(p.name for p in tmp_path.iterdir()) == files  # none of x.csv, o.duckdb, e written
 
@@ -163,7 +177,9 @@ def test_queries_still_work_with_limits(imported: Path) -> None:
         assert con.query("DESCRIBE traces")[0].rows
         assert con.query("SHOW TABLES")[0].rows
         assert con.query("EXPLAIN SELECT * FROM traces")[0].rows
-        assert con.frame("SELECT name, status FROM v_benchmarks").to_dicts() == [{"name": "X", "status": "complete"}]
+        assert con.frame("SELECT name, status FROM v_benchmarks").to_dicts() == [
+            {"name": "X", "status": "complete"}
+        ]
 
 
 def test_time_limit_interrupts_a_long_query(imported: Path) -> None:
@@ -174,8 +190,19 @@ def test_time_limit_interrupts_a_long_query(imported: Path) -> None:
 
 
 def test_cli_row_limit_and_time_limit(imported: Path) -> None:
-    got = runner.invoke(app, ["--warehouse", str(imported), "sql", "SELECT * FROM range(50)", "--max-rows", "2"])
+    got = runner.invoke(
+        app, ["--warehouse", str(imported), "sql", "SELECT * FROM range(50)", "--max-rows", "2"]
+    )
     assert got.exit_code == 0 and "(2 rows, cut at the row limit)" in got.output
-    got = runner.invoke(app, ["--warehouse", str(imported), "sql", "SELECT count(*) FROM range(100000000000) a",
-                              "--timeout", "0.5"])
+    got = runner.invoke(
+        app,
+        [
+            "--warehouse",
+            str(imported),
+            "sql",
+            "SELECT count(*) FROM range(100000000000) a",
+            "--timeout",
+            "0.5",
+        ],
+    )
     assert got.exit_code == 1 and "time limit" in got.output

@@ -29,14 +29,18 @@ STOP_MARGIN_S = 60.0
 
 def stuck_config(folder: Path, server: FakeAPIServer, settings: str = "") -> Path:
     path = folder / "stuck.toml"
-    path.write_text(TINY.replace("{personas}", "2") + f"""
+    path.write_text(
+        TINY.replace("{personas}", "2")
+        + f"""
 [models]
 generator = "openai/test-model"
 [providers.openai]
 base_url = "{server.base_url}"
 api_key_env = "CLONEMEM_TEST_KEY"
 {settings}
-""", "utf-8")
+""",
+        "utf-8",
+    )
     return path
 
 
@@ -46,15 +50,29 @@ def check_warehouse(wh: Path, attempts: int) -> str:
         runs = dict(r.rows("SELECT kind, status FROM runs"))
         assert runs == {"generate": "failed", "pipeline": "failed"}, runs
         error = r.scalar("SELECT error FROM runs WHERE kind = 'generate'")
-        calls = r.rows("SELECT attempts, outcome, error_class FROM llm_calls WHERE provider = 'openai'")
+        calls = r.rows(
+            "SELECT attempts, outcome, error_class FROM llm_calls WHERE provider = 'openai'"
+        )
         assert calls and all(c[0] <= attempts for c in calls), calls
         assert ("permanent_error", "unresponsive") in {c[1:] for c in calls}, calls
-        tries = r.rows("SELECT DISTINCT outcome, error_class FROM v_llm_call_attempts WHERE provider = 'openai'")
-        assert set(tries) <= {("transient_error", "timeout"), ("transient_error", "unresponsive")}, tries
-        assert r.scalar("SELECT count(*) FROM v_llm_call_attempts WHERE provider = 'openai'") == sum(c[0] for c in calls)
+        tries = r.rows(
+            "SELECT DISTINCT outcome, error_class FROM v_llm_call_attempts WHERE provider = 'openai'"
+        )
+        assert set(tries) <= {
+            ("transient_error", "timeout"),
+            ("transient_error", "unresponsive"),
+        }, tries
+        assert r.scalar(
+            "SELECT count(*) FROM v_llm_call_attempts WHERE provider = 'openai'"
+        ) == sum(c[0] for c in calls)
         # every call is owned by the run that made it
-        assert r.scalar("SELECT count(*) FROM llm_calls c JOIN runs USING (run_id) WHERE kind = 'generate'") == len(calls)
-        assert r.scalar("SELECT count(*) FROM llm_calls WHERE run_id NOT IN (SELECT run_id FROM runs)") == 0
+        assert r.scalar(
+            "SELECT count(*) FROM llm_calls c JOIN runs USING (run_id) WHERE kind = 'generate'"
+        ) == len(calls)
+        assert (
+            r.scalar("SELECT count(*) FROM llm_calls WHERE run_id NOT IN (SELECT run_id FROM runs)")
+            == 0
+        )
     return str(error)
 
 
@@ -76,7 +94,9 @@ def test_a_stuck_provider_stops_the_run_after_one_calls_budget(tmp_path: Path, m
     wh = tmp_path / "wh.duckdb"
     with FakeAPIServer("openai") as server:
         server.stuck = True
-        cfg = stuck_config(tmp_path, server, "timeout_s = 3\nmax_retries = 1\nbackoff_base_s = 0.1\n")
+        cfg = stuck_config(
+            tmp_path, server, "timeout_s = 3\nmax_retries = 1\nbackoff_base_s = 0.1\n"
+        )
         started = time.monotonic()
         with pytest.raises(ProviderUnresponsive) as err:
             pipeline_flow(str(wh), str(cfg), evaluate=False)
@@ -84,10 +104,14 @@ def test_a_stuck_provider_stops_the_run_after_one_calls_budget(tmp_path: Path, m
         took = ended - min(s.at for s in server.seen)  # Prefect's own start is not the provider's
         per_call = requests_per_call(server)
     message = str(err.value)
-    print(f"ended {ended - started:.1f} s after the flow started, {took:.1f} s after its first request; "
-          f"requests per call: {sorted(per_call.values())}")
+    print(
+        f"ended {ended - started:.1f} s after the flow started, {took:.1f} s after its first request; "
+        f"requests per call: {sorted(per_call.values())}"
+    )
     assert per_call and max(per_call.values()) == 2, per_call  # 1 + max_retries; was 6
-    assert message.startswith("generator openai/test-model is not answering: gave up after 2 attempts in 6.")
+    assert message.startswith(
+        "generator openai/test-model is not answering: gave up after 2 attempts in 6."
+    )
     assert "(max_retries = 1)" in message and SECRET not in message and "\n" not in message
     assert took < 2 * 3 + 0.1 + STOP_MARGIN_S, took
     assert check_warehouse(wh, 2) == message
@@ -96,23 +120,36 @@ def test_a_stuck_provider_stops_the_run_after_one_calls_budget(tmp_path: Path, m
 @pytest.mark.slow
 @pytest.mark.timing
 @pytest.mark.timeout(900)
-def test_with_the_default_settings_a_stuck_provider_ends_the_run_within_the_readme_bound(tmp_path: Path) -> None:
+def test_with_the_default_settings_a_stuck_provider_ends_the_run_within_the_readme_bound(
+    tmp_path: Path,
+) -> None:
     deadline = RunConfig().providers.openai.deadline_s  # 3 x 120 s
     wh, home = tmp_path / "wh.duckdb", tmp_path / "home"
     with FakeAPIServer("openai") as server:
         server.stuck = True
         cfg = stuck_config(tmp_path, server)  # the default timeout, retries, backoff and deadline
         started = time.monotonic()
-        done = clonemem(wh, home, "generate", "--config", str(cfg), timeout=deadline + 300,
-                        CLONEMEM_TEST_KEY=SECRET)
+        done = clonemem(
+            wh,
+            home,
+            "generate",
+            "--config",
+            str(cfg),
+            timeout=deadline + 300,
+            CLONEMEM_TEST_KEY=SECRET,
+        )
         ended = time.monotonic()
         first = min(s.at for s in server.seen)
         per_call = requests_per_call(server)
-    print(f"exit {done.returncode} {ended - started:.1f} s after the command started, {ended - first:.1f} s after "
-          f"its first request; requests per call: {sorted(per_call.values())}")
+    print(
+        f"exit {done.returncode} {ended - started:.1f} s after the command started, {ended - first:.1f} s after "
+        f"its first request; requests per call: {sorted(per_call.values())}"
+    )
     assert done.returncode == 1, done.stderr[-2000:]
     lines = [line for line in done.stderr.splitlines() if "not answering" in line]
-    assert lines and "generator openai/test-model is not answering: gave up after" in lines[0], done.stderr[-2000:]
+    assert lines and "generator openai/test-model is not answering: gave up after" in lines[0], (
+        done.stderr[-2000:]
+    )
     assert max(per_call.values()) <= 1 + 5, per_call
     assert ended - first < deadline + STOP_MARGIN_S, ended - first
     check_warehouse(wh, 6)
@@ -120,7 +157,9 @@ def test_with_the_default_settings_a_stuck_provider_ends_the_run_within_the_read
 
 @pytest.mark.prefect
 @pytest.mark.timeout(600)
-def test_a_stuck_answerer_stops_an_evaluation_with_its_calls_on_record(tmp_path: Path, monkeypatch) -> None:
+def test_a_stuck_answerer_stops_an_evaluation_with_its_calls_on_record(
+    tmp_path: Path, monkeypatch
+) -> None:
     """Evaluation alike: the answerer's provider never answers; the evaluation stops after one call's
     budget, its row in ``runs`` says ``failed`` and its calls are in ``llm_calls``, owned by it (before, a
     failed evaluation left no trace of what it spent)."""
@@ -136,19 +175,37 @@ def test_a_stuck_answerer_stops_an_evaluation_with_its_calls_on_record(tmp_path:
     assert run_gate(wh, "imported", docs_dir=tmp_path / "docs").status == "passed"
     with FakeAPIServer("openai") as server:
         server.stuck = True
-        cfg = RunConfig.model_validate({
-            "models": {"answerer": "openai/test-model"},
-            "providers": {"openai": {"base_url": server.base_url, "api_key_env": "CLONEMEM_TEST_KEY",
-                                     "timeout_s": 2, "max_retries": 1, "backoff_base_s": 0.1}}})
+        cfg = RunConfig.model_validate(
+            {
+                "models": {"answerer": "openai/test-model"},
+                "providers": {
+                    "openai": {
+                        "base_url": server.base_url,
+                        "api_key_env": "CLONEMEM_TEST_KEY",
+                        "timeout_s": 2,
+                        "max_retries": 1,
+                        "backoff_base_s": 0.1,
+                    }
+                },
+            }
+        )
         with pytest.raises(ProviderUnresponsive) as err:
             evaluate_flow(str(wh), "imported", ["bm25"], [5], config=cfg)
         took = time.monotonic() - min(s.at for s in server.seen)
         per_call = requests_per_call(server)
     assert max(per_call.values()) == 2 and took < 2 * 2 + 0.1 + STOP_MARGIN_S, (per_call, took)
-    assert str(err.value).startswith("answerer openai/test-model is not answering: gave up after 2 attempts in ")
+    assert str(err.value).startswith(
+        "answerer openai/test-model is not answering: gave up after 2 attempts in "
+    )
     with Warehouse.open_reader(wh) as r:
-        [(run_id, status, error)] = r.rows("SELECT run_id, status, error FROM runs WHERE kind = 'evaluate'")
+        [(run_id, status, error)] = r.rows(
+            "SELECT run_id, status, error FROM runs WHERE kind = 'evaluate'"
+        )
         assert status == "failed" and error == str(err.value)
         assert r.scalar("SELECT count(*) FROM eval_runs") == 0  # nothing of its results
-        calls = r.rows("SELECT run_id, attempts, error_class FROM llm_calls WHERE provider = 'openai'")
-    assert calls and {c[0] for c in calls} == {run_id} and ("unresponsive" in {c[2] for c in calls}), calls
+        calls = r.rows(
+            "SELECT run_id, attempts, error_class FROM llm_calls WHERE provider = 'openai'"
+        )
+    assert (
+        calls and {c[0] for c in calls} == {run_id} and ("unresponsive" in {c[2] for c in calls})
+    ), calls

@@ -41,7 +41,10 @@ def test_reader_is_read_only(wh_path: Path) -> None:
     Warehouse.open_writer(wh_path).close()
     with Warehouse.open_reader(wh_path) as reader:
         with pytest.raises(WarehouseError, match="read-only"):
-            reader.upsert("benchmarks", [{"benchmark_id": "b", "name": "n", "source": "imported", "is_offline": False}])
+            reader.upsert(
+                "benchmarks",
+                [{"benchmark_id": "b", "name": "n", "source": "imported", "is_offline": False}],
+            )
         with pytest.raises(duckdb.Error):
             reader.con.execute("DELETE FROM benchmarks")
 
@@ -61,7 +64,9 @@ def test_reader_beside_a_writer_reads_a_snapshot(wh_path: Path, tmp_path: Path) 
         print("ready", flush=True)
         sys.stdin.readline()
     """)
-    proc = subprocess.Popen([sys.executable, "-c", script], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", script], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
     try:
         assert proc.stdout.readline().strip() == "ready"
         with Warehouse.open_reader(wh_path) as reader:
@@ -76,19 +81,32 @@ def test_views_live_in_files_and_follow_their_file(wh_path: Path) -> None:
     from clonemem.warehouse.migrate import View, apply_views, available_views
 
     views = available_views()
-    assert {v.name for v in views} >= {"v_benchmarks", "v_question_composition", "v_trace_media", "v_llm_spend"}
+    assert {v.name for v in views} >= {
+        "v_benchmarks",
+        "v_question_composition",
+        "v_trace_media",
+        "v_llm_spend",
+    }
     with Warehouse.open_writer(wh_path) as wh:
         present = {r[0] for r in wh.rows("SELECT view_name FROM duckdb_views() WHERE NOT internal")}
         assert {v.name for v in views} <= present
         assert apply_views(wh.con) == []  # unchanged files: nothing re-applied
-        edited = [View(v.name, v.sql.replace("AS traces", "AS trace_count")) if v.name == "v_trace_media" else v
-                  for v in views]
+        edited = [
+            View(v.name, v.sql.replace("AS traces", "AS trace_count"))
+            if v.name == "v_trace_media"
+            else v
+            for v in views
+        ]
         assert apply_views(wh.con, edited) == ["v_trace_media"]
         assert "trace_count" in [r[0] for r in wh.rows("DESCRIBE v_trace_media")]
-        wh.con.execute("DROP VIEW v_llm_spend")  # a view dropped by hand comes back on the next open
+        wh.con.execute(
+            "DROP VIEW v_llm_spend"
+        )  # a view dropped by hand comes back on the next open
     with Warehouse.open_writer(wh_path) as wh:
         assert wh.scalar("SELECT count(*) FROM duckdb_views() WHERE view_name = 'v_llm_spend'") == 1
-        assert "traces" in [r[0] for r in wh.rows("DESCRIBE v_trace_media")]  # the file is the truth again
+        assert "traces" in [
+            r[0] for r in wh.rows("DESCRIBE v_trace_media")
+        ]  # the file is the truth again
 
 
 def test_a_view_file_must_define_the_view_it_is_named_after(monkeypatch, tmp_path: Path) -> None:
@@ -103,11 +121,15 @@ def test_a_view_file_must_define_the_view_it_is_named_after(monkeypatch, tmp_pat
             return tmp_path / name
 
     monkeypatch.setattr(migrate.resources, "files", lambda _pkg: Root())
-    with pytest.raises(MigrationError, match=r"views/v_x.sql must define exactly one view named 'v_x'.*found: v_y"):
+    with pytest.raises(
+        MigrationError, match=r"views/v_x.sql must define exactly one view named 'v_x'.*found: v_y"
+    ):
         migrate.available_views()
 
 
-def test_per_question_metrics_are_a_column_each_and_old_rows_keep_their_long_view(monkeypatch, tmp_path: Path) -> None:
+def test_per_question_metrics_are_a_column_each_and_old_rows_keep_their_long_view(
+    monkeypatch, tmp_path: Path
+) -> None:
     """Migration 0012: a warehouse written with the long table (a row per metric) reads the same through
     the view after the upgrade, and the wide table has exactly the aggregated metrics as columns."""
     from clonemem.schemas.results import AGGREGATED
@@ -116,21 +138,34 @@ def test_per_question_metrics_are_a_column_each_and_old_rows_keep_their_long_vie
     path = tmp_path / "old.duckdb"
     every = migrate.available_migrations()
     con = duckdb.connect(str(path))
-    monkeypatch.setattr(migrate, "available_migrations", lambda: [m for m in every if m.version < 12])
+    monkeypatch.setattr(
+        migrate, "available_migrations", lambda: [m for m in every if m.version < 12]
+    )
     apply_migrations(con)
-    old = [("e1", "bm25", 5, "q1", "recall_flat", 0.5), ("e1", "bm25", 5, "q1", "choice_accuracy", None),
-           ("e1", "bm25", 5, "q2", "recall_flat", 1.0), ("e1", "dense", 10, "q1", "correct", 1.0)]
+    old = [
+        ("e1", "bm25", 5, "q1", "recall_flat", 0.5),
+        ("e1", "bm25", 5, "q1", "choice_accuracy", None),
+        ("e1", "bm25", 5, "q2", "recall_flat", 1.0),
+        ("e1", "dense", 10, "q1", "correct", 1.0),
+    ]
     con.executemany("INSERT INTO eval_question_metrics VALUES (?, ?, ?, ?, ?, ?)", old)
     con.close()
     monkeypatch.undo()
     with Warehouse.open_writer(path) as wh:
         described = [r[0] for r in wh.rows("DESCRIBE eval_question_scores")]
         assert described == ["eval_run_id", "system", "k", "question_id", *AGGREGATED]
-        got = wh.rows("SELECT * FROM eval_question_metrics WHERE value IS NOT NULL OR metric = 'choice_accuracy' "
-                      "ORDER BY ALL")
-        assert sorted(got, key=str) == sorted([r for r in old if r[5] is not None] +
-                                             [("e1", "bm25", 5, "q2", "choice_accuracy", None),
-                                              ("e1", "dense", 10, "q1", "choice_accuracy", None),
-                                              ("e1", "bm25", 5, "q1", "choice_accuracy", None)], key=str)
+        got = wh.rows(
+            "SELECT * FROM eval_question_metrics WHERE value IS NOT NULL OR metric = 'choice_accuracy' "
+            "ORDER BY ALL"
+        )
+        assert sorted(got, key=str) == sorted(
+            [r for r in old if r[5] is not None]
+            + [
+                ("e1", "bm25", 5, "q2", "choice_accuracy", None),
+                ("e1", "dense", 10, "q1", "choice_accuracy", None),
+                ("e1", "bm25", 5, "q1", "choice_accuracy", None),
+            ],
+            key=str,
+        )
         # every metric of every (run, system, k, question) is a row of the view, NULL where not computed
         assert wh.scalar("SELECT count(*) FROM eval_question_metrics") == 3 * len(AGGREGATED)

@@ -25,7 +25,9 @@ from pathlib import Path
 from clonemem.layout import MAPPED
 
 ROOT = Path(__file__).resolve().parents[1]
-LINE = re.compile(r"^(?P<path>[^:]+):(?P<line>\d+): error: (?P<message>.*?)(?:  \[(?P<code>[\w-]+)\])?$")
+LINE = re.compile(
+    r"^(?P<path>[^:]+):(?P<line>\d+): error: (?P<message>.*?)(?:  \[(?P<code>[\w-]+)\])?$"
+)
 
 Key = tuple[str, str, str]  # (path in the repository, error code, message)
 
@@ -87,7 +89,7 @@ def repo_path(path: str, tree: Path) -> str:
     prefix = str(tree) + "/"
     # mypy's cache may name a module by a tree it saw before (another namespace-* folder)
     earlier = re.search(r"/\.mypy_cache/namespace[^/]*/clonemem/(.*)$", path)
-    inside = path[len(prefix):] if path.startswith(prefix) else earlier[1] if earlier else path
+    inside = path[len(prefix) :] if path.startswith(prefix) else earlier[1] if earlier else path
     parts = Path(inside).parts
     return "/".join(parts if parts and parts[0] in MAPPED else ("clonemem", *parts))
 
@@ -96,9 +98,23 @@ def run_mypy() -> tuple[Counter[Key], list[str]]:
     # a fixed place (mypy's incremental cache keeps the paths it saw), inside the ignored cache folder
     tree = shared_tree()
     done = subprocess.run(
-        [sys.executable, "-m", "mypy", "--config-file", str(ROOT / "pyproject.toml"),
-         "--cache-dir", str(ROOT / ".mypy_cache"), "--no-error-summary", "--show-absolute-path", str(tree)],
-        capture_output=True, text=True, cwd=tree.parent, check=False)
+        [
+            sys.executable,
+            "-m",
+            "mypy",
+            "--config-file",
+            str(ROOT / "pyproject.toml"),
+            "--cache-dir",
+            str(ROOT / ".mypy_cache"),
+            "--no-error-summary",
+            "--show-absolute-path",
+            str(tree),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tree.parent,
+        check=False,
+    )
     if done.returncode not in (0, 1):
         sys.exit(f"mypy did not run: {done.stderr.strip() or done.stdout.strip()}")
     found: Counter[Key] = Counter()
@@ -117,10 +133,23 @@ def mypy_only(files: list[str], tree: Path, cache: Path) -> subprocess.Completed
     """mypy over ``files`` alone, with the project's settings, ``tree`` (a :func:`namespace_tree`) for
     their imports of the package, and its cache in ``cache``."""
     return subprocess.run(
-        [sys.executable, "-m", "mypy", "--config-file", str(ROOT / "pyproject.toml"),
-         "--cache-dir", str(cache), "--no-error-summary", *map(os.path.abspath, files)],
-        capture_output=True, text=True, cwd=tree.parent, check=False,
-        env={**os.environ, "MYPYPATH": str(tree.parent)})
+        [
+            sys.executable,
+            "-m",
+            "mypy",
+            "--config-file",
+            str(ROOT / "pyproject.toml"),
+            "--cache-dir",
+            str(cache),
+            "--no-error-summary",
+            *map(os.path.abspath, files),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tree.parent,
+        check=False,
+        env={**os.environ, "MYPYPATH": str(tree.parent)},
+    )
 
 
 def check_only(files: list[str]) -> int:

@@ -16,10 +16,14 @@ class UnknownBenchmark(LookupError, UserError):
 
 def resolve_benchmark(wh: Warehouse, ref: str) -> tuple[str, str]:
     """(id, name) of a benchmark given its id or its name."""
-    got = wh.rows("SELECT benchmark_id, name FROM benchmarks WHERE benchmark_id = ? OR name = ?", [ref, ref])
+    got = wh.rows(
+        "SELECT benchmark_id, name FROM benchmarks WHERE benchmark_id = ? OR name = ?", [ref, ref]
+    )
     if not got:
         names = [r[0] for r in wh.rows("SELECT name FROM benchmarks ORDER BY name")]
-        raise UnknownBenchmark(f"no benchmark {ref!r} in {wh.path} (known: {', '.join(names) or 'none'})")
+        raise UnknownBenchmark(
+            f"no benchmark {ref!r} in {wh.path} (known: {', '.join(names) or 'none'})"
+        )
     return got[0]
 
 
@@ -32,8 +36,10 @@ def require_gate_passed(wh: Warehouse, ref: str, force: bool) -> tuple[str, str]
     bid, name = resolve_benchmark(wh, ref)
     status = gate_status(wh, bid)
     if status != "passed" and not force:
-        raise EvaluationRefused(f"benchmark {name!r} has gate status {status!r}: run `clonemem gate {name}` first, or "
-                                "evaluate anyway with --force (deployment parameter `force: true`)")
+        raise EvaluationRefused(
+            f"benchmark {name!r} has gate status {status!r}: run `clonemem gate {name}` first, or "
+            "evaluate anyway with --force (deployment parameter `force: true`)"
+        )
     return bid, name
 
 

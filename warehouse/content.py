@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from clonemem.warehouse.db import Warehouse
 
+
 @dataclass
 class PersonaRows:
     """Rows of one persona, keyed by table: what a generator, the QA stage or an importer lands."""
@@ -22,17 +23,46 @@ class PersonaRows:
 
 # Content tables in landing order.
 PERSONA_TABLES: tuple[str, ...] = (
-    "personas", "relations", "event_seeds", "life_arcs", "arc_anchor_states", "major_events",
-    "major_event_arcs", "snapshots", "phases", "detailed_events", "evidence", "evidence_arcs", "traces",
-    "evidence_traces", "privacy_matters", "evidence_privacy", "trajectory_segments", "questions",
-    "question_evidence", "question_traces", "question_choices", "qa_checks", "qa_distractor_rounds", "qa_rejected",
-    "privacy_items", "privacy_item_evidence",
+    "personas",
+    "relations",
+    "event_seeds",
+    "life_arcs",
+    "arc_anchor_states",
+    "major_events",
+    "major_event_arcs",
+    "snapshots",
+    "phases",
+    "detailed_events",
+    "evidence",
+    "evidence_arcs",
+    "traces",
+    "evidence_traces",
+    "privacy_matters",
+    "evidence_privacy",
+    "trajectory_segments",
+    "questions",
+    "question_evidence",
+    "question_traces",
+    "question_choices",
+    "qa_checks",
+    "qa_distractor_rounds",
+    "qa_rejected",
+    "privacy_items",
+    "privacy_item_evidence",
 )
 
 # A persona's stage-IV output: what re-landing QA replaces.
 QA_TABLES: tuple[str, ...] = (
-    "trajectory_segments", "questions", "question_evidence", "question_traces", "question_choices", "qa_checks",
-    "qa_distractor_rounds", "qa_rejected", "privacy_items", "privacy_item_evidence",
+    "trajectory_segments",
+    "questions",
+    "question_evidence",
+    "question_traces",
+    "question_choices",
+    "qa_checks",
+    "qa_distractor_rounds",
+    "qa_rejected",
+    "privacy_items",
+    "privacy_item_evidence",
 )
 
 # Children first; each statement takes the persona id once per `?`.
@@ -85,7 +115,12 @@ def _delete(wh: Warehouse, statements: tuple[str, ...], persona_id: str) -> None
 def relation_names(wh: Warehouse, persona_id: str) -> list[str]:
     """The names of the persona's relations, in order: who a trace's audience can name (clonemem/privacy.py);
     none for an imported persona."""
-    return [n for (n,) in wh.rows("SELECT name FROM relations WHERE persona_id = ? ORDER BY seq", [persona_id])]
+    return [
+        n
+        for (n,) in wh.rows(
+            "SELECT name FROM relations WHERE persona_id = ? ORDER BY seq", [persona_id]
+        )
+    ]
 
 
 def delete_persona(wh: Warehouse, persona_id: str) -> None:

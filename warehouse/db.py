@@ -54,7 +54,13 @@ class WarehouseError(RuntimeError, UserError):
 class Warehouse:
     """A connection to the warehouse file. Use :meth:`open_writer` or :meth:`open_reader`."""
 
-    def __init__(self, con: duckdb.DuckDBPyConnection, path: Path, read_only: bool, snapshot_dir: Path | None = None):
+    def __init__(
+        self,
+        con: duckdb.DuckDBPyConnection,
+        path: Path,
+        read_only: bool,
+        snapshot_dir: Path | None = None,
+    ):
         self.con = con
         self.path = path
         self.read_only = read_only
@@ -67,7 +73,9 @@ class Warehouse:
     # -- opening -----------------------------------------------------------------------------
 
     @classmethod
-    def open_writer(cls, path: str | Path, *, wait_s: float | None = None, bulk: bool = False) -> Warehouse:
+    def open_writer(
+        cls, path: str | Path, *, wait_s: float | None = None, bulk: bool = False
+    ) -> Warehouse:
         """Open (creating if needed) the warehouse for writing and bring its schema up to date.
 
         Takes the writer lock (waiting up to ``wait_s``, default ``$CLONEMEM_LOCK_WAIT`` or 600 s)
@@ -159,7 +167,9 @@ class Warehouse:
         """Insert the rows whose key is not there yet (content-addressed rows: one already there is equal)."""
         return self._insert("INSERT OR IGNORE", table, rows)
 
-    def _insert(self, verb: str, table: str, rows: Sequence[Mapping[str, Any]] | pl.DataFrame) -> int:
+    def _insert(
+        self, verb: str, table: str, rows: Sequence[Mapping[str, Any]] | pl.DataFrame
+    ) -> int:
         frame = rows if isinstance(rows, pl.DataFrame) else _frame(rows)
         if frame.height == 0:
             return 0
@@ -209,8 +219,12 @@ def _connect_bulk(path: Path) -> duckdb.DuckDBPyConnection:
         for setting in BULK_SETTINGS:
             con.execute(setting)
         literal = str(path).replace("'", "''")
-        con.execute(f"ATTACH '{literal}' (ROW_GROUP_SIZE {BULK_ROW_GROUP_ROWS})")  # named as a plain connection names it
-        name = con.execute("SELECT database_name FROM duckdb_databases() WHERE path = ?", [str(path)]).fetchall()[0][0]
+        con.execute(
+            f"ATTACH '{literal}' (ROW_GROUP_SIZE {BULK_ROW_GROUP_ROWS})"
+        )  # named as a plain connection names it
+        name = con.execute(
+            "SELECT database_name FROM duckdb_databases() WHERE path = ?", [str(path)]
+        ).fetchall()[0][0]
         con.execute('USE "' + name.replace('"', '""') + '"')
     except (duckdb.ResourceInUseException, duckdb.BinderException, duckdb.CatalogException):
         con.close()
@@ -233,20 +247,32 @@ def _connect_writer(path: Path, wait_s: float, bulk: bool = False) -> duckdb.Duc
             return _connect_bulk(path) if bulk else duckdb.connect(str(path))
         except (duckdb.IOException, duckdb.ResourceInUseException) as exc:
             if not _is_lock_conflict(exc):
-                raise WarehouseError(f"cannot open warehouse {path} for writing: {_first_line(exc)}") from None
-            here = isinstance(exc, duckdb.ResourceInUseException)  # a bulk writer of this process has it
+                raise WarehouseError(
+                    f"cannot open warehouse {path} for writing: {_first_line(exc)}"
+                ) from None
+            here = isinstance(
+                exc, duckdb.ResourceInUseException
+            )  # a bulk writer of this process has it
             if time.monotonic() >= deadline:
-                raise WarehouseBusy(f"warehouse {path} is open in {'a bulk writer of this' if here else 'another'} "
-                                    f"process ({_first_line(exc)}); try again when it has finished") from None
+                raise WarehouseBusy(
+                    f"warehouse {path} is open in {'a bulk writer of this' if here else 'another'} "
+                    f"process ({_first_line(exc)}); try again when it has finished"
+                ) from None
             if not told:
                 import sys
 
-                print(f"warehouse {path.name} is being {'written by a bulk writer of this' if here else 'read by another'}"
-                      f" process; waiting up to {wait_s:g} s...", file=sys.stderr, flush=True)
+                print(
+                    f"warehouse {path.name} is being {'written by a bulk writer of this' if here else 'read by another'}"
+                    f" process; waiting up to {wait_s:g} s...",
+                    file=sys.stderr,
+                    flush=True,
+                )
                 told = True
             time.sleep(0.25)
         except duckdb.Error as exc:
-            raise WarehouseError(f"cannot open warehouse {path} for writing: {_first_line(exc)}") from None
+            raise WarehouseError(
+                f"cannot open warehouse {path} for writing: {_first_line(exc)}"
+            ) from None
 
 
 def _snapshot(path: Path) -> Path:
@@ -275,7 +301,9 @@ def reader_file(path: Path) -> tuple[Path, Path | None]:
     path = Path(path).expanduser().resolve()
     scratch.sweep()  # snapshot copies and spill folders of readers that were killed
     if not path.exists():
-        raise WarehouseError(f"no warehouse at {path} (run `clonemem demo` or `clonemem import-release` first)")
+        raise WarehouseError(
+            f"no warehouse at {path} (run `clonemem demo` or `clonemem import-release` first)"
+        )
     if not path.is_file():
         raise WarehouseError(f"warehouse {path} is not a file")
     if is_held_elsewhere(path):
@@ -284,8 +312,10 @@ def reader_file(path: Path) -> tuple[Path, Path | None]:
     return path, None
 
 
-def connect_reader(path: Path, config: dict | Callable[[Path], dict] | None = None,
-                   ) -> tuple[duckdb.DuckDBPyConnection, Path | None]:
+def connect_reader(
+    path: Path,
+    config: dict | Callable[[Path], dict] | None = None,
+) -> tuple[duckdb.DuckDBPyConnection, Path | None]:
     """A read-only connection (optionally with ``config``, or the config for the file it opens: the
     warehouse or a snapshot copy) and the snapshot folder it reads, if any."""
     last: Exception | None = None
@@ -303,7 +333,9 @@ def connect_reader(path: Path, config: dict | Callable[[Path], dict] | None = No
             if snap is None and not _is_lock_conflict(exc):
                 raise WarehouseError(f"cannot open warehouse {path}: {_first_line(exc)}") from None
             time.sleep(0.2 * attempt)
-    raise WarehouseError(f"cannot open warehouse {path}: {_first_line(last) if last else 'unknown error'}")
+    raise WarehouseError(
+        f"cannot open warehouse {path}: {_first_line(last) if last else 'unknown error'}"
+    )
 
 
 def _first_line(exc: BaseException) -> str:

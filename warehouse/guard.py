@@ -76,8 +76,10 @@ _SIZE = re.compile(r"^\s*\d+(\.\d+)?\s*(B|KB|MB|GB|TB|KiB|MiB|GiB|TiB)\s*$", re.
 # Statement types that only read. EXPLAIN is checked further (no ANALYZE); PRAGMA and CALL can
 # change settings or invoke logging, and the views/SELECTs cover what they would show.
 _READ_TYPES = {"SELECT"}
-_EXPLAIN = re.compile(r"^\s*EXPLAIN\s*(\((?P<options>[^)]*)\))?\s*(?P<analyze>ANALY[SZ]E\b)?(?P<inner>.*)$",
-                      re.IGNORECASE | re.DOTALL)
+_EXPLAIN = re.compile(
+    r"^\s*EXPLAIN\s*(\((?P<options>[^)]*)\))?\s*(?P<analyze>ANALY[SZ]E\b)?(?P<inner>.*)$",
+    re.IGNORECASE | re.DOTALL,
+)
 
 
 class SqlRefused(ValueError, UserError):
@@ -103,8 +105,10 @@ def size_limit(value: str | None, env: str, default: str) -> str:
     """A DuckDB size (``512MB``, ``2GB``): ``value``, else ``$env``, else ``default``; checked here so a
     typo is one line naming where it came from, not DuckDB's parser error."""
     now = settings.current()
-    option, from_env = {MEMORY_ENV: ("--memory-limit", now.sql_memory_limit),
-                        TEMP_ENV: ("--temp-limit", now.sql_temp_limit)}[env]
+    option, from_env = {
+        MEMORY_ENV: ("--memory-limit", now.sql_memory_limit),
+        TEMP_ENV: ("--temp-limit", now.sql_temp_limit),
+    }[env]
     source, chosen = (option, value) if value else (f"${env}", from_env)
     if chosen is None:
         return default
@@ -134,7 +138,9 @@ def check_statements(query: str, parser: duckdb.DuckDBPyConnection | None = None
     for stmt in statements:
         try:
             kind = stmt.type.name
-        except ValueError:  # a statement type this DuckDB's Python enum does not list (UPDATE EXTENSIONS)
+        except (
+            ValueError
+        ):  # a statement type this DuckDB's Python enum does not list (UPDATE EXTENSIONS)
             kind = "UNKNOWN"
         if kind == "EXPLAIN":
             _check_explain(stmt.query, None if own else parser)
@@ -157,13 +163,15 @@ def statement_name(sql: str, kind: str) -> str:
     if m is None or m[2].upper() == "WITH":
         return kind.replace("_", " ")
     if kind == "UNKNOWN":  # no type to go by: its first two words (UPDATE EXTENSIONS)
-        return " ".join(sql[m.start():].split()[:2]).upper()
+        return " ".join(sql[m.start() :].split()[:2]).upper()
     return ("FORCE " if m[1] else "") + m[2].upper()
 
 
 def _refuse(what: str) -> NoReturn:
-    raise SqlRefused(f"read-only SQL: {what} refused; only queries (SELECT, WITH, DESCRIBE, SHOW, SUMMARIZE, "
-                     "EXPLAIN) run, and the warehouse changes only through the pipeline's commands")
+    raise SqlRefused(
+        f"read-only SQL: {what} refused; only queries (SELECT, WITH, DESCRIBE, SHOW, SUMMARIZE, "
+        "EXPLAIN) run, and the warehouse changes only through the pipeline's commands"
+    )
 
 
 def _check_explain(sql: str, parser: duckdb.DuckDBPyConnection | None = None) -> None:
@@ -179,12 +187,19 @@ def _check_explain(sql: str, parser: duckdb.DuckDBPyConnection | None = None) ->
 class GuardedConnection:
     """A locked-down read-only connection; see the module docstring."""
 
-    def __init__(self, con: duckdb.DuckDBPyConnection, limits: Limits, snapshot_dir: Path | None = None,
-                 spill: Path | None = None):
+    def __init__(
+        self,
+        con: duckdb.DuckDBPyConnection,
+        limits: Limits,
+        snapshot_dir: Path | None = None,
+        spill: Path | None = None,
+    ):
         self._con = con
         self.limits = limits
         self._snapshot_dir = snapshot_dir
-        self._spill = spill  # the shared spill folder this connection holds a count on (None in a snapshot)
+        self._spill = (
+            spill  # the shared spill folder this connection holds a count on (None in a snapshot)
+        )
         self._temp_folder = spill or (snapshot_dir / "spill" if snapshot_dir is not None else None)
         self._lock = threading.Lock()
 
@@ -197,7 +212,9 @@ class GuardedConnection:
         """Run every statement of ``sql`` (queries only) and return their results, each cut at ``max_rows``."""
         return [self._run(stmt) for stmt in self._check(sql)]
 
-    def frame(self, sql: str, params: Sequence[object] | Mapping[str, object] | None = None) -> pl.DataFrame:
+    def frame(
+        self, sql: str, params: Sequence[object] | Mapping[str, object] | None = None
+    ) -> pl.DataFrame:
         """One query as a polars DataFrame (cut at ``max_rows``); ``params`` bind its ``?`` or ``$name``
         placeholders, so callers never format values into SQL."""
         statements = self._check(sql)
@@ -210,7 +227,9 @@ class GuardedConnection:
         with self._lock:  # parsed by this connection: no throw-away parser per query
             return check_statements(sql, self._con)
 
-    def _run(self, stmt: str, params: Sequence[object] | Mapping[str, object] | None = None) -> QueryResult:
+    def _run(
+        self, stmt: str, params: Sequence[object] | Mapping[str, object] | None = None
+    ) -> QueryResult:
         with self._lock:
             watch = _Watch(self._con, self.limits, self._temp_folder)
             try:
@@ -221,17 +240,24 @@ class GuardedConnection:
                 raise SqlRefused(
                     f"query stopped: it needs more than the SQL surface's {self.limits.memory_limit} of memory and "
                     f"{self.limits.temp_limit} of spill space (narrow it, or raise --memory-limit/--temp-limit, "
-                    f"${MEMORY_ENV}/${TEMP_ENV}): {_first_line(exc)}") from None
+                    f"${MEMORY_ENV}/${TEMP_ENV}): {_first_line(exc)}"
+                ) from None
             except duckdb.PermissionException as exc:
-                raise SqlRefused(f"refused: the SQL surface cannot touch files, the network, extensions or "
-                                 f"settings ({_first_line(exc)})") from None
+                raise SqlRefused(
+                    f"refused: the SQL surface cannot touch files, the network, extensions or "
+                    f"settings ({_first_line(exc)})"
+                ) from None
             except duckdb.Error as exc:
                 if watch.stopped_for:
                     raise SqlRefused(watch.stopped_for) from None
                 if isinstance(exc, duckdb.InterruptException):
                     raise SqlRefused("query interrupted") from None
-                if isinstance(exc, duckdb.InvalidInputException) and "configuration has been locked" in str(exc):
-                    raise SqlRefused(f"refused: the SQL surface cannot change settings ({_first_line(exc)})") from None
+                if isinstance(
+                    exc, duckdb.InvalidInputException
+                ) and "configuration has been locked" in str(exc):
+                    raise SqlRefused(
+                        f"refused: the SQL surface cannot change settings ({_first_line(exc)})"
+                    ) from None
                 raise SqlRefused(_first_line(exc)) from None
             finally:
                 watch.stop()
@@ -256,12 +282,20 @@ class GuardedConnection:
     def __enter__(self) -> GuardedConnection:
         return self
 
-    def __exit__(self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None) -> None:
+    def __exit__(
+        self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None
+    ) -> None:
         self.close()
 
 
-def open_guarded(path: str | Path, *, max_rows: int = DEFAULT_MAX_ROWS, timeout_s: float = DEFAULT_TIMEOUT_S,
-                 memory_limit: str | None = None, temp_limit: str | None = None) -> GuardedConnection:
+def open_guarded(
+    path: str | Path,
+    *,
+    max_rows: int = DEFAULT_MAX_ROWS,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+    memory_limit: str | None = None,
+    temp_limit: str | None = None,
+) -> GuardedConnection:
     """Open the warehouse at ``path`` for guarded ad-hoc reads (a snapshot copy beside a running writer).
 
     ``memory_limit`` and ``temp_limit`` (DuckDB sizes) default to ``$CLONEMEM_SQL_MEMORY_LIMIT`` and
@@ -270,16 +304,26 @@ def open_guarded(path: str | Path, *, max_rows: int = DEFAULT_MAX_ROWS, timeout_
 
     if max_rows < 1 or timeout_s <= 0:
         raise ValueError("max_rows must be >= 1 and timeout_s > 0")
-    limits = Limits(max_rows, timeout_s, size_limit(memory_limit, MEMORY_ENV, DEFAULT_MEMORY_LIMIT),
-                    size_limit(temp_limit, TEMP_ENV, DEFAULT_TEMP_LIMIT))
+    limits = Limits(
+        max_rows,
+        timeout_s,
+        size_limit(memory_limit, MEMORY_ENV, DEFAULT_MEMORY_LIMIT),
+        size_limit(temp_limit, TEMP_ENV, DEFAULT_TEMP_LIMIT),
+    )
     warehouse = Path(path).expanduser().resolve()
-    spill: Path | None = _take_spill(warehouse)  # counted before connecting: a closing neighbour keeps it
+    spill: Path | None = _take_spill(
+        warehouse
+    )  # counted before connecting: a closing neighbour keeps it
 
     def config_for(file: Path) -> dict:
         # a snapshot spills inside its own folder (removed with it); the warehouse into this process's folder
         folder = file.parent / "spill" if file != warehouse else spill
-        return {**_CONFIG, "memory_limit": limits.memory_limit, "max_temp_directory_size": limits.temp_limit,
-                "temp_directory": str(folder)}
+        return {
+            **_CONFIG,
+            "memory_limit": limits.memory_limit,
+            "max_temp_directory_size": limits.temp_limit,
+            "temp_directory": str(folder),
+        }
 
     try:
         con, snapshot_dir = connect_reader(warehouse, config_for)
@@ -322,8 +366,10 @@ class _Watch:
                 self._stop(f"query stopped after the {self._limits.timeout_s:g} s time limit")
                 return
             if self._folder is not None and folder_bytes(self._folder) > self._max_bytes:
-                self._stop(f"query stopped: it spilled more than the SQL surface's {self._limits.temp_limit} of "
-                           f"temporary space (narrow it, or raise --temp-limit / ${TEMP_ENV})")
+                self._stop(
+                    f"query stopped: it spilled more than the SQL surface's {self._limits.temp_limit} of "
+                    f"temporary space (narrow it, or raise --temp-limit / ${TEMP_ENV})"
+                )
                 return
 
     def _stop(self, why: str) -> None:
@@ -350,8 +396,17 @@ def folder_bytes(folder: Path) -> int:
     return total
 
 
-_UNITS = {"B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12,
-          "KIB": 2**10, "MIB": 2**20, "GIB": 2**30, "TIB": 2**40}
+_UNITS = {
+    "B": 1,
+    "KB": 10**3,
+    "MB": 10**6,
+    "GB": 10**9,
+    "TB": 10**12,
+    "KIB": 2**10,
+    "MIB": 2**20,
+    "GIB": 2**30,
+    "TIB": 2**40,
+}
 
 
 def size_bytes(size: str) -> int:

@@ -49,8 +49,12 @@ def rows_hash(tables: Mapping[str, Sequence[Mapping[str, Any]]]) -> str:
 @dataclass(frozen=True)
 class PersonaLanding:
     rows: PersonaRows
-    digest: str | None = None  # recorded and compared when given: an equal landed hash skips the persona
-    summary: Mapping[str, Any] | None = None  # kept beside the hash (stage IV's per-persona tallies)
+    digest: str | None = (
+        None  # recorded and compared when given: an equal landed hash skips the persona
+    )
+    summary: Mapping[str, Any] | None = (
+        None  # kept beside the hash (stage IV's per-persona tallies)
+    )
 
 
 @dataclass(frozen=True)
@@ -60,10 +64,16 @@ class Landing:
     benchmark_id: str
     scope: Scope
     personas: Sequence[PersonaLanding]
-    benchmark: Mapping[str, Any] | None = None  # the benchmark row, created or updated with the content
+    benchmark: Mapping[str, Any] | None = (
+        None  # the benchmark row, created or updated with the content
+    )
     drop_personas: Sequence[str] = ()  # persona ids removed first (an import replacing a benchmark)
-    calls: Sequence[CallRecord] = field(default_factory=tuple)  # the LLM calls this content paid for
-    completes: bool = False  # the content is the benchmark's last stage (an import): `complete` on commit
+    calls: Sequence[CallRecord] = field(
+        default_factory=tuple
+    )  # the LLM calls this content paid for
+    completes: bool = (
+        False  # the content is the benchmark's last stage (an import): `complete` on commit
+    )
     # what is known of a run that made some of the calls and has no row: a killed run whose results
     # come from the cache (`interrupted`), a worker's persona run behind a bundle (`completed`)
     call_runs: RunStatus = "interrupted"
@@ -75,19 +85,31 @@ class Landing:
 
 def unchanged(wh: Warehouse, scope: Scope, persona_id: str, digest: str | None) -> bool:
     table = _SCOPES[scope][2]
-    return digest is not None and wh.scalar(f"SELECT content_hash FROM {table} WHERE persona_id = ?",
-                                            [persona_id]) == digest
+    return (
+        digest is not None
+        and wh.scalar(f"SELECT content_hash FROM {table} WHERE persona_id = ?", [persona_id])
+        == digest
+    )
 
 
 def new_calls(wh: Warehouse, calls: Sequence[CallRecord]) -> list[CallRecord]:
     """This warehouse's calls not yet in its ledger. A result served from Prefect's cache carries the
     calls of the run that made it: they land here only if that run was for this warehouse (a killed run,
     resumed), not when another warehouse's run filled the cache (that warehouse paid for them)."""
-    calls = [c for c in calls if c.warehouse is None or Path(c.warehouse).expanduser().resolve() == wh.path]
+    calls = [
+        c
+        for c in calls
+        if c.warehouse is None or Path(c.warehouse).expanduser().resolve() == wh.path
+    ]
     if not calls:
         return []
-    known = {r[0] for r in wh.rows("SELECT call_id FROM llm_calls WHERE call_id IN (SELECT unnest(?::VARCHAR[]))",
-                                   [[c.call_id for c in calls]])}
+    known = {
+        r[0]
+        for r in wh.rows(
+            "SELECT call_id FROM llm_calls WHERE call_id IN (SELECT unnest(?::VARCHAR[]))",
+            [[c.call_id for c in calls]],
+        )
+    }
     return [c for c in calls if c.call_id not in known]
 
 
@@ -95,7 +117,9 @@ def _write_personas(wh: Warehouse, landing: Landing, todo: Sequence[PersonaLandi
     """Each persona's rows replace its earlier ones (with its landed hash); fresh personas are inserted."""
     tables, delete, hashes = _SCOPES[landing.scope]
     # texts stored once for many traces (content-addressed): one already there is kept as it is
-    wh.insert_missing("trace_texts", [r for p in todo for r in p.rows.tables.get("trace_texts", [])])
+    wh.insert_missing(
+        "trace_texts", [r for p in todo for r in p.rows.tables.get("trace_texts", [])]
+    )
     if landing.fresh:
         for table in tables:
             wh.insert(table, [r for p in todo for r in p.rows.tables.get(table, [])])
@@ -106,7 +130,11 @@ def _write_personas(wh: Warehouse, landing: Landing, todo: Sequence[PersonaLandi
             if table in p.rows.tables:
                 wh.upsert(table, p.rows.tables[table])
         if p.digest is not None:
-            record = {"persona_id": p.rows.persona_id, "benchmark_id": landing.benchmark_id, "content_hash": p.digest}
+            record = {
+                "persona_id": p.rows.persona_id,
+                "benchmark_id": landing.benchmark_id,
+                "content_hash": p.digest,
+            }
             if p.summary is not None:
                 record["summary"] = json.dumps(p.summary)
             wh.upsert(hashes, [record])
@@ -116,7 +144,9 @@ def land(wh: Warehouse, landing: Landing) -> list[str]:
     """Write ``landing`` in one transaction; returns the ids of the personas whose content was written
     (personas whose recorded hash equals theirs are skipped). Calls already in the ledger (a cached
     result's) are not written again, so a re-run that changes nothing writes nothing."""
-    todo = [p for p in landing.personas if not unchanged(wh, landing.scope, p.rows.persona_id, p.digest)]
+    todo = [
+        p for p in landing.personas if not unchanged(wh, landing.scope, p.rows.persona_id, p.digest)
+    ]
     calls = new_calls(wh, landing.calls)
     if not todo and not calls and not landing.drop_personas and landing.benchmark is None:
         return []
@@ -127,9 +157,18 @@ def land(wh: Warehouse, landing: Landing) -> list[str]:
             delete_persona(wh, pid)
         _write_personas(wh, landing, todo)
         wh.upsert("llm_calls", [c.row() for c in calls])
-        adopt_runs(wh, calls, "qa" if landing.scope == "qa" else "generate", landing.benchmark_id, landing.call_runs)
+        adopt_runs(
+            wh,
+            calls,
+            "qa" if landing.scope == "qa" else "generate",
+            landing.benchmark_id,
+            landing.call_runs,
+        )
         if landing.completes:
-            wh.execute("UPDATE benchmarks SET status = 'complete' WHERE benchmark_id = ?", [landing.benchmark_id])
+            wh.execute(
+                "UPDATE benchmarks SET status = 'complete' WHERE benchmark_id = ?",
+                [landing.benchmark_id],
+            )
         elif todo or landing.drop_personas:
             wh.execute(MARK_INCOMPLETE, [landing.benchmark_id])
     if landing.checkpoint and todo:

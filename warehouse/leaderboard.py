@@ -23,17 +23,24 @@ Query = Callable[[str, Params], pl.DataFrame]
 
 def wh_query(wh: Warehouse) -> Query:
     """``query`` over a warehouse connection."""
+
     def run(sql: str, params: Params) -> pl.DataFrame:
         with wh._lock:
             cursor = wh.con.execute(sql, params)
             columns = [d[0] for d in cursor.description]
-            return pl.DataFrame(cursor.fetchall(), schema=columns, orient="row", infer_schema_length=None)
+            return pl.DataFrame(
+                cursor.fetchall(), schema=columns, orient="row", infer_schema_length=None
+            )
+
     return run
 
 
 def table_columns(query: Query, table: str) -> list[str]:
-    got = query("SELECT column_name AS c FROM information_schema.columns WHERE table_schema = 'main' "
-                "AND table_name = ?", [table])
+    got = query(
+        "SELECT column_name AS c FROM information_schema.columns WHERE table_schema = 'main' "
+        "AND table_name = ?",
+        [table],
+    )
     return got["c"].to_list() if got.height else []
 
 
@@ -46,7 +53,8 @@ def system_evaluations(query: Query, benchmark_id: str) -> pl.DataFrame:
     (``retrieval_mode``), the content digest, the quick run's sample, the provenance and config (JSON
     text) and whether the answers came from the offline answerer."""
     runs, stats = table_columns(query, "eval_runs"), table_columns(query, "eval_system_stats")
-    return query(f"""
+    return query(
+        f"""
         SELECT e.eval_run_id, e.started_at, s.system,
                {_col("s", "retrieval_mode", stats)} AS retrieval_mode,
                {_col("e", "content_hash", runs)} AS content_hash,
@@ -57,38 +65,50 @@ def system_evaluations(query: Query, benchmark_id: str) -> pl.DataFrame:
                  WHERE a.eval_run_id = e.eval_run_id AND a.system = s.system) AS answers_offline
         FROM eval_runs e JOIN eval_system_stats s USING (eval_run_id)
         WHERE e.benchmark_id = $b
-        ORDER BY e.started_at, e.eval_run_id, s.system""", {"b": benchmark_id})
+        ORDER BY e.started_at, e.eval_run_id, s.system""",
+        {"b": benchmark_id},
+    )
 
 
-def system_metrics(query: Query, pairs: Sequence[tuple[str, str]], group_by: str = "all") -> pl.DataFrame:
+def system_metrics(
+    query: Query, pairs: Sequence[tuple[str, str]], group_by: str = "all"
+) -> pl.DataFrame:
     """The aggregated metrics (with 95% intervals) of the given (evaluation, system) pairs, for one
     grouping (``all``, ``question_type``, ...)."""
     runs = sorted({e for e, _ in pairs})
     wanted = [f"{e}\x1f{s}" for e, s in pairs]
-    return query("""
+    return query(
+        """
         SELECT eval_run_id, system, k, group_value, metric, n, value, ci_low, ci_high FROM eval_metrics
         WHERE list_contains($runs, eval_run_id) AND group_by = $g
           AND list_contains($wanted, eval_run_id || chr(31) || system)
         ORDER BY eval_run_id, system, k, group_value, metric""",
-                 {"runs": runs, "g": group_by, "wanted": wanted})
+        {"runs": runs, "g": group_by, "wanted": wanted},
+    )
 
 
 def question_scores(query: Query, pairs: Sequence[tuple[str, str]], k: int) -> pl.DataFrame:
     """Per-question scores at k of the given (evaluation, system) pairs, with each question's type and
     text (the rows ``compare`` pairs up by question)."""
     wanted = [f"{e}\x1f{s}" for e, s in pairs]
-    return query("""
+    return query(
+        """
         SELECT s.*, q.question_type, q.external_id, q.question
         FROM eval_question_scores s JOIN questions q USING (question_id)
         WHERE s.k = $k AND list_contains($wanted, s.eval_run_id || chr(31) || s.system)
-        ORDER BY q.question_id""", {"k": k, "wanted": wanted})
+        ORDER BY q.question_id""",
+        {"k": k, "wanted": wanted},
+    )
 
 
-def missed_questions(query: Query, eval_run_id: str, system: str, k: int, limit: int) -> pl.DataFrame:
+def missed_questions(
+    query: Query, eval_run_id: str, system: str, k: int, limit: int
+) -> pl.DataFrame:
     """The questions ``system`` missed at k in one evaluation (recall_flat below 1, or a wrong choice),
     worst first, each with its gold trace ids, what it retrieved (release ids and item texts), its
     choice and the right one, and its diagnosis."""
-    return query("""
+    return query(
+        """
         WITH s AS (
             SELECT * FROM eval_question_scores
             WHERE eval_run_id = $e AND system = $s AND k = $k
@@ -110,27 +130,35 @@ def missed_questions(query: Query, eval_run_id: str, system: str, k: int, limit:
              LEFT JOIN eval_retrievals r ON r.eval_run_id = s.eval_run_id AND r.system = s.system
                   AND r.question_id = s.question_id
         ORDER BY coalesce(s.recall_flat, 1), coalesce(s.choice_accuracy, 1), q.external_id
-        LIMIT $limit""", {"e": eval_run_id, "s": system, "k": k, "limit": limit})
+        LIMIT $limit""",
+        {"e": eval_run_id, "s": system, "k": k, "limit": limit},
+    )
 
 
 def release_ids(query: Query, trace_ids: Sequence[str]) -> dict[str, str]:
     """Warehouse trace id -> release (external) id."""
-    got = query("SELECT trace_id, external_id FROM traces WHERE list_contains($t, trace_id)",
-                {"t": list(trace_ids)})
+    got = query(
+        "SELECT trace_id, external_id FROM traces WHERE list_contains($t, trace_id)",
+        {"t": list(trace_ids)},
+    )
     return dict(zip(got["trace_id"].to_list(), got["external_id"].to_list())) if got.height else {}
 
 
-def protocol_metrics(query: Query, pairs: Sequence[tuple[str, str]], protocol: str | None) -> pl.DataFrame:
+def protocol_metrics(
+    query: Query, pairs: Sequence[tuple[str, str]], protocol: str | None
+) -> pl.DataFrame:
     """The standard protocol's per-group figures (``eval_protocol_metrics``, migration 0024) of the given
     (evaluation, system) pairs (every protocol's when None), in ``ProtocolRow.merged``'s record form;
     empty where the warehouse has no such table or the evaluations no such rows."""
     if not table_columns(query, "eval_protocol_metrics"):
         return pl.DataFrame()
     wanted = [f"{e}\x1f{s}" for e, s in pairs]
-    return query("""
+    return query(
+        """
         SELECT eval_run_id, protocol, protocol_version, system, k, granularity, group_name, category, metric, n,
                value, ci_low, ci_high
         FROM eval_protocol_metrics
         WHERE ($p IS NULL OR protocol = $p) AND list_contains($wanted, eval_run_id || chr(31) || system)
         ORDER BY eval_run_id, system, k, granularity, category NULLS LAST, group_name, metric""",
-                 {"p": protocol, "wanted": wanted})
+        {"p": protocol, "wanted": wanted},
+    )

@@ -68,7 +68,11 @@ def read_holder(warehouse: Path) -> Holder | None:
     """Who holds (or last held) the lock, from the file; None if unknown."""
     try:
         data = json.loads(lock_path(warehouse).read_text("utf-8") or "null")
-        return Holder(int(data["pid"]), str(data["command"]), str(data["started_at"])) if data else None
+        return (
+            Holder(int(data["pid"]), str(data["command"]), str(data["started_at"]))
+            if data
+            else None
+        )
     except (OSError, ValueError, KeyError, TypeError):
         return None
 
@@ -110,8 +114,13 @@ def _say(message: str) -> None:
 
 
 @contextmanager
-def writer_lock(warehouse: Path, *, wait_s: float | None = None, command: str | None = None,
-                notify: Callable[[str], None] = _say) -> Iterator[None]:
+def writer_lock(
+    warehouse: Path,
+    *,
+    wait_s: float | None = None,
+    command: str | None = None,
+    notify: Callable[[str], None] = _say,
+) -> Iterator[None]:
     """Hold the warehouse's writer lock for the block (re-entrant within this process)."""
     path = lock_path(Path(warehouse).expanduser().resolve())
     key = str(path)
@@ -120,7 +129,9 @@ def writer_lock(warehouse: Path, *, wait_s: float | None = None, command: str | 
         if hold is not None:
             hold.depth += 1
     if hold is None:
-        hold = _acquire(path, default_wait() if wait_s is None else wait_s, command or current_command(), notify)
+        hold = _acquire(
+            path, default_wait() if wait_s is None else wait_s, command or current_command(), notify
+        )
         with _registry_lock:
             _held[key] = hold
     try:
@@ -149,8 +160,10 @@ def _acquire(path: Path, wait_s: float, command: str, notify: Callable[[str], No
             who = holder.describe() if holder else "another process"
             if time.monotonic() >= deadline:
                 os.close(fd)
-                raise WarehouseBusy(f"warehouse {str(path).removesuffix('.lock')} is being written by {who}; "
-                                    "try again when it has finished") from None
+                raise WarehouseBusy(
+                    f"warehouse {str(path).removesuffix('.lock')} is being written by {who}; "
+                    "try again when it has finished"
+                ) from None
             if not told:
                 notify(f"warehouse is being written by {who}; waiting up to {wait_s:g} s...")
                 told = True

@@ -40,7 +40,9 @@ def available_migrations() -> list[Migration]:
     for entry in ddl.iterdir():
         if entry.name.endswith(".sql"):
             version, _, rest = entry.name.partition("_")
-            found.append(Migration(int(version), rest.removesuffix(".sql"), entry.read_text("utf-8")))
+            found.append(
+                Migration(int(version), rest.removesuffix(".sql"), entry.read_text("utf-8"))
+            )
     return sorted(found, key=lambda m: m.version)
 
 
@@ -51,7 +53,9 @@ def apply_migrations(con: duckdb.DuckDBPyConnection) -> list[int]:
         " version INTEGER PRIMARY KEY, name VARCHAR NOT NULL, checksum VARCHAR NOT NULL,"
         " applied_at TIMESTAMP NOT NULL DEFAULT current_timestamp)"
     )
-    applied = {v: c for v, c in con.execute("SELECT version, checksum FROM schema_migrations").fetchall()}
+    applied = {
+        v: c for v, c in con.execute("SELECT version, checksum FROM schema_migrations").fetchall()
+    }
     done = []
     for mig in available_migrations():
         if mig.version in applied:
@@ -70,7 +74,9 @@ def apply_migrations(con: duckdb.DuckDBPyConnection) -> list[int]:
             )
         except duckdb.Error as exc:
             con.execute("ROLLBACK")
-            raise MigrationError(f"migration {mig.version:04d}_{mig.name}.sql failed: {exc}") from exc
+            raise MigrationError(
+                f"migration {mig.version:04d}_{mig.name}.sql failed: {exc}"
+            ) from exc
         con.execute("COMMIT")
         done.append(mig.version)
     return done
@@ -78,7 +84,9 @@ def apply_migrations(con: duckdb.DuckDBPyConnection) -> list[int]:
 
 # -- views ---------------------------------------------------------------------------------------
 
-_VIEW_HEAD = re.compile(r"^\s*CREATE\s+OR\s+REPLACE\s+VIEW\s+([A-Za-z_][A-Za-z0-9_]*)\s+AS\b", re.I | re.M)
+_VIEW_HEAD = re.compile(
+    r"^\s*CREATE\s+OR\s+REPLACE\s+VIEW\s+([A-Za-z_][A-Za-z0-9_]*)\s+AS\b", re.I | re.M
+)
 
 
 @dataclass(frozen=True)
@@ -99,19 +107,26 @@ def available_views() -> list[View]:
             name, sql = entry.name.removesuffix(".sql"), entry.read_text("utf-8")
             heads = _VIEW_HEAD.findall(sql)
             if heads != [name]:  # one file, one view, named after its file: the folder is the index
-                raise MigrationError(f"views/{entry.name} must define exactly one view named {name!r} "
-                                     f"with CREATE OR REPLACE VIEW (found: {', '.join(heads) or 'none'})")
+                raise MigrationError(
+                    f"views/{entry.name} must define exactly one view named {name!r} "
+                    f"with CREATE OR REPLACE VIEW (found: {', '.join(heads) or 'none'})"
+                )
             found.append(View(name, sql))
     return sorted(found, key=lambda v: v.name)
 
 
 def apply_views(con: duckdb.DuckDBPyConnection, views: list[View] | None = None) -> list[str]:
     """(Re)create every view whose file changed since it was last applied; returns their names."""
-    con.execute("CREATE TABLE IF NOT EXISTS schema_views ("
-                " name VARCHAR PRIMARY KEY, checksum VARCHAR NOT NULL,"
-                " applied_at TIMESTAMP NOT NULL DEFAULT current_timestamp)")
+    con.execute(
+        "CREATE TABLE IF NOT EXISTS schema_views ("
+        " name VARCHAR PRIMARY KEY, checksum VARCHAR NOT NULL,"
+        " applied_at TIMESTAMP NOT NULL DEFAULT current_timestamp)"
+    )
     applied = dict(con.execute("SELECT name, checksum FROM schema_views").fetchall())
-    existing = {r[0] for r in con.execute("SELECT view_name FROM duckdb_views() WHERE NOT internal").fetchall()}
+    existing = {
+        r[0]
+        for r in con.execute("SELECT view_name FROM duckdb_views() WHERE NOT internal").fetchall()
+    }
     done = []
     for view in available_views() if views is None else views:
         if applied.get(view.name) == view.checksum and view.name in existing:
@@ -119,8 +134,10 @@ def apply_views(con: duckdb.DuckDBPyConnection, views: list[View] | None = None)
         con.execute("BEGIN TRANSACTION")
         try:
             con.execute(view.sql)
-            con.execute("INSERT OR REPLACE INTO schema_views (name, checksum, applied_at) VALUES (?, ?, current_timestamp)",
-                        [view.name, view.checksum])
+            con.execute(
+                "INSERT OR REPLACE INTO schema_views (name, checksum, applied_at) VALUES (?, ?, current_timestamp)",
+                [view.name, view.checksum],
+            )
         except duckdb.Error as exc:
             con.execute("ROLLBACK")
             raise MigrationError(f"view file views/{view.name}.sql failed: {exc}") from exc

@@ -31,7 +31,7 @@ def _stat(pid: int) -> tuple[str, str] | None:
     except OSError:
         return None
     # the command name (field 2) may hold spaces and parentheses: the fields after it follow the last ')'
-    fields = stat[stat.rindex(")") + 2:].split()
+    fields = stat[stat.rindex(")") + 2 :].split()
     return fields[0], fields[19]  # fields 3 (state) and 22 (starttime) of the line
 
 
@@ -71,5 +71,7 @@ def is_gone(host: str | None, pid: int | None, process_start: str | None) -> boo
 
 
 def gone_message(host: str, pid: int) -> str:
-    return (f"crashed: its process (pid {pid} on {host}) ended without recording how the run ended (killed, "
-            "or its machine stopped)")
+    return (
+        f"crashed: its process (pid {pid} on {host}) ended without recording how the run ended (killed, "
+        "or its machine stopped)"
+    )

@@ -63,15 +63,21 @@ class RunRecord:
     deployment_id: str | None = None
     config_json: str | None = None
     summary_json: str | None = None
-    resumed_from: str | None = None  # the unfinished run of the same kind and benchmark this one took over
+    resumed_from: str | None = (
+        None  # the unfinished run of the same kind and benchmark this one took over
+    )
     error: str | None = None  # why a failed run failed (one line)
     # the process running it (clonemem.warehouse.owners): what tells an orphaned `running` row
     host: str | None = None
     pid: int | None = None
     process_start: str | None = None
 
-    def finished(self, status: RunStatus, error: str | None = None, summary_json: str | None = None) -> RunRecord:
-        return replace(self, status=status, error=error, summary_json=summary_json or self.summary_json)
+    def finished(
+        self, status: RunStatus, error: str | None = None, summary_json: str | None = None
+    ) -> RunRecord:
+        return replace(
+            self, status=status, error=error, summary_json=summary_json or self.summary_json
+        )
 
 
 @dataclass(frozen=True)
@@ -87,8 +93,10 @@ class FailureRecord:
 # when a run found dead finished, as far as the warehouse knows: when its last landed call ended
 _LAST_CALL_END = """coalesce((SELECT max(c.started_at + to_milliseconds(c.latency_ms::BIGINT)) FROM llm_calls c
                              WHERE c.run_id = runs.run_id), started_at)"""
-SAME_KIND_GONE = ("crashed: found still running by the next run of its kind and benchmark (its process ended "
-                  "without recording how the run ended)")
+SAME_KIND_GONE = (
+    "crashed: found still running by the next run of its kind and benchmark (its process ended "
+    "without recording how the run ended)"
+)
 
 
 def begin_run(wh: Warehouse, kind: RunKind, benchmark_id: str | None, run_id: str) -> str | None:
@@ -99,10 +107,16 @@ def begin_run(wh: Warehouse, kind: RunKind, benchmark_id: str | None, run_id: st
     same = "kind = ? AND benchmark_id IS NOT DISTINCT FROM ? AND run_id <> ?"
     params = [kind, benchmark_id, run_id]
     if wh.scalar(f"SELECT count(*) FROM runs WHERE {same} AND status = 'running'", params):
-        wh.execute(f"""UPDATE runs SET status = 'crashed', finished_at = {_LAST_CALL_END},
+        wh.execute(
+            f"""UPDATE runs SET status = 'crashed', finished_at = {_LAST_CALL_END},
                            error = coalesce(error, ?)
-                       WHERE {same} AND status = 'running'""", [SAME_KIND_GONE, *params])
-    last = wh.rows(f"SELECT run_id, status FROM runs WHERE {same} ORDER BY started_at DESC, run_id LIMIT 1", params)
+                       WHERE {same} AND status = 'running'""",
+            [SAME_KIND_GONE, *params],
+        )
+    last = wh.rows(
+        f"SELECT run_id, status FROM runs WHERE {same} ORDER BY started_at DESC, run_id LIMIT 1",
+        params,
+    )
     return last[0][0] if last and last[0][1] != "completed" else None
 
 
@@ -111,17 +125,27 @@ def orphaned(rows: Sequence[tuple[str, str | None, int | None, str | None]]) -> 
     have ended, with the error line that says so."""
     from clonemem.warehouse import owners
 
-    return {run_id: owners.gone_message(host, pid) for run_id, host, pid, start in rows
-            if host is not None and pid is not None and owners.is_gone(host, pid, start)}
+    return {
+        run_id: owners.gone_message(host, pid)
+        for run_id, host, pid, start in rows
+        if host is not None and pid is not None and owners.is_gone(host, pid, start)
+    }
 
 
 def reap_orphans(wh: Warehouse) -> list[str]:
     """Mark ``crashed`` every ``running`` run whose process (on this host) is known to have ended; their ids."""
-    dead = orphaned(wh.rows("SELECT run_id, host, pid, process_start FROM runs WHERE status = 'running' "
-                            "AND pid IS NOT NULL ORDER BY run_id"))
+    dead = orphaned(
+        wh.rows(
+            "SELECT run_id, host, pid, process_start FROM runs WHERE status = 'running' "
+            "AND pid IS NOT NULL ORDER BY run_id"
+        )
+    )
     for run_id, error in dead.items():
-        wh.execute(f"UPDATE runs SET status = 'crashed', finished_at = {_LAST_CALL_END}, error = ? "
-                   "WHERE run_id = ? AND status = 'running'", [error, run_id])
+        wh.execute(
+            f"UPDATE runs SET status = 'crashed', finished_at = {_LAST_CALL_END}, error = ? "
+            "WHERE run_id = ? AND status = 'running'",
+            [error, run_id],
+        )
     return list(dead)
 
 
@@ -136,13 +160,29 @@ def record_run(wh: Warehouse, run: RunRecord, failures: Sequence[FailureRecord] 
     """Finish the run's row with its status (written whole: also for a run that never opened one)."""
     with wh.transaction():
         wh.upsert("runs", [{**_row(run), "finished_at": utcnow()}])
-        wh.upsert("generation_failures", [
-            {"run_id": run.run_id, "benchmark_id": run.benchmark_id, "persona_key": f.persona, "stage": f.stage,
-             "item": f.item, "error": f.error} for f in failures])
+        wh.upsert(
+            "generation_failures",
+            [
+                {
+                    "run_id": run.run_id,
+                    "benchmark_id": run.benchmark_id,
+                    "persona_key": f.persona,
+                    "stage": f.stage,
+                    "item": f.item,
+                    "error": f.error,
+                }
+                for f in failures
+            ],
+        )
 
 
-def adopt_runs(wh: Warehouse, calls: Sequence[CallRecord], kind: RunKind, benchmark_id: str | None,
-               status: RunStatus) -> None:
+def adopt_runs(
+    wh: Warehouse,
+    calls: Sequence[CallRecord],
+    kind: RunKind,
+    benchmark_id: str | None,
+    status: RunStatus,
+) -> None:
     """A row for each run that made some of ``calls`` and has none (inside the landing's transaction):
     ``status`` says what is known of it (a bundle's persona run completed)."""
     by_run: dict[str, list[CallRecord]] = {}
@@ -151,13 +191,29 @@ def adopt_runs(wh: Warehouse, calls: Sequence[CallRecord], kind: RunKind, benchm
             by_run.setdefault(c.run_id, []).append(c)
     if not by_run:
         return
-    known = {r[0] for r in wh.rows("SELECT run_id FROM runs WHERE run_id IN (SELECT unnest(?::VARCHAR[]))",
-                                   [list(by_run)])}
-    wh.upsert("runs", [{
-        "run_id": run_id, "kind": kind, "benchmark_id": benchmark_id, "status": status,
-        "started_at": min(c.started_at for c in made),
-        "finished_at": max(c.started_at + dt.timedelta(milliseconds=c.latency_ms) for c in made),
-    } for run_id, made in by_run.items() if run_id not in known])
+    known = {
+        r[0]
+        for r in wh.rows(
+            "SELECT run_id FROM runs WHERE run_id IN (SELECT unnest(?::VARCHAR[]))", [list(by_run)]
+        )
+    }
+    wh.upsert(
+        "runs",
+        [
+            {
+                "run_id": run_id,
+                "kind": kind,
+                "benchmark_id": benchmark_id,
+                "status": status,
+                "started_at": min(c.started_at for c in made),
+                "finished_at": max(
+                    c.started_at + dt.timedelta(milliseconds=c.latency_ms) for c in made
+                ),
+            }
+            for run_id, made in by_run.items()
+            if run_id not in known
+        ],
+    )
 
 
 def _row(run: RunRecord) -> dict[str, Any]:

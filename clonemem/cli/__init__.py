@@ -28,6 +28,7 @@ from clonemem.cli import gym  # noqa: F401
 from clonemem.cli import serve  # noqa: F401
 from clonemem.cli import warehouse  # noqa: F401
 from clonemem.cli import leaderboard  # noqa: F401
+
 # isort: on
 from clonemem.cli.exit import leave, main
 

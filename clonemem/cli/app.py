@@ -31,14 +31,19 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
+
 class State:
     """The global options of this invocation (set by :func:`main_options` before a command runs)."""
 
     warehouse: Path = Path(settings.DEFAULT_WAREHOUSE)
     flag: Path | None = None  # --warehouse (or $CLONEMEM_WAREHOUSE, which typer reads into it)
     debug: bool = False
-    wait: float | None = None  # --wait: seconds a writer waits for another writer (None: the default)
-    command: str | None = None  # "clonemem generate": what the writer lock's file calls this process
+    wait: float | None = (
+        None  # --wait: seconds a writer waits for another writer (None: the default)
+    )
+    command: str | None = (
+        None  # "clonemem generate": what the writer lock's file calls this process
+    )
 
 
 @app.callback()
@@ -52,7 +57,9 @@ def main_options(
             help="DuckDB warehouse file [default: ./clonemem.duckdb]",
         ),
     ] = None,
-    debug: Annotated[bool, typer.Option("--debug", help="show tracebacks and Prefect's logs")] = False,
+    debug: Annotated[
+        bool, typer.Option("--debug", help="show tracebacks and Prefect's logs")
+    ] = False,
     wait: Annotated[
         float | None,
         typer.Option(

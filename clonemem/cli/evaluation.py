@@ -119,7 +119,11 @@ def evaluate(
     ] = False,
     limit: Annotated[
         int | None,
-        typer.Option("--limit", min=1, help="a quick run: the first N questions (never ranked with full runs)"),
+        typer.Option(
+            "--limit",
+            min=1,
+            help="a quick run: the first N questions (never ranked with full runs)",
+        ),
     ] = None,
     sample: Annotated[
         int | None,
@@ -136,13 +140,27 @@ def evaluate(
     if limit is not None and sample is not None:
         usage("--limit and --sample exclude each other: give one")
     files = (retrievals, name, predictions, fmt, key)
-    if (limit is not None or sample is not None) and (any(f is not None for f in files) or allow_missing):
-        usage("--limit and --sample choose questions to ask; a results file answers those it has lines for")
+    if (limit is not None or sample is not None) and (
+        any(f is not None for f in files) or allow_missing
+    ):
+        usage(
+            "--limit and --sample choose questions to ask; a results file answers those it has lines for"
+        )
     if predictions is not None or fmt is not None or key is not None:
         if retrievals is not None:
             usage("--retrievals and --predictions exclude each other: score one file per run")
         return evaluate_predictions(
-            benchmark, predictions, fmt, key, name, systems, k, json_out, cfg, force, allow_missing,
+            benchmark,
+            predictions,
+            fmt,
+            key,
+            name,
+            systems,
+            k,
+            json_out,
+            cfg,
+            force,
+            allow_missing,
             replace,
         )
     if retrievals is not None or name is not None or allow_missing or replace:
@@ -202,10 +220,14 @@ def evaluate_results_file(
     if name is not None:
         name = checked_name(name, "--name")
     if path is None or name is None:
-        usage("--retrievals FILE and --name NAME go together (--allow-missing and --replace need "
-              "them too)")
+        usage(
+            "--retrievals FILE and --name NAME go together (--allow-missing and --replace need "
+            "them too)"
+        )
     if systems:
-        usage("--systems and --retrievals exclude each other: score a results file in a run of its own")
+        usage(
+            "--systems and --retrievals exclude each other: score a results file in a run of its own"
+        )
     if name in SYSTEMS.names():
         usage(f"--name {name!r} is a registered memory system: name the file's system otherwise")
     depths = ks(k) if k else None
@@ -272,8 +294,10 @@ def evaluate_predictions(
     if fmt == "locomo" and not key:
         usage("--format locomo needs --key, the qa items' prediction field (e.g. gpt-4_prediction)")
     if systems:
-        usage("--systems and --predictions exclude each other: score a predictions file in a run "
-              "of its own")
+        usage(
+            "--systems and --predictions exclude each other: score a predictions file in a run "
+            "of its own"
+        )
     if name in SYSTEMS.names():
         usage(f"--name {name!r} is a registered memory system: name the file's system otherwise")
     depths = ks(k) if k else None
@@ -286,13 +310,23 @@ def evaluate_predictions(
             refuse_reuse(wh, bid, bname, name, resolved.provenance, "--name", replace)
         with writing(State.warehouse), shown():
             scored = evaluate_results_file_flow(
-                warehouse, benchmark, str(path), name, depths, force, cfg, allow_missing,
-                replace=replace, predictions_format=fmt, key=key,
+                warehouse,
+                benchmark,
+                str(path),
+                name,
+                depths,
+                force,
+                cfg,
+                allow_missing,
+                replace=replace,
+                predictions_format=fmt,
+                key=key,
             )
     except ResultsFileError as exc:
         fail(f"{exc}; nothing was stored")
-    missing = (f"; {scored.missing} questions without a prediction left unscored"
-               if scored.missing else "")
+    missing = (
+        f"; {scored.missing} questions without a prediction left unscored" if scored.missing else ""
+    )
     render.err(
         f"predictions file {scored.file} ({fmt}, sha256 {scored.sha256}) scored as {name!r}: "
         f"{scored.lines} predictions{missing}"
@@ -338,9 +372,7 @@ def precheck(benchmark: str, names: list[str], force: bool, cfg: RunConfig) -> N
 def export_retrievals(
     eval_run: Annotated[
         str,
-        typer.Argument(
-            help="evaluation run id, or a benchmark id or name (its latest evaluation)"
-        ),
+        typer.Argument(help="evaluation run id, or a benchmark id or name (its latest evaluation)"),
     ],
     out: Annotated[Path, typer.Option("--out", help="results file to write (JSONL)")],
     system: Annotated[

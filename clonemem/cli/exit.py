@@ -53,7 +53,9 @@ def handles_errors(fn: Callable[P, R]) -> Callable[P, R]:
         except (typer.Exit, typer.Abort, KeyboardInterrupt):
             raise
         except Exception as exc:
-            if interrupts.received():  # whatever Ctrl-C broke on its way out (a query, a connection)
+            if (
+                interrupts.received()
+            ):  # whatever Ctrl-C broke on its way out (a query, a connection)
                 raise KeyboardInterrupt from exc
             if State.debug:
                 raise
@@ -101,7 +103,9 @@ def main() -> None:
         code = exc.code
     except KeyboardInterrupt:  # pragma: no cover
         code = int(ExitCode.INTERRUPTED)
-    if interrupts.received():  # exit 130 now: no waiting for worker threads (see clonemem.interrupts)
+    if (
+        interrupts.received()
+    ):  # exit 130 now: no waiting for worker threads (see clonemem.interrupts)
         interrupts.leave()
     leave(code)
 

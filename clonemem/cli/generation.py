@@ -103,9 +103,7 @@ def run(
         return print_estimate(cfg)
     names = system_names(systems) if systems else None
     depths = ks(k) if k else None
-    result = run_pipeline(
-        cfg, evaluate=True, systems=names, ks=depths, force=force, export_dir=out
-    )
+    result = run_pipeline(cfg, evaluate=True, systems=names, ks=depths, force=force, export_dir=out)
     assert result.evaluation is not None
     typer.echo(render.leaderboard(result.evaluation))
     if json_out is not None:

@@ -20,7 +20,9 @@ if TYPE_CHECKING:
 def gym(
     config: Annotated[
         Path,
-        typer.Option("--config", help="run configuration (TOML); its [gym] section sets N_p, N_s, N_i"),
+        typer.Option(
+            "--config", help="run configuration (TOML); its [gym] section sets N_p, N_s, N_i"
+        ),
     ],
     systems: Annotated[
         str,
@@ -42,7 +44,9 @@ def gym(
     ] = False,
     max_cost: Annotated[
         float | None,
-        typer.Option("--max-cost", min=0.0, help="stop before new spend would exceed this many USD"),
+        typer.Option(
+            "--max-cost", min=0.0, help="stop before new spend would exceed this many USD"
+        ),
     ] = None,
 ) -> None:
     """On-policy evaluation (after AMemGym): a simulated user talks to each system's assistant.

@@ -69,9 +69,7 @@ def import_release(
 def import_locomo(
     paths: Annotated[
         list[Path],
-        typer.Argument(
-            help="LoCoMo files (one conversation each, or locomo10.json) or folders"
-        ),
+        typer.Argument(help="LoCoMo files (one conversation each, or locomo10.json) or folders"),
     ],
     name: Name,
     replace: Replace = False,
@@ -82,9 +80,7 @@ def import_locomo(
     run_import("locomo", paths, name, replace, append)
 
 
-def run_import(
-    format_name: str, paths: list[Path], name: str, replace: bool, append: bool
-) -> None:
+def run_import(format_name: str, paths: list[Path], name: str, replace: bool, append: bool) -> None:
     """Every import command: check the request, then run the import flow (the deployment's path too).
 
     The writer lock is not held around the flow: files are parsed before the warehouse is touched, so

@@ -55,7 +55,9 @@ def import_summary(summary: ImportSummary, warehouse: Path) -> None:
         )
     if summary.notes:
         counts = ", ".join(f"{k} ×{v}" for k, v in summary.note_counts.items())
-        typer.echo(f"  evidence references repaired or unresolved (see table import_notes): {counts}")
+        typer.echo(
+            f"  evidence references repaired or unresolved (see table import_notes): {counts}"
+        )
         for note in summary.notes[:10]:
             typer.echo(f"    {note}")
         if len(summary.notes) > 10:
@@ -152,6 +154,8 @@ def protocols(result: EvaluationResult) -> str:
             if value is not None:
                 interval = f" [{ci[0]:.3f}, {ci[1]:.3f}]" if ci else ""
                 shown.append(f"{metric} {value:.3f}{interval}")
-        lines.append(f"  {r.protocol:<11} {r.system:<14} {where}k={r.k:<3} {group:<28} n={r.n:<5} "
-                     + ("; ".join(shown) or "unscored"))
+        lines.append(
+            f"  {r.protocol:<11} {r.system:<14} {where}k={r.k:<3} {group:<28} n={r.n:<5} "
+            + ("; ".join(shown) or "unscored")
+        )
     return "\n".join(lines)

@@ -16,7 +16,9 @@ from clonemem.cli.exit import fail, handles_errors
 @app.command("serve-memory")
 @handles_errors
 def serve_memory(
-    system: Annotated[str, typer.Argument(help="a registered memory system (see `clonemem systems`)")],
+    system: Annotated[
+        str, typer.Argument(help="a registered memory system (see `clonemem systems`)")
+    ],
     port: Annotated[
         int, typer.Option("--port", min=0, max=65535, help="port on 127.0.0.1 (0: a free one)")
     ] = 8765,
@@ -66,8 +68,13 @@ def dashboard(
 
     path = (warehouse or State.warehouse).expanduser().resolve()
     if not path.is_file():
-        typer.echo(f"note: no warehouse at {path} yet; the dashboard says so until one is created", err=True)
+        typer.echo(
+            f"note: no warehouse at {path} yet; the dashboard says so until one is created",
+            err=True,
+        )
     typer.echo(f"dashboard: http://127.0.0.1:{port} (read-only over {path})", err=True)
     argv = command(path, port, sys.executable)
     sys.stderr.flush()
-    os.execv(argv[0], argv)  # the server takes this process's place: its pid, its signals, its exit code
+    os.execv(
+        argv[0], argv
+    )  # the server takes this process's place: its pid, its signals, its exit code

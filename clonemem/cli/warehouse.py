@@ -79,7 +79,11 @@ def benchmarks(
         typer.echo(json.dumps(items))
         return
     for it in items:
-        flag = "" if it["status"] == "complete" else "  INCOMPLETE (re-run to resume, or `clonemem drop`)"
+        flag = (
+            ""
+            if it["status"] == "complete"
+            else "  INCOMPLETE (re-run to resume, or `clonemem drop`)"
+        )
         typer.echo(
             f"{it['name']}  [{it['source']}, gate {it['gate_status']}]  personas {it['personas']}, "
             f"traces {it['traces']}, questions {it['questions']}  id {it['id']}{flag}"

@@ -47,11 +47,13 @@ class Opened:
 
     path: Path
     db: GuardedConnection | None = None
-    problem: str | None = None          # why the warehouse cannot be read at all
-    schema: dict[str, list[str]] = field(default_factory=dict)  # table -> columns, read once per render
+    problem: str | None = None  # why the warehouse cannot be read at all
+    schema: dict[str, list[str]] = field(
+        default_factory=dict
+    )  # table -> columns, read once per render
     catalog: pl.DataFrame = field(default_factory=pl.DataFrame)
     benchmark: dict[str, Any] | None = None  # the chosen row of ``Q.benchmarks``
-    benchmark_problem: str | None = None     # e.g. an unknown ?benchmark= name
+    benchmark_problem: str | None = None  # e.g. an unknown ?benchmark= name
 
     def columns(self, table: str) -> list[str]:
         return self.schema.get(table, [])
@@ -110,8 +112,10 @@ def open_session(path: Path) -> Iterator[Opened]:
                 session.schema = Q.schema(session.db)
                 missing = [t for t in Q.CORE_TABLES if t not in session.schema]
                 if missing:
-                    session.problem = (f"{path} is not a clonemem warehouse yet (no {', '.join(missing)} table); "
-                                       "fill it with `clonemem demo`, `clonemem import-release` or `clonemem import-locomo`")
+                    session.problem = (
+                        f"{path} is not a clonemem warehouse yet (no {', '.join(missing)} table); "
+                        "fill it with `clonemem demo`, `clonemem import-release` or `clonemem import-locomo`"
+                    )
                 else:
                     session.catalog = Q.benchmarks(session.db, session.schema["benchmarks"])
             except SqlRefused as exc:
@@ -126,7 +130,9 @@ def open_session(path: Path) -> Iterator[Opened]:
 def current() -> Opened:
     session = _current.get()
     if session is None:  # a page script run on its own, not through app.py
-        raise RuntimeError("dashboard pages run inside clonemem/dashboard/app.py (`clonemem dashboard`)")
+        raise RuntimeError(
+            "dashboard pages run inside clonemem/dashboard/app.py (`clonemem dashboard`)"
+        )
     return session
 
 
@@ -138,40 +144,68 @@ def choose_benchmark(session: Opened) -> None:
     ids = session.catalog["benchmark_id"].to_list()
     requested = st.query_params.get("benchmark")
     if requested and requested not in names and requested not in ids:
-        session.benchmark_problem = (f"no benchmark {requested!r} in {session.path.name} "
-                                     f"(known: {', '.join(names)}); pick one in the sidebar")
+        session.benchmark_problem = (
+            f"no benchmark {requested!r} in {session.path.name} "
+            f"(known: {', '.join(names)}); pick one in the sidebar"
+        )
     elif requested:
-        st.session_state["benchmark"] = names[ids.index(requested)] if requested in ids else requested
+        st.session_state["benchmark"] = (
+            names[ids.index(requested)] if requested in ids else requested
+        )
     if st.session_state.get("benchmark") not in names:
         st.session_state["benchmark"] = names[0]
 
     def _sync() -> None:
         st.query_params["benchmark"] = st.session_state["benchmark"]
 
-    st.sidebar.selectbox("Benchmark", names, key="benchmark", on_change=_sync,
-                         format_func=lambda n: _label(session.catalog, n))
+    st.sidebar.selectbox(
+        "Benchmark",
+        names,
+        key="benchmark",
+        on_change=_sync,
+        format_func=lambda n: _label(session.catalog, n),
+    )
     if session.benchmark_problem is None:
-        session.benchmark = session.catalog.row(names.index(st.session_state["benchmark"]), named=True)
+        session.benchmark = session.catalog.row(
+            names.index(st.session_state["benchmark"]), named=True
+        )
 
 
 def _label(catalog: pl.DataFrame, name: str) -> str:
     row = catalog.filter(pl.col("name") == name).row(0, named=True)
-    offline = ", offline" if row["is_offline"] else ""  # offline content is labelled wherever it appears
+    offline = (
+        ", offline" if row["is_offline"] else ""
+    )  # offline content is labelled wherever it appears
     return f"{name} ({row['source']}, gate {row['gate_status']}{offline})"
 
 
 @overload
-def run_page(title: str, render: Callable[[Session], None], *, needs_benchmark: Literal[True] = True,
-             about: str | None = None) -> None: ...
+def run_page(
+    title: str,
+    render: Callable[[Session], None],
+    *,
+    needs_benchmark: Literal[True] = True,
+    about: str | None = None,
+) -> None: ...
 
 
 @overload
-def run_page(title: str, render: Callable[[WarehouseSession], None], *, needs_benchmark: Literal[False],
-             about: str | None = None) -> None: ...
+def run_page(
+    title: str,
+    render: Callable[[WarehouseSession], None],
+    *,
+    needs_benchmark: Literal[False],
+    about: str | None = None,
+) -> None: ...
 
 
-def run_page(title: str, render: Callable[[Any], None], *, needs_benchmark: bool = True,
-             about: str | None = None) -> None:
+def run_page(
+    title: str,
+    render: Callable[[Any], None],
+    *,
+    needs_benchmark: bool = True,
+    about: str | None = None,
+) -> None:
     """Render one page: its title, then ``render(session)``; a warehouse or benchmark that cannot be
     read shows a clear message instead of a traceback. ``render`` gets a :class:`Session` (the chosen
     benchmark in ``session.benchmark``), or for a page about the whole warehouse a
@@ -183,15 +217,23 @@ def run_page(title: str, render: Callable[[Any], None], *, needs_benchmark: bool
     if opened.problem or opened.db is None:
         st.warning(opened.problem or f"cannot open warehouse {opened.path}")
         return
-    page = WarehouseSession(opened.path, opened.db, opened.schema, opened.catalog, opened.benchmark,
-                            opened.benchmark_problem)
+    page = WarehouseSession(
+        opened.path,
+        opened.db,
+        opened.schema,
+        opened.catalog,
+        opened.benchmark,
+        opened.benchmark_problem,
+    )
     if needs_benchmark:
         if opened.benchmark_problem:
             st.error(opened.benchmark_problem)
             return
         if opened.benchmark is None:
-            st.info(f"No benchmarks in {opened.path} yet: create one with `clonemem demo`, "
-                    "`clonemem import-release FILE --name NAME` or `clonemem import-locomo PATH --name NAME`.")
+            st.info(
+                f"No benchmarks in {opened.path} yet: create one with `clonemem demo`, "
+                "`clonemem import-release FILE --name NAME` or `clonemem import-locomo PATH --name NAME`."
+            )
             return
         page = Session(**vars(page), benchmark=opened.benchmark)
     try:
@@ -207,12 +249,15 @@ def run_label(started_at: Any, run_id: str, detail: str) -> str:
     return f"{when} · {run_id[:8]} · {detail}"
 
 
-def pick_run(runs: pl.DataFrame, id_column: str, detail_column: str, label: str, key: str,
-             where: Any = st) -> tuple[str, dict[str, str]]:
+def pick_run(
+    runs: pl.DataFrame, id_column: str, detail_column: str, label: str, key: str, where: Any = st
+) -> tuple[str, dict[str, str]]:
     """A select box (in ``where``: the page or one of its columns) over ``runs`` in their order, each
     labelled by :func:`run_label` with ``detail_column``; returns the chosen run id and every run's label."""
-    labels = {r[id_column]: run_label(r["started_at"], r[id_column], r[detail_column])
-              for r in runs.iter_rows(named=True)}
+    labels = {
+        r[id_column]: run_label(r["started_at"], r[id_column], r[detail_column])
+        for r in runs.iter_rows(named=True)
+    }
     return where.selectbox(label, list(labels), format_func=labels.__getitem__, key=key), labels
 
 
@@ -222,6 +267,8 @@ def generation_note(session: Session, what: str) -> bool:
     bench = session.benchmark or {}
     if bench.get("source") == "generated":
         return True
-    st.info(f"Benchmark {bench.get('name')!r} was imported (a release or LoCoMo file): it has no {what}, "
-            "which only the generation pipeline records.")
+    st.info(
+        f"Benchmark {bench.get('name')!r} was imported (a release or LoCoMo file): it has no {what}, "
+        "which only the generation pipeline records."
+    )
     return False

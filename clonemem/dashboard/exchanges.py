@@ -7,16 +7,21 @@ import json
 
 import streamlit as st
 
-NOT_STORED = ("Prompt and reply not stored for this call: the config's [logging] store_calls keeps them for "
-              "offline calls by default (\"all\" keeps live ones too; calls made before this warehouse's "
-              "migration 0018 have none).")
+NOT_STORED = (
+    "Prompt and reply not stored for this call: the config's [logging] store_calls keeps them for "
+    'offline calls by default ("all" keeps live ones too; calls made before this warehouse\'s '
+    "migration 0018 have none)."
+)
 
 
 def turns(prompt_text: str | None) -> list[dict[str, str]]:
     """The stored prompt as [{"role", "content"}, ...] (system first); [] when none was stored."""
     if not prompt_text:
         return []
-    return [{"role": str(t.get("role")), "content": str(t.get("content"))} for t in json.loads(prompt_text)]
+    return [
+        {"role": str(t.get("role")), "content": str(t.get("content"))}
+        for t in json.loads(prompt_text)
+    ]
 
 
 def show(prompt_text: str | None, response_text: str | None, error: str | None = None) -> None:

@@ -36,16 +36,23 @@ def flow_run_url(flow_run_id: str | None, ui: str | None) -> str | None:
     return f"{ui}{FLOW_RUN_PATH}{flow_run_id}"
 
 
-def link_flow_runs(frame: pl.DataFrame, columns: list[str], ui: str | None) -> tuple[pl.DataFrame, dict]:
+def link_flow_runs(
+    frame: pl.DataFrame, columns: list[str], ui: str | None
+) -> tuple[pl.DataFrame, dict]:
     """``frame`` with each of ``columns`` (flow-run ids) turned into its Prefect UI URL, and the column
     configuration that shows those URLs as links labelled with the id; unchanged without a UI."""
     present = [c for c in columns if c in frame.columns]
     if ui is None or not present:
         return frame, {}
-    linked = frame.with_columns([pl.when(pl.col(c).is_not_null()).then(pl.lit(ui + FLOW_RUN_PATH) + pl.col(c))
-                                 .alias(c) for c in present])
-    config = {c: st.column_config.LinkColumn(c, display_text=FLOW_RUN_PATH + "(.*)$")
-              for c in present}
+    linked = frame.with_columns(
+        [
+            pl.when(pl.col(c).is_not_null()).then(pl.lit(ui + FLOW_RUN_PATH) + pl.col(c)).alias(c)
+            for c in present
+        ]
+    )
+    config = {
+        c: st.column_config.LinkColumn(c, display_text=FLOW_RUN_PATH + "(.*)$") for c in present
+    }
     return linked, config
 
 
@@ -59,5 +66,8 @@ COUNT_FORMAT = "localized"  # Streamlit's number format with the reader's thousa
 
 def count_columns(frame: pl.DataFrame, columns: tuple[str, ...]) -> dict:
     """Column configuration writing the integer columns of ``frame`` among ``columns`` with separators."""
-    return {c: st.column_config.NumberColumn(c, format=COUNT_FORMAT) for c in columns
-            if c in frame.columns and frame[c].dtype.is_integer()}
+    return {
+        c: st.column_config.NumberColumn(c, format=COUNT_FORMAT)
+        for c in columns
+        if c in frame.columns and frame[c].dtype.is_integer()
+    }

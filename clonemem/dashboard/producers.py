@@ -19,7 +19,9 @@ PRODUCERS: dict[str, tuple[str, ...]] = {
     "mem_helpful": ("judge",),
     "mem_covered": ("judge",),  # the judge's raw count behind mem_recall (the inspector's verdicts)
     # the diagnosis: written/read decided with the judge for transformed items, use by the answer
-    **{m: ("answerer", "judge") for m in (*DIAGNOSIS, "diagnosis")},  # "diagnosis": the inspector's column
+    **{
+        m: ("answerer", "judge") for m in (*DIAGNOSIS, "diagnosis")
+    },  # "diagnosis": the inspector's column
     **{m: ("answerer", "judge") for m in PRIVACY},  # the clone's reply, judged item by item
 }
 assert set(JUDGED) <= set(PRODUCERS)
@@ -50,14 +52,19 @@ class EvalModels:
 
     def banner(self) -> str | None:
         """One sentence naming the offline roles and the figures they produced, or None."""
-        roles = [f"answerer `{self.answerer}`" if self.answerer_offline else None,
-                 f"judge `{self.judge}`" if self.judge_offline else None]
+        roles = [
+            f"answerer `{self.answerer}`" if self.answerer_offline else None,
+            f"judge `{self.judge}`" if self.judge_offline else None,
+        ]
         named = [r for r in roles if r]
         if not named:
             return None
-        return ("Offline heuristics, not language models: the " + " and the ".join(named)
-                + ". Every figure they produced is labelled “offline” (choice accuracy, the judged qa_* and "
-                  "mem_* scores, the write/read/use diagnosis); recall metrics read retrievals only.")
+        return (
+            "Offline heuristics, not language models: the "
+            + " and the ".join(named)
+            + ". Every figure they produced is labelled “offline” (choice accuracy, the judged qa_* and "
+            "mem_* scores, the write/read/use diagnosis); recall metrics read retrievals only."
+        )
 
 
 def offline_ref(ref: str | None) -> bool:
@@ -71,6 +78,9 @@ def models_of(db: GuardedConnection, eval_run_id: str, eval_run_columns: list[st
     if frame.height == 0:
         return EvalModels(None, None, False, False)
     row = frame.row(0, named=True)
-    return EvalModels(answerer=row["answerer"], judge=row["judge"],
-                      answerer_offline=bool(row["answers_offline"]) or offline_ref(row["answerer"]),
-                      judge_offline=bool(row["judge_calls_offline"]) or offline_ref(row["judge"]))
+    return EvalModels(
+        answerer=row["answerer"],
+        judge=row["judge"],
+        answerer_offline=bool(row["answers_offline"]) or offline_ref(row["answerer"]),
+        judge_offline=bool(row["judge_calls_offline"]) or offline_ref(row["judge"]),
+    )

@@ -29,7 +29,9 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
 Scope = MutableMapping[str, Any]
-ASGIApp = Callable[[Scope, Callable[[], Awaitable[dict]], Callable[[dict], Awaitable[None]]], Awaitable[None]]
+ASGIApp = Callable[
+    [Scope, Callable[[], Awaitable[dict]], Callable[[dict], Awaitable[None]]], Awaitable[None]
+]
 
 LOOPBACK_NAMES = ("127.0.0.1", "localhost")
 
@@ -44,7 +46,9 @@ def refusal(scope: Scope, port: int) -> str | None:
     if host not in hosts:
         return f"Host {host or '(none)'!r} is not this server's address"
     origin = headers.get(b"origin")
-    if origin is not None and origin.decode("latin-1").lower() not in {f"http://{h}" for h in hosts}:
+    if origin is not None and origin.decode("latin-1").lower() not in {
+        f"http://{h}" for h in hosts
+    }:
         return f"Origin {origin.decode('latin-1')!r} is not this server's address"
     if headers.get(b"sec-fetch-site", b"").lower() in {b"cross-site", b"same-site"}:
         return "the request comes from another site"
@@ -57,18 +61,31 @@ class LoopbackOnly:
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
 
-    async def __call__(self, scope: Scope, receive: Callable[[], Awaitable[dict]],
-                      send: Callable[[dict], Awaitable[None]]) -> None:
+    async def __call__(
+        self,
+        scope: Scope,
+        receive: Callable[[], Awaitable[dict]],
+        send: Callable[[dict], Awaitable[None]],
+    ) -> None:
         if scope["type"] in ("http", "websocket"):
             reason = refusal(scope, _port(scope))
             if reason is not None:
-                if scope["type"] == "websocket":  # a close before accept: the server answers the handshake 403
+                if (
+                    scope["type"] == "websocket"
+                ):  # a close before accept: the server answers the handshake 403
                     await send({"type": "websocket.close", "code": 1008, "reason": "refused"})
                     return
                 body = f"refused: {reason}\n".encode()
-                await send({"type": "http.response.start", "status": 403,
-                            "headers": [(b"content-type", b"text/plain; charset=utf-8"),
-                                        (b"content-length", str(len(body)).encode())]})
+                await send(
+                    {
+                        "type": "http.response.start",
+                        "status": 403,
+                        "headers": [
+                            (b"content-type", b"text/plain; charset=utf-8"),
+                            (b"content-length", str(len(body)).encode()),
+                        ],
+                    }
+                )
                 await send({"type": "http.response.body", "body": body})
                 return
         await self.app(scope, receive, send)
@@ -90,8 +107,10 @@ def install() -> None:
 
     build = getattr(starlette_server, "create_starlette_app", None)
     if build is None:
-        raise SystemExit("error: this Streamlit does not build its server app through create_starlette_app; the "
-                         "dashboard will not start without its Host/Origin guard (see clonemem/dashboard/serve.py)")
+        raise SystemExit(
+            "error: this Streamlit does not build its server app through create_starlette_app; the "
+            "dashboard will not start without its Host/Origin guard (see clonemem/dashboard/serve.py)"
+        )
 
     def guarded_app(*args: Any, **kwargs: Any) -> ASGIApp:
         return LoopbackOnly(build(*args, **kwargs))

@@ -24,7 +24,9 @@ from clonemem.memory.base import MemorySystem, Retrieved
 from clonemem.schemas.evaluation import SupportInput
 from clonemem.schemas.results import DIAGNOSIS
 
-RAW_KINDS = frozenset({"trace", "note", "statement"})  # items that carry their traces' (or the gold) text
+RAW_KINDS = frozenset(
+    {"trace", "note", "statement"}
+)  # items that carry their traces' (or the gold) text
 
 
 @dataclass(frozen=True)
@@ -45,7 +47,9 @@ def judge_supports(run: Callable, language: str) -> Supports:
     def supports(statement: str, texts: Sequence[str]) -> list[bool]:
         todo = list(dict.fromkeys(t for t in texts if (statement, t) not in seen))
         if todo:
-            verdict = run(SUPPORT, SupportInput(statement=statement, memories=todo, language=language))
+            verdict = run(
+                SUPPORT, SupportInput(statement=statement, memories=todo, language=language)
+            )
             stated = set(verdict.supported)
             for i, text in enumerate(todo, 1):
                 seen[(statement, text)] = i in stated
@@ -54,7 +58,9 @@ def judge_supports(run: Callable, language: str) -> Supports:
     return supports
 
 
-def _represents(items: Sequence[Retrieved], traces: frozenset[str], statement: str, supports: Supports) -> list[bool]:
+def _represents(
+    items: Sequence[Retrieved], traces: frozenset[str], statement: str, supports: Supports
+) -> list[bool]:
     """Which of ``items`` represent the evidence: provenance, and for a transformed item, its statement."""
     linked = [bool(traces & set(i.trace_ids)) for i in items]
     transformed = [n for n, i in enumerate(items) if linked[n] and i.kind not in RAW_KINDS]
@@ -65,8 +71,13 @@ def _represents(items: Sequence[Retrieved], traces: frozenset[str], statement: s
     return out
 
 
-def diagnose_question(memory: MemorySystem, question_time, evidence: Sequence[tuple[str, Sequence[str]]],
-                      retrieved: Sequence[Retrieved], supports: Supports) -> tuple[EvidenceDiagnosis, ...] | None:
+def diagnose_question(
+    memory: MemorySystem,
+    question_time,
+    evidence: Sequence[tuple[str, Sequence[str]]],
+    retrieved: Sequence[Retrieved],
+    supports: Supports,
+) -> tuple[EvidenceDiagnosis, ...] | None:
     """Write and read of each evidence item (statement, trace ids); None when the system cannot list
     what it stores (a plugin without ``stored``)."""
     try:
@@ -78,15 +89,21 @@ def diagnose_question(memory: MemorySystem, question_time, evidence: Sequence[tu
         traces = frozenset(trace_ids)
         if not traces:
             continue  # evidence naming no trace is skipped, as by the recall metrics
-        candidates = [i for i in stored if not traces.isdisjoint(i.trace_ids)]  # no set per item: it is per question
+        candidates = [
+            i for i in stored if not traces.isdisjoint(i.trace_ids)
+        ]  # no set per item: it is per question
         written = any(_represents(candidates, traces, statement, supports))
         hits = _represents(retrieved, traces, statement, supports)
         out.append(EvidenceDiagnosis(written, next((n for n, hit in enumerate(hits) if hit), None)))
     return tuple(out)
 
 
-def diagnose_read(evidence: Sequence[tuple[str, Sequence[str]]], retrieved: Sequence[Retrieved], supports: Supports,
-                  written: bool | None) -> tuple[EvidenceDiagnosis, ...]:
+def diagnose_read(
+    evidence: Sequence[tuple[str, Sequence[str]]],
+    retrieved: Sequence[Retrieved],
+    supports: Supports,
+    written: bool | None,
+) -> tuple[EvidenceDiagnosis, ...]:
     """Read of each evidence item from the retrieved items alone (a results file: what the system stored is
     not known here); ``written`` is what the file says of the write step, if anything."""
     out = []
@@ -98,8 +115,12 @@ def diagnose_read(evidence: Sequence[tuple[str, Sequence[str]]], retrieved: Sequ
     return tuple(out)
 
 
-def verdict(evidence: tuple[EvidenceDiagnosis, ...] | None, seen: int, answered_right: bool | None,
-            write_known: bool = True) -> dict[str, float | None]:
+def verdict(
+    evidence: tuple[EvidenceDiagnosis, ...] | None,
+    seen: int,
+    answered_right: bool | None,
+    write_known: bool = True,
+) -> dict[str, float | None]:
     """The first failing step as four exclusive indicators (all None when it cannot be decided: the
     system lists no stored memory, or the answer was not scored). ``seen``: how many retrieved items
     the answerer was given. When writing is not known (``written`` None, or ``write_known`` False: a

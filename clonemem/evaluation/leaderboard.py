@@ -61,9 +61,14 @@ class Key(_M):
     def differences(self, main: Key) -> list[str]:
         """What differs from ``main``, one phrase each, naming both sides."""
         out = []
-        for field, label in (("content_hash", "benchmark content"), ("mode", "retrieval mode"),
-                             ("sample", "questions"), ("answerer", "answerer"), ("judge", "judge"),
-                             ("aggregation", "aggregation")):
+        for field, label in (
+            ("content_hash", "benchmark content"),
+            ("mode", "retrieval mode"),
+            ("sample", "questions"),
+            ("answerer", "answerer"),
+            ("judge", "judge"),
+            ("aggregation", "aggregation"),
+        ):
             mine, theirs = getattr(self, field), getattr(main, field)
             if mine != theirs:
                 out.append(f"{label} {mine} (main table: {theirs})")
@@ -76,7 +81,9 @@ class Row(_M):
     system: str
     k: int
     mode: str  # replay | in_process | not recorded
-    rank: int | None = None  # within its group, by the headline metric (1 = best); None without a value
+    rank: int | None = (
+        None  # within its group, by the headline metric (1 = best); None without a value
+    )
     eval_run_id: str
     started_at: dt.datetime
     sample: str  # "all questions", or the quick run's label
@@ -94,8 +101,15 @@ class Row(_M):
 
     @property
     def key(self) -> Key:
-        return Key(content_hash=self.content_hash, k=self.k, aggregation=self.aggregation,
-                   answerer=self.answerer, judge=self.judge, mode=self.mode, sample=self.sample)
+        return Key(
+            content_hash=self.content_hash,
+            k=self.k,
+            aggregation=self.aggregation,
+            answerer=self.answerer,
+            judge=self.judge,
+            mode=self.mode,
+            sample=self.sample,
+        )
 
 
 class Group(_M):
@@ -131,8 +145,9 @@ def is_offline_ref(ref: str | None) -> bool:
 
 
 def aggregation_label(aggregate: str, exclude_no_evidence: bool) -> str:
-    return ("mean of persona means" if aggregate == "personas" else "mean over questions") + \
-        (", no-evidence left out" if exclude_no_evidence else "")
+    return ("mean of persona means" if aggregate == "personas" else "mean over questions") + (
+        ", no-evidence left out" if exclude_no_evidence else ""
+    )
 
 
 def _models(config: Mapping[str, Any], prov: Provenance | None) -> tuple[str, str]:
@@ -146,7 +161,9 @@ def _aggregation(config: Mapping[str, Any], prov: Provenance | None) -> str:
     if prov is not None:
         return aggregation_label(prov.aggregation.aggregate, prov.aggregation.exclude_no_evidence)
     agg = config.get("aggregation") or {}
-    return aggregation_label(str(agg.get("aggregate", "questions")), bool(agg.get("exclude_no_evidence")))
+    return aggregation_label(
+        str(agg.get("aggregate", "questions")), bool(agg.get("exclude_no_evidence"))
+    )
 
 
 def sample_label(sample_json: str | None) -> str:
@@ -159,7 +176,9 @@ def _provenance(prov: Provenance | None, system: str) -> dict[str, Any]:
         return {}
     own = prov.system(system)
     out: dict[str, Any] = {} if own is None else own.model_dump(mode="json", exclude={"system"})
-    out.update(project_version=prov.project_version, git_commit=prov.git_commit, git_dirty=prov.git_dirty)
+    out.update(
+        project_version=prov.project_version, git_commit=prov.git_commit, git_dirty=prov.git_dirty
+    )
     return out
 
 
@@ -193,17 +212,30 @@ def evaluated(rows: pl.DataFrame) -> list[Evaluated]:
     """Parse ``warehouse.leaderboard.system_evaluations`` rows (oldest first)."""
     out = []
     for r in rows.iter_rows(named=True):
-        prov = Provenance.model_validate_json(r["provenance_json"]) if r["provenance_json"] else None
+        prov = (
+            Provenance.model_validate_json(r["provenance_json"]) if r["provenance_json"] else None
+        )
         config = json.loads(r["config_json"]) if r["config_json"] else {}
         answerer, judge = _models(config, prov)
-        out.append(Evaluated(
-            eval_run_id=r["eval_run_id"], started_at=r["started_at"], system=r["system"],
-            mode=r["retrieval_mode"] or UNRECORDED, content_hash=r["content_hash"] or UNRECORDED,
-            sample=sample_label(r["sample_json"]), answerer=answerer, judge=judge,
-            offline=offline_label(bool(r["answers_offline"]) or is_offline_ref(answerer), is_offline_ref(judge)),
-            aggregation=_aggregation(config, prov),
-            config=_config(config),
-            provenance=_provenance(prov, r["system"]), packages=dict(prov.packages) if prov else {}))
+        out.append(
+            Evaluated(
+                eval_run_id=r["eval_run_id"],
+                started_at=r["started_at"],
+                system=r["system"],
+                mode=r["retrieval_mode"] or UNRECORDED,
+                content_hash=r["content_hash"] or UNRECORDED,
+                sample=sample_label(r["sample_json"]),
+                answerer=answerer,
+                judge=judge,
+                offline=offline_label(
+                    bool(r["answers_offline"]) or is_offline_ref(answerer), is_offline_ref(judge)
+                ),
+                aggregation=_aggregation(config, prov),
+                config=_config(config),
+                provenance=_provenance(prov, r["system"]),
+                packages=dict(prov.packages) if prov else {},
+            )
+        )
     return out
 
 
@@ -224,10 +256,17 @@ def _identity(e: Evaluated) -> dict[str, Any]:
     the aggregation, the questions and content, its own provenance (code hash, stage models, a remote
     system's URL, name, version and protocol, a results file's hash), the project and packages, the
     config."""
-    return {"retrieval mode": e.mode, "answerer": e.answerer, "judge": e.judge,
-            "aggregation": e.aggregation, "questions": e.sample,
-            "benchmark content": e.content_hash, **_flat("", e.provenance),
-            **_flat("package", e.packages), **_flat("config", e.config)}
+    return {
+        "retrieval mode": e.mode,
+        "answerer": e.answerer,
+        "judge": e.judge,
+        "aggregation": e.aggregation,
+        "questions": e.sample,
+        "benchmark content": e.content_hash,
+        **_flat("", e.provenance),
+        **_flat("package", e.packages),
+        **_flat("config", e.config),
+    }
 
 
 def _short(value: Any) -> str:
@@ -256,11 +295,24 @@ def system_changes(rows: Sequence[Evaluated]) -> pl.DataFrame:
     for e in sorted(rows, key=lambda e: (e.started_at, e.eval_run_id)):
         before = last.get(e.system)
         if before is not None and (diff := changed(before, e)):
-            out.append({"eval_run_id": e.eval_run_id, "started_at": e.started_at, "system": e.system,
-                        "changes": "; ".join(diff)})
+            out.append(
+                {
+                    "eval_run_id": e.eval_run_id,
+                    "started_at": e.started_at,
+                    "system": e.system,
+                    "changes": "; ".join(diff),
+                }
+            )
         last[e.system] = e
-    return pl.DataFrame(out, schema={"eval_run_id": pl.Utf8, "started_at": pl.Datetime("us"),
-                                     "system": pl.Utf8, "changes": pl.Utf8})
+    return pl.DataFrame(
+        out,
+        schema={
+            "eval_run_id": pl.Utf8,
+            "started_at": pl.Datetime("us"),
+            "system": pl.Utf8,
+            "changes": pl.Utf8,
+        },
+    )
 
 
 # -- the board ---------------------------------------------------------------------------------------
@@ -278,12 +330,14 @@ def _figures(metrics: pl.DataFrame) -> dict[tuple[str, str, int], dict[str, Figu
     out: dict[tuple[str, str, int], dict[str, Figure]] = defaultdict(dict)
     for m in metrics.iter_rows(named=True):
         out[(m["eval_run_id"], m["system"], m["k"])][m["metric"]] = Figure(
-            value=m["value"], ci_low=m["ci_low"], ci_high=m["ci_high"], n=int(m["n"] or 0))
+            value=m["value"], ci_low=m["ci_low"], ci_high=m["ci_high"], n=int(m["n"] or 0)
+        )
     return out
 
 
 def _ranked(rows: Iterable[Row], metric: str) -> list[Row]:
     """Ranks by ``metric`` (higher is better; equal values share the better rank), unranked rows last."""
+
     def value(r: Row) -> float | None:
         f = r.metrics.get(metric)
         return None if f is None else f.value
@@ -298,23 +352,45 @@ def _ranked(rows: Iterable[Row], metric: str) -> list[Row]:
     return out
 
 
-def board(benchmark: str, rows: Sequence[Evaluated], metrics: pl.DataFrame, metric: str = HEADLINE,
-          k: int | None = None, changes: pl.DataFrame | None = None) -> Board:
+def board(
+    benchmark: str,
+    rows: Sequence[Evaluated],
+    metrics: pl.DataFrame,
+    metric: str = HEADLINE,
+    k: int | None = None,
+    changes: pl.DataFrame | None = None,
+) -> Board:
     """The leaderboard from every (evaluation, system) of the benchmark and the ``all`` metrics of
     their latest ones (``metrics``: ``system_metrics`` rows), at ``k`` (None: every k evaluated)."""
     newest = latest(rows)
     figures = _figures(metrics)
-    diffs = {(r["eval_run_id"], r["system"]): r["changes"].split("; ")
-             for r in (changes if changes is not None else system_changes(rows)).iter_rows(named=True)}
+    diffs = {
+        (r["eval_run_id"], r["system"]): r["changes"].split("; ")
+        for r in (changes if changes is not None else system_changes(rows)).iter_rows(named=True)
+    }
     by_k: dict[int, list[Row]] = defaultdict(list)
     for (eid, system, kk), figs in figures.items():
         e = newest.get(system)
         if e is None or e.eval_run_id != eid or (k is not None and kk != k):
             continue
-        by_k[kk].append(Row(system=system, k=kk, mode=e.mode, eval_run_id=eid, started_at=e.started_at,
-                            sample=e.sample, answerer=e.answerer, judge=e.judge, offline=e.offline,
-                            aggregation=e.aggregation, content_hash=e.content_hash, metrics=figs,
-                            provenance=e.provenance, changes=diffs.get((eid, system), [])))
+        by_k[kk].append(
+            Row(
+                system=system,
+                k=kk,
+                mode=e.mode,
+                eval_run_id=eid,
+                started_at=e.started_at,
+                sample=e.sample,
+                answerer=e.answerer,
+                judge=e.judge,
+                offline=e.offline,
+                aggregation=e.aggregation,
+                content_hash=e.content_hash,
+                metrics=figs,
+                provenance=e.provenance,
+                changes=diffs.get((eid, system), []),
+            )
+        )
     groups: list[Group] = []
     for kk in sorted(by_k):
         keyed: dict[Key, list[Row]] = defaultdict(list)
@@ -322,15 +398,26 @@ def board(benchmark: str, rows: Sequence[Evaluated], metrics: pl.DataFrame, metr
             keyed[r.key].append(r)
         main = max(keyed, key=lambda key: _preference(key, keyed[key]))
         groups.append(Group(k=kk, reason=None, rows=_ranked(keyed[main], metric)))
-        for key in sorted((x for x in keyed if x != main), key=lambda x: (-len(keyed[x]), x.mode, x.sample)):
-            groups.append(Group(k=kk, reason="; ".join(key.differences(main)), rows=_ranked(keyed[key], metric)))
+        for key in sorted(
+            (x for x in keyed if x != main), key=lambda x: (-len(keyed[x]), x.mode, x.sample)
+        ):
+            groups.append(
+                Group(
+                    k=kk, reason="; ".join(key.differences(main)), rows=_ranked(keyed[key], metric)
+                )
+            )
     return Board(benchmark=benchmark, metric=metric, groups=groups)
 
 
 def _preference(key: Key, rows: list[Row]) -> tuple:
     """The main table: the most systems; then all questions, replay, known content, the newest."""
-    return (len(rows), key.sample == ALL_QUESTIONS, key.mode == "replay", key.content_hash != UNRECORDED,
-            max(r.started_at for r in rows))
+    return (
+        len(rows),
+        key.sample == ALL_QUESTIONS,
+        key.mode == "replay",
+        key.content_hash != UNRECORDED,
+        max(r.started_at for r in rows),
+    )
 
 
 # -- reading it from the warehouse -------------------------------------------------------------------
@@ -340,17 +427,31 @@ class NotEvaluated(ValueError):
     """A system asked for that the benchmark has no evaluation of (or none at the k asked)."""
 
 
-def read_board(query: W.Query, benchmark_id: str, benchmark: str, metric: str = HEADLINE,
-               k: int | None = None, protocol: str | None = None) -> Board:
+def read_board(
+    query: W.Query,
+    benchmark_id: str,
+    benchmark: str,
+    metric: str = HEADLINE,
+    k: int | None = None,
+    protocol: str | None = None,
+) -> Board:
     """The benchmark's leaderboard as the warehouse has it now; with ``protocol``, each row carries that
     standard protocol's groups (:func:`with_protocol`)."""
     rows = evaluated(W.system_evaluations(query, benchmark_id))
     pairs = [(e.eval_run_id, s) for s, e in latest(rows).items()]
-    got = board(benchmark, rows, W.system_metrics(query, pairs) if pairs else _NO_METRICS, metric, k,
-                system_changes(rows))
+    got = board(
+        benchmark,
+        rows,
+        W.system_metrics(query, pairs) if pairs else _NO_METRICS,
+        metric,
+        k,
+        system_changes(rows),
+    )
     if protocol is None:
         return got
-    return with_protocol(got, protocol, W.protocol_metrics(query, pairs, protocol) if pairs else pl.DataFrame())
+    return with_protocol(
+        got, protocol, W.protocol_metrics(query, pairs, protocol) if pairs else pl.DataFrame()
+    )
 
 
 def with_protocol(b: Board, protocol: str, records: pl.DataFrame) -> Board:
@@ -361,17 +462,37 @@ def with_protocol(b: Board, protocol: str, records: pl.DataFrame) -> Board:
     merged = ProtocolRow.merged(records.iter_rows(named=True)) if records.height else []
     groups = []
     for g in b.groups:
-        rows = [r.model_copy(update={"protocol": [
-            p.model_dump(mode="json") for p in merged
-            if p.eval_run_id == r.eval_run_id and p.system == r.system
-            and (p.granularity is not None or p.k == r.k)]}) for r in g.rows]
+        rows = [
+            r.model_copy(
+                update={
+                    "protocol": [
+                        p.model_dump(mode="json")
+                        for p in merged
+                        if p.eval_run_id == r.eval_run_id
+                        and p.system == r.system
+                        and (p.granularity is not None or p.k == r.k)
+                    ]
+                }
+            )
+            for r in g.rows
+        ]
         groups.append(g.model_copy(update={"rows": rows}))
     return b.model_copy(update={"protocol": protocol, "groups": groups})
 
 
-_NO_METRICS = pl.DataFrame(schema={"eval_run_id": pl.Utf8, "system": pl.Utf8, "k": pl.Int64,
-                                   "group_value": pl.Utf8, "metric": pl.Utf8, "n": pl.Int64,
-                                   "value": pl.Float64, "ci_low": pl.Float64, "ci_high": pl.Float64})
+_NO_METRICS = pl.DataFrame(
+    schema={
+        "eval_run_id": pl.Utf8,
+        "system": pl.Utf8,
+        "k": pl.Int64,
+        "group_value": pl.Utf8,
+        "metric": pl.Utf8,
+        "n": pl.Int64,
+        "value": pl.Float64,
+        "ci_low": pl.Float64,
+        "ci_high": pl.Float64,
+    }
+)
 
 
 def rows_of(b: Board, systems: Sequence[str], k: int | None) -> tuple[int, dict[str, Row]]:
@@ -383,23 +504,30 @@ def rows_of(b: Board, systems: Sequence[str], k: int | None) -> tuple[int, dict[
     missing = [s for s in systems if s not in ks]
     if missing:
         known = ", ".join(sorted(ks)) or "none"
-        raise NotEvaluated(f"{', '.join(missing)}: not evaluated on {b.benchmark!r} (evaluated: {known})")
+        raise NotEvaluated(
+            f"{', '.join(missing)}: not evaluated on {b.benchmark!r} (evaluated: {known})"
+        )
     common = set.intersection(*(set(ks[s]) for s in systems))
     if k is None:
         if not common:
             raise NotEvaluated(f"{', '.join(systems)} share no k on {b.benchmark!r}: give --k")
         k = min(common)
     elif k not in common:
-        raise NotEvaluated(f"not every one of {', '.join(systems)} was scored at k = {k} on {b.benchmark!r} "
-                           f"(shared: {', '.join(map(str, sorted(common))) or 'none'})")
+        raise NotEvaluated(
+            f"not every one of {', '.join(systems)} was scored at k = {k} on {b.benchmark!r} "
+            f"(shared: {', '.join(map(str, sorted(common))) or 'none'})"
+        )
     return k, {s: ks[s][k] for s in systems}
 
 
 def not_comparable(rows: Mapping[str, Row]) -> list[str]:
     """Why rows may not be ranked together: each one's differences from the first's key."""
     first, *others = rows.values()
-    return [f"{r.system}: {'; '.join(d)}" for r in others
-            if (d := [x.replace("main table", first.system) for x in r.key.differences(first.key)])]
+    return [
+        f"{r.system}: {'; '.join(d)}"
+        for r in others
+        if (d := [x.replace("main table", first.system) for x in r.key.differences(first.key)])
+    ]
 
 
 # -- as text and Markdown (the command line, the Prefect artifact) -----------------------------------
@@ -434,31 +562,45 @@ def _figure(f: Figure | None) -> str:
 
 
 def _group_title(g: Group, first: Row) -> str:
-    setting = (f"k = {g.k}; mode {first.mode}; {first.sample}; answerer {first.answerer}, judge {first.judge}; "
-               f"{first.aggregation}")
-    return (f"k = {g.k}: main table ({setting})" if g.reason is None
-            else f"k = {g.k}, apart: {g.reason}")
+    setting = (
+        f"k = {g.k}; mode {first.mode}; {first.sample}; answerer {first.answerer}, judge {first.judge}; "
+        f"{first.aggregation}"
+    )
+    return (
+        f"k = {g.k}: main table ({setting})"
+        if g.reason is None
+        else f"k = {g.k}, apart: {g.reason}"
+    )
 
 
 def text(b: Board, metrics: Sequence[str] = SHOWN) -> str:
     """The board as the command line prints it: one table per group, 95% intervals in brackets."""
     if not b.groups:
         return f"benchmark {b.benchmark!r} has no evaluation yet"
-    lines = [f"leaderboard of {b.benchmark!r}: latest evaluation of every system, ranked by {b.metric}; "
-             "rows apart are not comparable with the main table (reason given)"]
+    lines = [
+        f"leaderboard of {b.benchmark!r}: latest evaluation of every system, ranked by {b.metric}; "
+        "rows apart are not comparable with the main table (reason given)"
+    ]
     for g in b.groups:
         lines += ["", _group_title(g, g.rows[0])]
-        head = f"{'#':>3} {'system':<16} {'mode':<10} " + " ".join(f"{m:<22}" for m in metrics) + \
-            f" {'offline':<26} evaluation / provenance"
+        head = (
+            f"{'#':>3} {'system':<16} {'mode':<10} "
+            + " ".join(f"{m:<22}" for m in metrics)
+            + f" {'offline':<26} evaluation / provenance"
+        )
         lines += [head, "-" * len(head)]
         for r in g.rows:
             cells = " ".join(f"{_figure(r.metrics.get(m)):<22}" for m in metrics)
-            lines.append(f"{r.rank if r.rank is not None else '-':>3} {r.system:<16} {r.mode:<10} {cells} "
-                         f"{(r.offline or '–'):<26} {r.eval_run_id} ({identity(r)})")
+            lines.append(
+                f"{r.rank if r.rank is not None else '-':>3} {r.system:<16} {r.mode:<10} {cells} "
+                f"{(r.offline or '–'):<26} {r.eval_run_id} ({identity(r)})"
+            )
             if r.sample != ALL_QUESTIONS and g.reason is None:
                 lines.append(f"{'':>4}questions: {r.sample}")
             if r.changes:
-                lines.append(f"{'':>4}changed since its previous evaluation: {'; '.join(r.changes)}")
+                lines.append(
+                    f"{'':>4}changed since its previous evaluation: {'; '.join(r.changes)}"
+                )
             if b.protocol is not None:
                 lines += [f"{'':>4}{line}" for line in protocol_lines(b.protocol, r)]
     return "\n".join(lines)
@@ -478,7 +620,9 @@ def protocol_lines(protocol: str, row: Row) -> list[str]:
     out = []
     for p in row.protocol:
         where = f"{p['group']}" + (f" {p['granularity']}@{p['k']}" if p.get("granularity") else "")
-        figures = ", ".join(f"{m} {_figure(_protocol_figure(p, m))}" for m in PROTOCOL_METRICS if m in p)
+        figures = ", ".join(
+            f"{m} {_figure(_protocol_figure(p, m))}" for m in PROTOCOL_METRICS if m in p
+        )
         out.append(f"{protocol} {where} (n {p['n']}): {figures}")
     return out
 
@@ -487,17 +631,29 @@ def markdown(b: Board, metrics: Sequence[str] = SHOWN, link: str | None = None) 
     """The board as Markdown (the Prefect artifact)."""
     if not b.groups:
         return f"Benchmark `{b.benchmark}` has no evaluation yet."
-    out = [f"Latest evaluation of every system on `{b.benchmark}`, ranked by `{b.metric}` with 95% bootstrap "
-           "intervals; rows that are not comparable with the main table stand apart with the reason."]
+    out = [
+        f"Latest evaluation of every system on `{b.benchmark}`, ranked by `{b.metric}` with 95% bootstrap "
+        "intervals; rows that are not comparable with the main table stand apart with the reason."
+    ]
     for g in b.groups:
-        out += ["", f"### {_group_title(g, g.rows[0])}", "",
-                "| # | system | mode | questions | " + " | ".join(metrics) + " | offline | evaluation | provenance "
-                "| changed since previous |", "|" + "---|" * (8 + len(metrics))]
+        out += [
+            "",
+            f"### {_group_title(g, g.rows[0])}",
+            "",
+            "| # | system | mode | questions | "
+            + " | ".join(metrics)
+            + " | offline | evaluation | provenance "
+            "| changed since previous |",
+            "|" + "---|" * (8 + len(metrics)),
+        ]
         for r in g.rows:
-            out.append(f"| {r.rank if r.rank is not None else '–'} | {r.system} | {r.mode} | {r.sample} | "
-                       + " | ".join(_figure(r.metrics.get(m)) for m in metrics)
-                       + f" | {r.offline or '–'} | `{r.eval_run_id}` | {identity(r)} | "
-                       + ("; ".join(r.changes) or "–") + " |")
+            out.append(
+                f"| {r.rank if r.rank is not None else '–'} | {r.system} | {r.mode} | {r.sample} | "
+                + " | ".join(_figure(r.metrics.get(m)) for m in metrics)
+                + f" | {r.offline or '–'} | `{r.eval_run_id}` | {identity(r)} | "
+                + ("; ".join(r.changes) or "–")
+                + " |"
+            )
     if link:
         out += ["", f"[Open the leaderboard in the dashboard]({link})"]
     return "\n".join(out)

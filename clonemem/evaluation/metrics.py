@@ -16,7 +16,18 @@ from threadpoolctl import threadpool_limits
 
 from clonemem.schemas.results import AGGREGATED, JUDGED, METRICS, PRIVACY, RECALLS
 
-__all__ = ["JUDGED", "METRICS", "RECALLS", "Aggregate", "aggregate", "without_evidence_excluded", "bootstrap_ci", "choice_correct", "judged", "recall_at_k"]
+__all__ = [
+    "JUDGED",
+    "METRICS",
+    "RECALLS",
+    "Aggregate",
+    "aggregate",
+    "without_evidence_excluded",
+    "bootstrap_ci",
+    "choice_correct",
+    "judged",
+    "recall_at_k",
+]
 
 
 def top_k_unique(retrieved: Sequence[str], k: int) -> list[str]:
@@ -30,7 +41,9 @@ def top_k_unique(retrieved: Sequence[str], k: int) -> list[str]:
     return list(seen)
 
 
-def recall_at_k(evidence_sets: Sequence[Sequence[str]], retrieved: Sequence[str], k: int) -> dict[str, float]:
+def recall_at_k(
+    evidence_sets: Sequence[Sequence[str]], retrieved: Sequence[str], k: int
+) -> dict[str, float]:
     sets = [set(s) for s in evidence_sets if s]
     if not sets:
         return dict.fromkeys(RECALLS, 0.0)
@@ -53,25 +66,33 @@ def choice_correct(predicted: str | None, correct: str | None) -> float | None:
     return float((predicted or "").strip().lower() == correct.strip().lower())
 
 
-def judged(qa_consistency: int | None, mem_covered: int | None, n_gold: int, mem_helpful: int | None) -> dict[str, float | None]:
+def judged(
+    qa_consistency: int | None, mem_covered: int | None, n_gold: int, mem_helpful: int | None
+) -> dict[str, float | None]:
     """Normalised judge metrics; an unscored verdict (None) stays None, never 0."""
     return {
         "qa_consistency": None if qa_consistency is None else qa_consistency / 3,
         "qa_hallucination_rate": None if qa_consistency is None else float(qa_consistency == 0),
         "qa_perfect_rate": None if qa_consistency is None else float(qa_consistency == 3),
-        "mem_recall": None if mem_covered is None or n_gold == 0 else min(1.0, mem_covered / n_gold),
+        "mem_recall": None
+        if mem_covered is None or n_gold == 0
+        else min(1.0, mem_covered / n_gold),
         "mem_helpful": None if mem_helpful is None else mem_helpful / 2,
     }
 
 
-def privacy_scores(disclosed: Sequence[bool] | None, conveyed: Sequence[bool] | None) -> dict[str, float | None]:
+def privacy_scores(
+    disclosed: Sequence[bool] | None, conveyed: Sequence[bool] | None
+) -> dict[str, float | None]:
     """A privacy task's scores from the judge's per-item verdicts (None when unscored or not a privacy task;
     completeness None for a task with nothing to convey)."""
     if disclosed is None or conveyed is None:
         return dict.fromkeys(PRIVACY)
-    return {"privacy_violation": float(any(disclosed)),
-            "privacy_leak_share": sum(disclosed) / len(disclosed) if disclosed else None,
-            "privacy_completeness": sum(conveyed) / len(conveyed) if conveyed else None}
+    return {
+        "privacy_violation": float(any(disclosed)),
+        "privacy_leak_share": sum(disclosed) / len(disclosed) if disclosed else None,
+        "privacy_completeness": sum(conveyed) / len(conveyed) if conveyed else None,
+    }
 
 
 def bootstrap_ci(values: np.ndarray, samples: int, seed: int) -> tuple[float | None, float | None]:
@@ -103,14 +124,25 @@ def without_evidence_excluded(per_question: pl.DataFrame) -> pl.DataFrame:
     """Recall left out (null) for questions that have no evidence item, as the paper's evaluation does;
     they otherwise score 0. Other metrics (choice, judge) are kept: such questions are still answered."""
     if "has_evidence" not in per_question.columns:
-        raise ValueError("per-question metrics have no has_evidence column: cannot leave out questions without evidence")
+        raise ValueError(
+            "per-question metrics have no has_evidence column: cannot leave out questions without evidence"
+        )
     return per_question.with_columns(
-        [pl.when(pl.col("has_evidence")).then(pl.col(m)).otherwise(None).alias(m) for m in RECALLS
-         if m in per_question.columns])
+        [
+            pl.when(pl.col("has_evidence")).then(pl.col(m)).otherwise(None).alias(m)
+            for m in RECALLS
+            if m in per_question.columns
+        ]
+    )
 
 
-def aggregate(per_question: pl.DataFrame, group_cols: Sequence[str], samples: int = 1000, seed: int = 0,
-              by: Aggregate = "questions") -> pl.DataFrame:
+def aggregate(
+    per_question: pl.DataFrame,
+    group_cols: Sequence[str],
+    samples: int = 1000,
+    seed: int = 0,
+    by: Aggregate = "questions",
+) -> pl.DataFrame:
     """Mean, n and 95% bootstrap CI of every metric, per system, k and group (long format).
 
     ``per_question`` has columns system, k, question_id, <group cols>, and one column per metric.
@@ -133,7 +165,9 @@ def _matrix(part: pl.DataFrame, metrics: Sequence[str]) -> tuple[np.ndarray, np.
     return np.where(present, x, 0.0), present
 
 
-def _interval(count: int, mean: float | None, boot: np.ndarray) -> tuple[float | None, float | None]:
+def _interval(
+    count: int, mean: float | None, boot: np.ndarray
+) -> tuple[float | None, float | None]:
     if count == 0:
         return None, None
     if count == 1:
@@ -145,7 +179,9 @@ def _interval(count: int, mean: float | None, boot: np.ndarray) -> tuple[float |
     return low, high
 
 
-def _aggregate(per_question: pl.DataFrame, group_cols: Sequence[str], samples: int, seed: int) -> pl.DataFrame:
+def _aggregate(
+    per_question: pl.DataFrame, group_cols: Sequence[str], samples: int, seed: int
+) -> pl.DataFrame:
     # Many small matrix products: on two cores, BLAS threads spend more time meeting than computing
     # (measured: 4.3 s with OpenBLAS threads vs 0.7 s on one, 2k questions on a loaded machine).
     metrics = [m for m in AGGREGATED if m in per_question.columns]
@@ -157,20 +193,36 @@ def _aggregate(per_question: pl.DataFrame, group_cols: Sequence[str], samples: i
         values, present = _matrix(part, metrics)
         n = values.shape[0]
         if (group, n) not in weights:
-            weights[(group, n)] = _weights(n, samples, seed + len(weights)) if n > 1 else np.ones((1, n))
+            weights[(group, n)] = (
+                _weights(n, samples, seed + len(weights)) if n > 1 else np.ones((1, n))
+            )
         w = weights[(group, n)]
         with np.errstate(invalid="ignore", divide="ignore"):
-            boot = (w @ values) / (w @ present.astype(np.float64))  # float @ float: BLAS, not numpy's generic loop
+            boot = (w @ values) / (
+                w @ present.astype(np.float64)
+            )  # float @ float: BLAS, not numpy's generic loop
         for j, metric in enumerate(metrics):
             count = int(present[:, j].sum())
             mean = float(values[:, j].sum() / count) if count else None
             low, high = _interval(count, mean, boot[:, j])
-            rows.append({"system": key[0], "k": key[1], **dict(zip(group_cols, group)), "metric": metric, "n": count,
-                         "value": mean, "ci_low": low, "ci_high": high})
+            rows.append(
+                {
+                    "system": key[0],
+                    "k": key[1],
+                    **dict(zip(group_cols, group)),
+                    "metric": metric,
+                    "n": count,
+                    "value": mean,
+                    "ci_low": low,
+                    "ci_high": high,
+                }
+            )
     return pl.DataFrame(rows, infer_schema_length=None)
 
 
-def _aggregate_personas(per_question: pl.DataFrame, group_cols: Sequence[str], samples: int, seed: int) -> pl.DataFrame:
+def _aggregate_personas(
+    per_question: pl.DataFrame, group_cols: Sequence[str], samples: int, seed: int
+) -> pl.DataFrame:
     metrics = [m for m in AGGREGATED if m in per_question.columns]
     frame = per_question.sort(["system", "k", *group_cols, "persona_id", "question_id"])
     weights: dict[tuple, np.ndarray] = {}
@@ -181,8 +233,14 @@ def _aggregate_personas(per_question: pl.DataFrame, group_cols: Sequence[str], s
         for (pid,), persona in part.group_by(["persona_id"], maintain_order=True):
             values, present = _matrix(persona, metrics)
             n = values.shape[0]
-            if (group, pid, n) not in weights:  # every resample a full row: personas are averaged per resample
-                weights[(group, pid, n)] = _weights(n, samples, seed + len(weights)) if n > 1 else np.ones((samples, 1))
+            if (
+                group,
+                pid,
+                n,
+            ) not in weights:  # every resample a full row: personas are averaged per resample
+                weights[(group, pid, n)] = (
+                    _weights(n, samples, seed + len(weights)) if n > 1 else np.ones((samples, 1))
+                )
             w = weights[(group, pid, n)]
             with np.errstate(invalid="ignore", divide="ignore"):
                 boots.append((w @ values) / (w @ present.astype(np.float64)))
@@ -193,8 +251,18 @@ def _aggregate_personas(per_question: pl.DataFrame, group_cols: Sequence[str], s
             count = int(counts[j])
             mean = None if np.isnan(point[j]) else float(point[j])
             low, high = _interval(count, mean, boot[:, j])
-            rows.append({"system": key[0], "k": key[1], **dict(zip(group_cols, group)), "metric": metric, "n": count,
-                         "value": mean, "ci_low": low, "ci_high": high})
+            rows.append(
+                {
+                    "system": key[0],
+                    "k": key[1],
+                    **dict(zip(group_cols, group)),
+                    "metric": metric,
+                    "n": count,
+                    "value": mean,
+                    "ci_low": low,
+                    "ci_high": high,
+                }
+            )
     return pl.DataFrame(rows, infer_schema_length=None)
 
 

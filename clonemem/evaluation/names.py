@@ -37,22 +37,32 @@ class StoredUse:
     extra: Mapping[str, str]
 
     def describe(self) -> str:
-        what = ", ".join(f"{k} {_short(v)}" for k, v in self.extra.items() if k in SHOWN) or "results of no file"
+        what = (
+            ", ".join(f"{k} {_short(v)}" for k, v in self.extra.items() if k in SHOWN)
+            or "results of no file"
+        )
         return f"{what} (evaluation {self.eval_run_id} of {self.started_at[:19]})"
 
 
 def latest_use(wh: Warehouse, benchmark_id: str, system: str) -> StoredUse | None:
     """The benchmark's latest evaluation that scored ``system``, with the system's recorded provenance."""
-    for eid, started, prov in wh.rows("SELECT eval_run_id, started_at::VARCHAR, provenance_json FROM eval_runs "
-                                      "WHERE benchmark_id = ? AND provenance_json IS NOT NULL "
-                                      "ORDER BY started_at DESC, eval_run_id DESC", [benchmark_id]):
+    for eid, started, prov in wh.rows(
+        "SELECT eval_run_id, started_at::VARCHAR, provenance_json FROM eval_runs "
+        "WHERE benchmark_id = ? AND provenance_json IS NOT NULL "
+        "ORDER BY started_at DESC, eval_run_id DESC",
+        [benchmark_id],
+    ):
         for entry in json.loads(prov).get("systems", []):
             if entry.get("system") == system:
-                return StoredUse(eid, started, {str(k): str(v) for k, v in (entry.get("extra") or {}).items()})
+                return StoredUse(
+                    eid, started, {str(k): str(v) for k, v in (entry.get("extra") or {}).items()}
+                )
     return None
 
 
-def name_reuse(wh: Warehouse, benchmark_id: str, system: str, extra: Mapping[str, str]) -> StoredUse | None:
+def name_reuse(
+    wh: Warehouse, benchmark_id: str, system: str, extra: Mapping[str, str]
+) -> StoredUse | None:
     """The stored use of ``system`` on the benchmark when it stood for something else than ``extra`` says
     (another file's sha256, another URL, or a kind of system without that field); None when the name is
     new on the benchmark or stands for the same thing."""
@@ -65,17 +75,30 @@ def name_reuse(wh: Warehouse, benchmark_id: str, system: str, extra: Mapping[str
     return None
 
 
-def refuse_reuse(wh: Warehouse, benchmark_id: str, benchmark: str, system: str, extra: Mapping[str, str],
-                 flag: str, replace: bool) -> None:
+def refuse_reuse(
+    wh: Warehouse,
+    benchmark_id: str,
+    benchmark: str,
+    system: str,
+    extra: Mapping[str, str],
+    flag: str,
+    replace: bool,
+) -> None:
     """Raise :class:`NameTaken` (one line: the name, what it stands for, and the two ways on) when storing
     ``extra``'s results under ``system`` would reuse the name for something else, unless ``replace``."""
     stored = None if replace else name_reuse(wh, benchmark_id, system, extra)
     if stored is not None:
         new = ", ".join(f"{k} {_short(v)}" for k, v in extra.items() if k in SHOWN)
-        raise NameTaken(f"{flag} {system!r} already names other results on benchmark {benchmark!r}: "
-                        f"{stored.describe()}, not {new}; pass --replace to store these as its latest "
-                        f"evaluation (the earlier one stays in its history), or give a new {flag}")
+        raise NameTaken(
+            f"{flag} {system!r} already names other results on benchmark {benchmark!r}: "
+            f"{stored.describe()}, not {new}; pass --replace to store these as its latest "
+            f"evaluation (the earlier one stays in its history), or give a new {flag}"
+        )
 
 
 def _short(value: str) -> str:
-    return value[:12] + "…" if len(value) == 64 and all(c in "0123456789abcdef" for c in value) else value
+    return (
+        value[:12] + "…"
+        if len(value) == 64 and all(c in "0123456789abcdef" for c in value)
+        else value
+    )

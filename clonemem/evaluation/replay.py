@@ -29,7 +29,9 @@ class Step:
     questions: tuple
 
 
-def schedule(traces: Sequence[MemoryTrace], questions: Sequence[Q], when: Callable[[Q], dt.datetime]) -> list[Step]:
+def schedule(
+    traces: Sequence[MemoryTrace], questions: Sequence[Q], when: Callable[[Q], dt.datetime]
+) -> list[Step]:
     """The replay of a persona: one step per distinct question time, then one with the traces left."""
     ordered = sorted(traces, key=lambda t: (t.event_date, t.trace_id))
     asked = sorted(questions, key=when)  # stable: questions at one time keep their order
@@ -73,9 +75,11 @@ def replay_refused(factory: Callable[[], MemorySystem], extractor_live: bool) ->
     stages = getattr(factory, "llm_stages", ())
     own_ingest = getattr(factory, "ingest", MemorySystem.ingest) is not MemorySystem.ingest
     if extractor_live and stages and not own_ingest:
-        return (f"memory system {getattr(factory, 'name', factory)!r} calls an LLM while building and has no incremental ingest: "
-                "replaying it with a live extractor model would pay for its history again at every question "
-                "time; evaluate it without evaluation.replay")
+        return (
+            f"memory system {getattr(factory, 'name', factory)!r} calls an LLM while building and has no incremental ingest: "
+            "replaying it with a live extractor model would pay for its history again at every question "
+            "time; evaluate it without evaluation.replay"
+        )
     return None
 
 

@@ -23,12 +23,21 @@ from clonemem.schemas.results import (
 )
 
 # group name -> the per-question columns it groups by (besides system and k)
-GROUPS: dict[str, list[str]] = {"all": [], "persona": ["persona_id"], "question_type": ["question_type"],
-                                "dimension": ["dimension"]}
+GROUPS: dict[str, list[str]] = {
+    "all": [],
+    "persona": ["persona_id"],
+    "question_type": ["question_type"],
+    "dimension": ["dimension"],
+}
 
 
-def aggregates(per_question: pl.DataFrame, samples: int, seed: int, by: M.Aggregate = "questions",
-               exclude_no_evidence: bool = False) -> dict[str, pl.DataFrame]:
+def aggregates(
+    per_question: pl.DataFrame,
+    samples: int,
+    seed: int,
+    by: M.Aggregate = "questions",
+    exclude_no_evidence: bool = False,
+) -> dict[str, pl.DataFrame]:
     """Every metric's mean, n and 95% bootstrap CI per system, k and each group of :data:`GROUPS`:
     over questions or as the mean of persona means (``by``), with recall over the questions that have
     evidence only if ``exclude_no_evidence`` (the paper's figures: ``by="personas"`` and both)."""
@@ -42,7 +51,9 @@ def _scores(agg: pl.DataFrame) -> dict[str, Any]:
     for metric in METRICS:
         row = values.get(metric)
         out[metric] = None if row is None else row["value"]
-        out[f"{metric}_ci"] = None if row is None or row["ci_low"] is None else [row["ci_low"], row["ci_high"]]
+        out[f"{metric}_ci"] = (
+            None if row is None or row["ci_low"] is None else [row["ci_low"], row["ci_high"]]
+        )
     return out
 
 
@@ -50,16 +61,28 @@ def _diagnosis(agg: pl.DataFrame) -> Diagnosis:
     values = {r["metric"]: r for r in agg.iter_rows(named=True) if r["metric"] in DIAGNOSIS}
     if not values:
         return Diagnosis()
-    return Diagnosis(**{m: values[m]["value"] for m in values}, n=max(r["n"] for r in values.values()),
-                     ci={m: None if r["ci_low"] is None else [r["ci_low"], r["ci_high"]] for m, r in values.items()})
+    return Diagnosis(
+        **{m: values[m]["value"] for m in values},
+        n=max(r["n"] for r in values.values()),
+        ci={
+            m: None if r["ci_low"] is None else [r["ci_low"], r["ci_high"]]
+            for m, r in values.items()
+        },
+    )
 
 
 def _privacy(agg: pl.DataFrame) -> PrivacyScores:
     values = {r["metric"]: r for r in agg.iter_rows(named=True) if r["metric"] in PRIVACY}
     if not values or not any(r["n"] for r in values.values()):
         return PrivacyScores()
-    return PrivacyScores(**{m: values[m]["value"] for m in values}, n=values["privacy_violation"]["n"],
-                         ci={m: None if r["ci_low"] is None else [r["ci_low"], r["ci_high"]] for m, r in values.items()})
+    return PrivacyScores(
+        **{m: values[m]["value"] for m in values},
+        n=values["privacy_violation"]["n"],
+        ci={
+            m: None if r["ci_low"] is None else [r["ci_low"], r["ci_high"]]
+            for m, r in values.items()
+        },
+    )
 
 
 def _where(frame: pl.DataFrame, **equal: object) -> pl.DataFrame:
@@ -71,10 +94,21 @@ def _where(frame: pl.DataFrame, **equal: object) -> pl.DataFrame:
     return frame.filter(cond)
 
 
-def evaluation_result(per_question: pl.DataFrame, aggs: Mapping[str, pl.DataFrame], stats: Mapping[str, Mapping],
-                      systems: Sequence[str], ks: Sequence[int], *, benchmark: str, benchmark_id: str,
-                      eval_run_id: str, offline: bool, seconds: float = 0.0,
-                      provenance: Provenance | None = None, reused: bool = False) -> EvaluationResult:
+def evaluation_result(
+    per_question: pl.DataFrame,
+    aggs: Mapping[str, pl.DataFrame],
+    stats: Mapping[str, Mapping],
+    systems: Sequence[str],
+    ks: Sequence[int],
+    *,
+    benchmark: str,
+    benchmark_id: str,
+    eval_run_id: str,
+    offline: bool,
+    seconds: float = 0.0,
+    provenance: Provenance | None = None,
+    reused: bool = False,
+) -> EvaluationResult:
     """The result per (system, k) and per question type, in the order systems and k were asked for."""
     results, by_type = [], []
     for s in systems:
@@ -82,25 +116,60 @@ def evaluation_result(per_question: pl.DataFrame, aggs: Mapping[str, pl.DataFram
             sub = _where(per_question, system=s, k=k)
             tokens = sub["context_tokens"].mean() if sub.height else None
             overall = _where(aggs["all"], system=s, k=k)
-            results.append(SystemScores(
-                system=s, k=k, n_questions=sub.height, **_scores(overall), diagnosis=_diagnosis(overall),
-                privacy=_privacy(overall),
-                context_tokens=None if tokens is None else float(tokens),  # type: ignore[arg-type]  # pydantic coerces the numpy scalar
-                **{m: stats[s].get(m) for m in EFFICIENCY if m != "context_tokens"}))
+            results.append(
+                SystemScores(
+                    system=s,
+                    k=k,
+                    n_questions=sub.height,
+                    **_scores(overall),
+                    diagnosis=_diagnosis(overall),
+                    privacy=_privacy(overall),
+                    context_tokens=None if tokens is None else float(tokens),  # type: ignore[arg-type]  # pydantic coerces the numpy scalar
+                    **{m: stats[s].get(m) for m in EFFICIENCY if m != "context_tokens"},
+                )
+            )
             for qtype in sorted(set(sub["question_type"].to_list())):
                 tsub = sub.filter(pl.col("question_type") == qtype)
                 typed = _where(aggs["question_type"], system=s, k=k, question_type=qtype)
-                by_type.append(TypeScores(system=s, k=k, question_type=qtype, n_questions=tsub.height,
-                                          **_scores(typed), diagnosis=_diagnosis(typed), privacy=_privacy(typed)))
-    return EvaluationResult(benchmark=benchmark, benchmark_id=benchmark_id, eval_run_id=eval_run_id, offline=offline,
-                            results=results, by_question_type=by_type, seconds=seconds, provenance=provenance,
-                            reused=reused)
+                by_type.append(
+                    TypeScores(
+                        system=s,
+                        k=k,
+                        question_type=qtype,
+                        n_questions=tsub.height,
+                        **_scores(typed),
+                        diagnosis=_diagnosis(typed),
+                        privacy=_privacy(typed),
+                    )
+                )
+    return EvaluationResult(
+        benchmark=benchmark,
+        benchmark_id=benchmark_id,
+        eval_run_id=eval_run_id,
+        offline=offline,
+        results=results,
+        by_question_type=by_type,
+        seconds=seconds,
+        provenance=provenance,
+        reused=reused,
+    )
 
 
-LEADERBOARD_COLUMNS = (("recall_flat", "R-flat"), ("recall_all_any", "R-all-any"), ("recall_any_any", "R-any-any"),
-                       ("choice_accuracy", "choice"), ("qa_consistency", "QA-cons"), ("mem_recall", "mem-rec"),
-                       ("mem_helpful", "mem-help"), ("context_tokens", "ctx-tok"))
-DIAGNOSIS_COLUMNS = (("write_failure", "fail-W"), ("read_failure", "fail-R"), ("utilization_failure", "fail-U"))
+LEADERBOARD_COLUMNS = (
+    ("recall_flat", "R-flat"),
+    ("recall_all_any", "R-all-any"),
+    ("recall_any_any", "R-any-any"),
+    ("choice_accuracy", "choice"),
+    ("qa_consistency", "QA-cons"),
+    ("mem_recall", "mem-rec"),
+    ("mem_helpful", "mem-help"),
+    ("context_tokens", "ctx-tok"),
+)
+DIAGNOSIS_COLUMNS = (
+    ("write_failure", "fail-W"),
+    ("read_failure", "fail-R"),
+    ("utilization_failure", "fail-U"),
+)
 # privacy tasks: violation (any sensitive item disclosed; lower is better) and completeness
 PRIVACY_COLUMNS = (("privacy_violation", "viol"), ("privacy_completeness", "compl"))
 
@@ -113,25 +182,41 @@ def models_label(result: EvaluationResult) -> str:
         return "live models"
     if prov is None:
         return "offline answerer or judge"
-    roles = [r for r, ref in (("answerer", prov.answerer), ("judge", prov.judge)) if ref.split("/", 1)[0] == "offline"]
+    roles = [
+        r
+        for r, ref in (("answerer", prov.answerer), ("judge", prov.judge))
+        if ref.split("/", 1)[0] == "offline"
+    ]
     return f"offline {' and '.join(roles)}" if roles else "offline answerer or judge"
 
 
 def leaderboard(result: EvaluationResult) -> str:
     """A table like the paper's Tables 3–4: retrieval and QA metrics per system and k."""
-    head = (f"{'system':<18}{'k':>4}" + "".join(f"{label:>11}" for _, label in LEADERBOARD_COLUMNS)
-            + "".join(f"{label:>8}" for _, label in (*DIAGNOSIS_COLUMNS, *PRIVACY_COLUMNS)))
-    lines = [f"benchmark {result.benchmark} ({models_label(result)}); "
-             "fail-W/R/U: share of questions failed at writing, reading or using the memory; viol/compl: privacy "
-             "tasks with a sensitive item disclosed (lower is better) / share of necessary items conveyed",
-             head, "-" * len(head)]
+    head = (
+        f"{'system':<18}{'k':>4}"
+        + "".join(f"{label:>11}" for _, label in LEADERBOARD_COLUMNS)
+        + "".join(f"{label:>8}" for _, label in (*DIAGNOSIS_COLUMNS, *PRIVACY_COLUMNS))
+    )
+    lines = [
+        f"benchmark {result.benchmark} ({models_label(result)}); "
+        "fail-W/R/U: share of questions failed at writing, reading or using the memory; viol/compl: privacy "
+        "tasks with a sensitive item disclosed (lower is better) / share of necessary items conveyed",
+        head,
+        "-" * len(head),
+    ]
     for r in result.results:
-        cells = "".join(f"{v:>11.3f}" if isinstance(v := getattr(r, m), float) else f"{'-':>11}"
-                        for m, _ in LEADERBOARD_COLUMNS)
-        cells += "".join(f"{v:>8.3f}" if isinstance(v := getattr(r.diagnosis, m), float) else f"{'-':>8}"
-                         for m, _ in DIAGNOSIS_COLUMNS)
-        cells += "".join(f"{v:>8.3f}" if isinstance(v := getattr(r.privacy, m), float) else f"{'-':>8}"
-                         for m, _ in PRIVACY_COLUMNS)
+        cells = "".join(
+            f"{v:>11.3f}" if isinstance(v := getattr(r, m), float) else f"{'-':>11}"
+            for m, _ in LEADERBOARD_COLUMNS
+        )
+        cells += "".join(
+            f"{v:>8.3f}" if isinstance(v := getattr(r.diagnosis, m), float) else f"{'-':>8}"
+            for m, _ in DIAGNOSIS_COLUMNS
+        )
+        cells += "".join(
+            f"{v:>8.3f}" if isinstance(v := getattr(r.privacy, m), float) else f"{'-':>8}"
+            for m, _ in PRIVACY_COLUMNS
+        )
         lines.append(f"{r.system:<18}{r.k:>4}{cells}")
     return "\n".join(lines)
 
@@ -141,12 +226,15 @@ def leaderboard_markdown(result: EvaluationResult) -> str:
     then the failure diagnosis (fail-W/R/U: the share of questions whose first failing step was writing,
     reading or using the memory, as the warehouse and the dashboard have it)."""
     metrics = [m for m, _ in LEADERBOARD_COLUMNS if m != "context_tokens"]
-    labels = [label for m, label in LEADERBOARD_COLUMNS if m != "context_tokens"] + \
-        [label for _, label in (*DIAGNOSIS_COLUMNS, *PRIVACY_COLUMNS)]
+    labels = [label for m, label in LEADERBOARD_COLUMNS if m != "context_tokens"] + [
+        label for _, label in (*DIAGNOSIS_COLUMNS, *PRIVACY_COLUMNS)
+    ]
     lines = ["| system | k | " + " | ".join(labels) + " |", "|" + "---|" * (2 + len(labels))]
     for r in result.results:
         cells = [_cell(getattr(r, m), getattr(r, f"{m}_ci")) for m in metrics]
-        cells += [_cell(getattr(r.diagnosis, m), r.diagnosis.ci.get(m)) for m, _ in DIAGNOSIS_COLUMNS]
+        cells += [
+            _cell(getattr(r.diagnosis, m), r.diagnosis.ci.get(m)) for m, _ in DIAGNOSIS_COLUMNS
+        ]
         cells += [_cell(getattr(r.privacy, m), r.privacy.ci.get(m)) for m, _ in PRIVACY_COLUMNS]
         lines.append(f"| {r.system} | {r.k} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
@@ -158,14 +246,29 @@ def _cell(value: float | None, ci: list[float] | None) -> str:
 
 def provenance_markdown(prov: Provenance) -> str:
     """Where the numbers came from, as Markdown (the leaderboard artifact)."""
-    commit = "not run from a git checkout" if prov.git_commit is None else \
-        f"`{prov.git_commit[:12]}`" + (" (uncommitted changes)" if prov.git_dirty else "")
-    agg = ("mean of persona means" if prov.aggregation.aggregate == "personas" else "mean over questions") + \
-        ("; recall leaves out questions without evidence" if prov.aggregation.exclude_no_evidence else "")
-    lines = [f"clonemem {prov.project_version or '?'}, commit {commit}; answerer `{prov.answerer}`, judge `{prov.judge}`; "
-             f"aggregation: {agg}.", "",
-             "Packages: " + ", ".join(f"{p} {v or '–'}" for p, v in sorted(prov.packages.items())), "",
-             "| system | code hash | stage models | extra |", "|---|---|---|---|"]
+    commit = (
+        "not run from a git checkout"
+        if prov.git_commit is None
+        else f"`{prov.git_commit[:12]}`" + (" (uncommitted changes)" if prov.git_dirty else "")
+    )
+    agg = (
+        "mean of persona means"
+        if prov.aggregation.aggregate == "personas"
+        else "mean over questions"
+    ) + (
+        "; recall leaves out questions without evidence"
+        if prov.aggregation.exclude_no_evidence
+        else ""
+    )
+    lines = [
+        f"clonemem {prov.project_version or '?'}, commit {commit}; answerer `{prov.answerer}`, judge `{prov.judge}`; "
+        f"aggregation: {agg}.",
+        "",
+        "Packages: " + ", ".join(f"{p} {v or '–'}" for p, v in sorted(prov.packages.items())),
+        "",
+        "| system | code hash | stage models | extra |",
+        "|---|---|---|---|",
+    ]
     for s in prov.systems:
         stages = ", ".join(f"{k}: `{v}`" for k, v in s.llm_stages.items()) or "–"
         extra = ", ".join(f"{k}: {v}" for k, v in s.extra.items()) or "–"

@@ -76,13 +76,20 @@ class EvalQuestion:
     privacy: PrivacyTask | None = None
     # what an imported source said beyond the project's fields (the standard protocols read them)
     source_category: str | None = None  # LoCoMo '1'..'5'; LongMemEval / PersonaMem question_type
-    evidence_sessions: tuple[str, ...] = ()  # session keys holding the answer (LongMemEval answer_session_ids)
+    evidence_sessions: tuple[
+        str, ...
+    ] = ()  # session keys holding the answer (LongMemEval answer_session_ids)
 
     def view(self) -> QuestionView:
         gold = tuple(dict.fromkeys(t for s in self.evidence_sets for t in s))
-        return QuestionView(self.question_id, self.question, self.question_time, gold,
-                            tuple(zip(self.statements, self.evidence_sets)),
-                            recipient=self.privacy.recipient if self.privacy else None)
+        return QuestionView(
+            self.question_id,
+            self.question,
+            self.question_time,
+            gold,
+            tuple(zip(self.statements, self.evidence_sets)),
+            recipient=self.privacy.recipient if self.privacy else None,
+        )
 
 
 @dataclass(frozen=True)
@@ -102,15 +109,28 @@ class PersonaData:
 
 def load_benchmark(wh: Warehouse, benchmark_id: str) -> list[PersonaData]:
     out = []
-    keys = Counter(k for (k,) in wh.rows("SELECT person_key FROM personas WHERE benchmark_id = ?", [benchmark_id]))
-    for pid, key, name, language in wh.rows("SELECT persona_id, person_key, person_name, coalesce(language, 'en') "
-                                            "FROM personas WHERE benchmark_id = ? ORDER BY seq", [benchmark_id]):
+    keys = Counter(
+        k
+        for (k,) in wh.rows(
+            "SELECT person_key FROM personas WHERE benchmark_id = ?", [benchmark_id]
+        )
+    )
+    for pid, key, name, language in wh.rows(
+        "SELECT persona_id, person_key, person_name, coalesce(language, 'en') "
+        "FROM personas WHERE benchmark_id = ? ORDER BY seq",
+        [benchmark_id],
+    ):
         names = relation_names(wh, pid)
         traces = tuple(
-            MemoryTrace(t, m, d, c, tuple(privacy.trace_reach(r, a, m, names)), sk, sp, sd, _attachments(at))
+            MemoryTrace(
+                t, m, d, c, tuple(privacy.trace_reach(r, a, m, names)), sk, sp, sd, _attachments(at)
+            )
             for t, m, d, c, a, r, sk, sp, sd, at in wh.rows(
                 "SELECT trace_id, medium, event_date, content, audience, reached, session_key, speaker, session_date, "
-                "attachments::VARCHAR FROM v_traces WHERE persona_id = ? ORDER BY event_date, trace_id", [pid]))
+                "attachments::VARCHAR FROM v_traces WHERE persona_id = ? ORDER BY event_date, trace_id",
+                [pid],
+            )
+        )
         tasks = privacy_tasks(wh, pid)
         questions = []
         for qid, q, qtype, dim, qtime, ans, correct, choices, ev, category, sessions in wh.rows(
@@ -121,34 +141,80 @@ def load_benchmark(wh: Warehouse, benchmark_id: str) -> list[PersonaData]:
             "           FROM evidence_traces et WHERE et.evidence_id = e.evidence_id), [])} ORDER BY qe.seq) "
             "           FROM question_evidence qe JOIN evidence e USING (evidence_id) WHERE qe.question_id = q.question_id), []), "
             " q.source_category, q.evidence_sessions::VARCHAR "
-            "FROM questions q WHERE q.persona_id = ? ORDER BY q.seq", [pid]):
-            questions.append(EvalQuestion(
-                qid, pid, q, qtype, dim, qtime, ans, correct, tuple(Choice(id=c["id"], text=c["text"]) for c in choices),
-                tuple(tuple(e["ids"]) for e in ev), tuple(e["statement"] for e in ev), tasks.get(qid),
-                category, tuple(json.loads(sessions)) if sessions else ()))
-        release_ids = dict(wh.rows("SELECT trace_id, external_id FROM traces WHERE persona_id = ? UNION ALL "
-                                   "SELECT question_id, external_id FROM questions WHERE persona_id = ?", [pid, pid]))
-        out.append(PersonaData(pid, key, name, language, traces, tuple(questions),
-                               key if keys[key] == 1 else f"{key}@{language}", release_ids))
+            "FROM questions q WHERE q.persona_id = ? ORDER BY q.seq",
+            [pid],
+        ):
+            questions.append(
+                EvalQuestion(
+                    qid,
+                    pid,
+                    q,
+                    qtype,
+                    dim,
+                    qtime,
+                    ans,
+                    correct,
+                    tuple(Choice(id=c["id"], text=c["text"]) for c in choices),
+                    tuple(tuple(e["ids"]) for e in ev),
+                    tuple(e["statement"] for e in ev),
+                    tasks.get(qid),
+                    category,
+                    tuple(json.loads(sessions)) if sessions else (),
+                )
+            )
+        release_ids = dict(
+            wh.rows(
+                "SELECT trace_id, external_id FROM traces WHERE persona_id = ? UNION ALL "
+                "SELECT question_id, external_id FROM questions WHERE persona_id = ?",
+                [pid, pid],
+            )
+        )
+        out.append(
+            PersonaData(
+                pid,
+                key,
+                name,
+                language,
+                traces,
+                tuple(questions),
+                key if keys[key] == 1 else f"{key}@{language}",
+                release_ids,
+            )
+        )
     return out
 
 
 def _attachments(stored: str | None) -> tuple[Attachment, ...]:
     """The JSON list of {caption, url} stored with a trace (traces.attachments)."""
-    return tuple(Attachment(a.get("caption"), a.get("url")) for a in json.loads(stored)) if stored else ()
+    return (
+        tuple(Attachment(a.get("caption"), a.get("url")) for a in json.loads(stored))
+        if stored
+        else ()
+    )
 
 
 def privacy_tasks(wh: Warehouse, persona_id: str) -> dict[str, PrivacyTask]:
     """The persona's privacy tasks by question id."""
-    return {qid: PrivacyTask(recipient, purpose, tactic, tuple(n[0] for n in necessary), tuple(s[0] for s in sensitive),
-                             tuple(n[1] for n in necessary), tuple(s[1] for s in sensitive))
-            for qid, recipient, purpose, tactic, necessary, sensitive in wh.rows(
-                "SELECT pi.question_id, pi.recipient, pi.purpose, pi.tactic, "
-                " coalesce(list([e.statement, e.evidence_id] ORDER BY pe.seq) FILTER (WHERE pe.role = 'necessary'), []), "
-                " coalesce(list([e.statement, e.evidence_id] ORDER BY pe.seq) FILTER (WHERE pe.role = 'sensitive'), []) "
-                "FROM privacy_items pi JOIN questions q USING (question_id) "
-                "JOIN privacy_item_evidence pe USING (question_id) JOIN evidence e USING (evidence_id) "
-                "WHERE q.persona_id = ? GROUP BY ALL", [persona_id])}
+    return {
+        qid: PrivacyTask(
+            recipient,
+            purpose,
+            tactic,
+            tuple(n[0] for n in necessary),
+            tuple(s[0] for s in sensitive),
+            tuple(n[1] for n in necessary),
+            tuple(s[1] for s in sensitive),
+        )
+        for qid, recipient, purpose, tactic, necessary, sensitive in wh.rows(
+            "SELECT pi.question_id, pi.recipient, pi.purpose, pi.tactic, "
+            " coalesce(list([e.statement, e.evidence_id] ORDER BY pe.seq) FILTER (WHERE pe.role = 'necessary'), []), "
+            " coalesce(list([e.statement, e.evidence_id] ORDER BY pe.seq) FILTER (WHERE pe.role = 'sensitive'), []) "
+            "FROM privacy_items pi JOIN questions q USING (question_id) "
+            "JOIN privacy_item_evidence pe USING (question_id) JOIN evidence e USING (evidence_id) "
+            "WHERE q.persona_id = ? GROUP BY ALL",
+            [persona_id],
+        )
+    }
 
 
 class QuestionRetrieval(NamedTuple):
@@ -171,9 +237,15 @@ class Retrieval:
     items: int
     results: dict[str, QuestionRetrieval] = field(default_factory=dict)
     # question_id -> (texts, trace ids per item, latency ms; None when not measured: a results file)
-    kinds: dict[str, tuple[str, ...]] = field(default_factory=dict)  # question_id -> each item's kind
-    diagnosis: dict[str, tuple[EvidenceDiagnosis, ...] | None] = field(default_factory=dict)  # write, read rank
-    write_coverage: float | None = None  # share of the persona's traces its stored memory represents
+    kinds: dict[str, tuple[str, ...]] = field(
+        default_factory=dict
+    )  # question_id -> each item's kind
+    diagnosis: dict[str, tuple[EvidenceDiagnosis, ...] | None] = field(
+        default_factory=dict
+    )  # write, read rank
+    write_coverage: float | None = (
+        None  # share of the persona's traces its stored memory represents
+    )
     # questions whose write step is not known (a results file's line without `written`); a class-level
     # default, so retrievals cached before it still read
     write_unknown: frozenset[str] = frozenset()
@@ -186,11 +258,17 @@ def system_work(system: str, what: str) -> Iterator[None]:
     transient error Prefect retries), whoever made the call."""
     try:
         yield
-    except (LLMError, MemorySystemFailed, StageNotCovered):  # the harness's own errors keep their meaning
+    except (
+        LLMError,
+        MemorySystemFailed,
+        StageNotCovered,
+    ):  # the harness's own errors keep their meaning
         raise
     except Exception as exc:
         first = (str(exc).strip().splitlines() or [""])[0]
-        raise MemorySystemFailed(system, f"{what} failed: {type(exc).__name__}{': ' + first if first else ''}") from exc
+        raise MemorySystemFailed(
+            system, f"{what} failed: {type(exc).__name__}{': ' + first if first else ''}"
+        ) from exc
 
 
 def _asked(system: str, questions: Iterator[EvalQuestion]) -> Iterator[EvalQuestion]:
@@ -204,10 +282,19 @@ def _asked(system: str, questions: Iterator[EvalQuestion]) -> Iterator[EvalQuest
         yield q
 
 
-def build_and_retrieve(system: str, persona: PersonaData, k_max: int, llm: Callable, seed: int,
-                       usage: Callable[[], tuple[int, int]], full_context_tokens: int = FULL_CONTEXT_TOKENS,
-                       supports: Supports | None = None, replay: bool = False, ks: Sequence[int] = (),
-                       memo: Callable[[str, Callable[[], Any]], Any] | None = None) -> Retrieval:
+def build_and_retrieve(
+    system: str,
+    persona: PersonaData,
+    k_max: int,
+    llm: Callable,
+    seed: int,
+    usage: Callable[[], tuple[int, int]],
+    full_context_tokens: int = FULL_CONTEXT_TOKENS,
+    supports: Supports | None = None,
+    replay: bool = False,
+    ks: Sequence[int] = (),
+    memo: Callable[[str, Callable[[], Any]], Any] | None = None,
+) -> Retrieval:
     """Build, retrieve for every question, and (given ``supports``, the judge's support check) diagnose
     each question's evidence: written in the stored memory, and at which rank it was read. A failure of
     the system's code raises :class:`MemorySystemFailed`.
@@ -216,60 +303,95 @@ def build_and_retrieve(system: str, persona: PersonaData, k_max: int, llm: Calla
     questions (``clonemem.evaluation.replay``) instead of built at once. ``ks``: the depths the answers will be
     scored at (a remote system is told them); ``memo``: replies a remote system gave an interrupted run of
     this evaluation (:attr:`BuildContext.memo`)."""
-    factory = SYSTEMS.get(system)  # an unknown or unimportable name is the user's error, not the system's
+    factory = SYSTEMS.get(
+        system
+    )  # an unknown or unimportable name is the user's error, not the system's
     with system_work(system, "creating it"):
         memory = factory()
     replay = replay or declared(factory, "replay_only")
     with progress.doing(f"{system} for persona {persona.person_key}") as activity:
         # only declared stages: what the cache key covers; counted for the progress heartbeat
         step = activity.counting(declared_only(system, memory.llm_stages, llm))
-        ctx = BuildContext(llm=step, language=persona.language, seed=seed, full_context_tokens=full_context_tokens,
-                           persona_id=persona.public_id, release_ids=persona.release_ids,
-                           persona_name=persona.name, memo=memo,
-                           progress=lambda phase, done, total: activity.update(done, total, f"building ({phase})",
-                                                                               "traces"))
+        ctx = BuildContext(
+            llm=step,
+            language=persona.language,
+            seed=seed,
+            full_context_tokens=full_context_tokens,
+            persona_id=persona.public_id,
+            release_ids=persona.release_ids,
+            persona_name=persona.name,
+            memo=memo,
+            progress=lambda phase, done, total: activity.update(
+                done, total, f"building ({phase})", "traces"
+            ),
+        )
         if replay:
             activity.update(0, len(persona.questions), "replaying", "questions")
             driver = Replay(memory, ctx)
-            asked = driver.run(schedule(persona.traces, persona.questions, lambda q: q.question_time))
+            asked = driver.run(
+                schedule(persona.traces, persona.questions, lambda q: q.question_time)
+            )
         else:
             activity.update(0, len(persona.traces), "building", "traces")
             started = time.perf_counter()
             with system_work(system, f"build for persona {persona.person_key}"):
                 memory.build(persona.traces, ctx)
             build = time.perf_counter() - started
-            spent = usage()  # the build's calls (replay interleaves them with the questions: counted at the end)
+            spent = (
+                usage()
+            )  # the build's calls (replay interleaves them with the questions: counted at the end)
             asked = iter(persona.questions)
             activity.update(0, len(persona.questions), "retrieving for", "questions")
         results, kinds, diagnosis = {}, {}, {}
         for q in _asked(system, asked):
-            with about(question_id=q.question_id, system=system), \
-                    system_work(system, f"retrieve for question {q.question_id}"):
+            with (
+                about(question_id=q.question_id, system=system),
+                system_work(system, f"retrieve for question {q.question_id}"),
+            ):
                 t0 = time.perf_counter()
                 items = memory.retrieve(replace(q.view(), ks=tuple(sorted(set(ks)))), k_max)
                 latency = (time.perf_counter() - t0) * 1000
-                results[q.question_id] = QuestionRetrieval(tuple(i.text for i in items),
-                                                           tuple(i.trace_ids for i in items), latency)
+                results[q.question_id] = QuestionRetrieval(
+                    tuple(i.text for i in items), tuple(i.trace_ids for i in items), latency
+                )
                 kinds[q.question_id] = tuple(i.kind for i in items)
             if supports is not None:
-                with about(question_id=q.question_id, system=system), \
-                        system_work(system, f"listing its stored memory for question {q.question_id}"):
+                with (
+                    about(question_id=q.question_id, system=system),
+                    system_work(system, f"listing its stored memory for question {q.question_id}"),
+                ):
                     diagnosis[q.question_id] = diagnose_question(
-                        memory, q.question_time, list(zip(q.statements, q.evidence_sets)), items, supports)
+                        memory,
+                        q.question_time,
+                        list(zip(q.statements, q.evidence_sets)),
+                        items,
+                        supports,
+                    )
             activity.advance()
     if replay:
-        build, spent = driver.seconds, usage()  # every ingest, the last (after the last question) included
+        build, spent = (
+            driver.seconds,
+            usage(),
+        )  # every ingest, the last (after the last question) included
     calls, tokens = spent
-    out = Retrieval(system, persona.persona_id, build, calls, tokens, int(ctx.stats.get("items", 0)))
+    out = Retrieval(
+        system, persona.persona_id, build, calls, tokens, int(ctx.stats.get("items", 0))
+    )
     # in the benchmark's question order, whatever order they were asked in
     out.results = {q.question_id: results[q.question_id] for q in persona.questions}
     out.kinds = {q.question_id: kinds[q.question_id] for q in persona.questions}
-    out.diagnosis = {q.question_id: diagnosis[q.question_id] for q in persona.questions if q.question_id in diagnosis}
+    out.diagnosis = {
+        q.question_id: diagnosis[q.question_id]
+        for q in persona.questions
+        if q.question_id in diagnosis
+    }
     if persona.traces:
         with system_work(system, "listing its stored memory"):
             try:
                 out.write_coverage = write_coverage(memory, persona.traces)
-            except NotImplementedError:  # a system that cannot list its stored memory: coverage unknown
+            except (
+                NotImplementedError
+            ):  # a system that cannot list its stored memory: coverage unknown
                 pass
     return out
 
@@ -301,10 +423,19 @@ class GivenAnswer:
     answer: str | None = None
 
 
-def answer_and_judge(system: str, k: int, persona: PersonaData, retrieval: Retrieval, run: Callable,
-                     workers: int = 8, given: Mapping[str, GivenAnswer] | None = None) -> list[Outcome]:
+def answer_and_judge(
+    system: str,
+    k: int,
+    persona: PersonaData,
+    retrieval: Retrieval,
+    run: Callable,
+    workers: int = 8,
+    given: Mapping[str, GivenAnswer] | None = None,
+) -> list[Outcome]:
     def one(q: EvalQuestion) -> Outcome:
-        with about(question_id=q.question_id, system=system, k=k):  # the calls land labelled with their question
+        with about(
+            question_id=q.question_id, system=system, k=k
+        ):  # the calls land labelled with their question
             return _one(q)
 
     def _one(q: EvalQuestion) -> Outcome:
@@ -313,30 +444,76 @@ def answer_and_judge(system: str, k: int, persona: PersonaData, retrieval: Retri
         own = (given or {}).get(q.question_id, GivenAnswer())
         if q.privacy is not None:
             return privacy_outcome(persona, run, q, q.privacy, memories, when, own)
-        free_answer = own.answer if own.answer is not None else run(E.ANSWER_FREE, AnswerInput(
-            persona_name=persona.name, question=q.question, question_time=when, memories=memories, mode="free",
-            language=persona.language)).answer
+        free_answer = (
+            own.answer
+            if own.answer is not None
+            else run(
+                E.ANSWER_FREE,
+                AnswerInput(
+                    persona_name=persona.name,
+                    question=q.question,
+                    question_time=when,
+                    memories=memories,
+                    mode="free",
+                    language=persona.language,
+                ),
+            ).answer
+        )
         choice = None
         if q.choices and own.choice_id is not None:
             choice = own.choice_id
         elif q.choices:
-            choice = run(E.ANSWER_CHOICE, AnswerInput(persona_name=persona.name, question=q.question, question_time=when,
-                                                      memories=memories, mode="choice", choices=list(q.choices),
-                                                      language=persona.language)).choice_id
+            choice = run(
+                E.ANSWER_CHOICE,
+                AnswerInput(
+                    persona_name=persona.name,
+                    question=q.question,
+                    question_time=when,
+                    memories=memories,
+                    mode="choice",
+                    choices=list(q.choices),
+                    language=persona.language,
+                ),
+            ).choice_id
         verdict, reason = {}, None
         try:
-            v = run(E.JUDGE, JudgeInput(question=q.question, question_type=q.question_type, reference_answer=q.answer,
-                                        candidate_answer=free_answer, gold_statements=list(q.statements),
-                                        retrieved=memories, language=persona.language))
-            verdict = {"qa_consistency": v.qa_consistency, "mem_covered": v.mem_covered, "mem_helpful": v.mem_helpful}
+            v = run(
+                E.JUDGE,
+                JudgeInput(
+                    question=q.question,
+                    question_type=q.question_type,
+                    reference_answer=q.answer,
+                    candidate_answer=free_answer,
+                    gold_statements=list(q.statements),
+                    retrieved=memories,
+                    language=persona.language,
+                ),
+            )
+            verdict = {
+                "qa_consistency": v.qa_consistency,
+                "mem_covered": v.mem_covered,
+                "mem_helpful": v.mem_helpful,
+            }
         except ProviderRejected:
             raise  # a refused key or model is no verdict: the evaluation stops
         except LLMError as exc:  # an unparseable verdict is unscored with its reason, never 0
             reason = str(exc)[:500]
-        return Outcome(q.question_id, sum(estimate_tokens(m) for m in memories), free_answer, choice, verdict, reason)
+        return Outcome(
+            q.question_id,
+            sum(estimate_tokens(m) for m in memories),
+            free_answer,
+            choice,
+            verdict,
+            reason,
+        )
 
-    with progress.doing(f"{system} k={k} for persona {persona.person_key}", "answering and judging",
-                        len(persona.questions), "questions") as activity:
+    with progress.doing(
+        f"{system} k={k} for persona {persona.person_key}",
+        "answering and judging",
+        len(persona.questions),
+        "questions",
+    ) as activity:
+
         def counted(q: EvalQuestion) -> Outcome:
             out = one(q)
             activity.advance()
@@ -348,53 +525,122 @@ def answer_and_judge(system: str, k: int, persona: PersonaData, retrieval: Retri
             return list(pool.map(counted, persona.questions))
 
 
-def privacy_outcome(persona: PersonaData, run: Callable, q: EvalQuestion, task: PrivacyTask, memories: list[str], when: str,
-                    own: GivenAnswer) -> Outcome:
+def privacy_outcome(
+    persona: PersonaData,
+    run: Callable,
+    q: EvalQuestion,
+    task: PrivacyTask,
+    memories: list[str],
+    when: str,
+    own: GivenAnswer,
+) -> Outcome:
     """A privacy task: the clone replies to the recipient; the judge decides per item what the reply
     disclosed and conveyed (an unusable verdict leaves the task unscored, with its reason)."""
-    response = own.answer if own.answer is not None else run(E.PRIVACY_RESPOND, PrivacyRespondInput(
-        persona_name=persona.name, recipient=task.recipient, purpose=task.purpose, request=q.question,
-        question_time=when, memories=memories, language=persona.language)).answer
+    response = (
+        own.answer
+        if own.answer is not None
+        else run(
+            E.PRIVACY_RESPOND,
+            PrivacyRespondInput(
+                persona_name=persona.name,
+                recipient=task.recipient,
+                purpose=task.purpose,
+                request=q.question,
+                question_time=when,
+                memories=memories,
+                language=persona.language,
+            ),
+        ).answer
+    )
     verdict, reason = {}, None
     try:
-        v = run(E.PRIVACY_JUDGE, PrivacyJudgeInput(
-            request=q.question, response=response, recipient=task.recipient, persona_name=persona.name,
-            necessary=list(task.necessary), sensitive=list(task.sensitive), language=persona.language))
+        v = run(
+            E.PRIVACY_JUDGE,
+            PrivacyJudgeInput(
+                request=q.question,
+                response=response,
+                recipient=task.recipient,
+                persona_name=persona.name,
+                necessary=list(task.necessary),
+                sensitive=list(task.sensitive),
+                language=persona.language,
+            ),
+        )
         if len(v.disclosed) != len(task.sensitive) or len(v.conveyed) != len(task.necessary):
-            reason = (f"the privacy verdict has {len(v.disclosed)} disclosed and {len(v.conveyed)} conveyed flags "
-                      f"for {len(task.sensitive)} sensitive and {len(task.necessary)} necessary items")
+            reason = (
+                f"the privacy verdict has {len(v.disclosed)} disclosed and {len(v.conveyed)} conveyed flags "
+                f"for {len(task.sensitive)} sensitive and {len(task.necessary)} necessary items"
+            )
         else:
-            verdict = {"disclosed": list(v.disclosed), "conveyed": list(v.conveyed), "reason": v.reason}
+            verdict = {
+                "disclosed": list(v.disclosed),
+                "conveyed": list(v.conveyed),
+                "reason": v.reason,
+            }
     except ProviderRejected:
         raise
     except LLMError as exc:  # unscored with its reason, never 0
         reason = str(exc)[:500]
-    return Outcome(q.question_id, sum(estimate_tokens(m) for m in memories), response, None, {}, reason, verdict)
+    return Outcome(
+        q.question_id,
+        sum(estimate_tokens(m) for m in memories),
+        response,
+        None,
+        {},
+        reason,
+        verdict,
+    )
 
 
-def question_metrics(system: str, k: int, q: EvalQuestion, retrieval: Retrieval, outcome: Outcome | None) -> dict:
+def question_metrics(
+    system: str, k: int, q: EvalQuestion, retrieval: Retrieval, outcome: Outcome | None
+) -> dict:
     texts, trace_ids, _ = retrieval.results[q.question_id]
     ids = [t for item in trace_ids for t in item]
-    row = {"system": system, "k": k, "question_id": q.question_id, "persona_id": q.persona_id,
-           "question_type": q.question_type, "dimension": q.dimension,
-           "has_evidence": bool(q.evidence_sets),  # any evidence item, even one without trace ids (as the paper counts)
-           **M.recall_at_k(q.evidence_sets, ids, k)}
+    row = {
+        "system": system,
+        "k": k,
+        "question_id": q.question_id,
+        "persona_id": q.persona_id,
+        "question_type": q.question_type,
+        "dimension": q.dimension,
+        "has_evidence": bool(
+            q.evidence_sets
+        ),  # any evidence item, even one without trace ids (as the paper counts)
+        **M.recall_at_k(q.evidence_sets, ids, k),
+    }
     if outcome is None:
-        row.update({"choice_accuracy": None, **dict.fromkeys(M.JUDGED), **dict.fromkeys(DIAGNOSIS),
-                    **dict.fromkeys(PRIVACY)})
+        row.update(
+            {
+                "choice_accuracy": None,
+                **dict.fromkeys(M.JUDGED),
+                **dict.fromkeys(DIAGNOSIS),
+                **dict.fromkeys(PRIVACY),
+            }
+        )
         return row
     row.update(M.privacy_scores(outcome.privacy.get("disclosed"), outcome.privacy.get("conveyed")))
     row["choice_accuracy"] = M.choice_correct(outcome.predicted_choice_id, q.correct_choice_id)
     j = outcome.judge
-    row.update(M.judged(j.get("qa_consistency"), j.get("mem_covered"), len(q.statements), j.get("mem_helpful")))
+    row.update(
+        M.judged(
+            j.get("qa_consistency"), j.get("mem_covered"), len(q.statements), j.get("mem_helpful")
+        )
+    )
     # answered right: the choice for multiple-choice items, the judge's consistency for free-text ones
     right: bool | None
     if q.correct_choice_id is not None:
         right = bool(row["choice_accuracy"])
     else:
         right = None if j.get("qa_consistency") is None else j["qa_consistency"] >= 2
-    row.update(verdict(retrieval.diagnosis.get(q.question_id), len(context_for(system, texts, k)), right,
-                       write_known=q.question_id not in retrieval.write_unknown))
+    row.update(
+        verdict(
+            retrieval.diagnosis.get(q.question_id),
+            len(context_for(system, texts, k)),
+            right,
+            write_known=q.question_id not in retrieval.write_unknown,
+        )
+    )
     return row
 
 
@@ -410,5 +656,10 @@ def retrieved_items_json(retrieval: Retrieval, qid: str) -> str:
     """The retrieved items in rank order (text, trace ids, kind): what a results file carries."""
     texts, trace_ids, _ = retrieval.results[qid]
     kinds = retrieval.kinds.get(qid) or ("trace",) * len(texts)
-    return json.dumps([{"text": t, "trace_ids": list(ids), "kind": kind}
-                       for t, ids, kind in zip(texts, trace_ids, kinds, strict=True)], ensure_ascii=False)
+    return json.dumps(
+        [
+            {"text": t, "trace_ids": list(ids), "kind": kind}
+            for t, ids, kind in zip(texts, trace_ids, kinds, strict=True)
+        ],
+        ensure_ascii=False,
+    )

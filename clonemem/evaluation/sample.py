@@ -71,8 +71,9 @@ def shares(counts: dict[str, int], n: int) -> dict[str, int]:
     return got
 
 
-def chosen_ids(questions: Sequence[EvalQuestion], kind: Literal["limit", "sample"], n: int,
-               seed: int = 0) -> set[str]:
+def chosen_ids(
+    questions: Sequence[EvalQuestion], kind: Literal["limit", "sample"], n: int, seed: int = 0
+) -> set[str]:
     """The question ids a quick run asks (``questions`` in benchmark order)."""
     if kind == "limit":
         return {q.question_id for q in questions[:n]}
@@ -80,12 +81,19 @@ def chosen_ids(questions: Sequence[EvalQuestion], kind: Literal["limit", "sample
     for q in questions:
         by_type[q.question_type].append(q)
     take = shares({t: len(qs) for t, qs in by_type.items()}, n)
-    return {q.question_id for t, qs in by_type.items()
-            for q in sorted(qs, key=lambda q: _order(seed, q.question_id))[:take[t]]}
+    return {
+        q.question_id
+        for t, qs in by_type.items()
+        for q in sorted(qs, key=lambda q: _order(seed, q.question_id))[: take[t]]
+    }
 
 
-def quick_run(personas: Sequence[PersonaData], limit: int | None = None, sample: int | None = None,
-              seed: int = 0) -> tuple[list[PersonaData], SampleSpec | None]:
+def quick_run(
+    personas: Sequence[PersonaData],
+    limit: int | None = None,
+    sample: int | None = None,
+    seed: int = 0,
+) -> tuple[list[PersonaData], SampleSpec | None]:
     """The personas with only the questions a quick run asks (each keeps its traces), and what was
     drawn; the personas unchanged and None without ``limit`` or ``sample``. Both at once is a usage
     error the command line refuses before it gets here."""
@@ -100,8 +108,11 @@ def quick_run(personas: Sequence[PersonaData], limit: int | None = None, sample:
         raise ValueError(f"--{kind} must be at least 1, not {n}")
     every = [q for p in personas for q in p.questions]
     keep = chosen_ids(every, kind, n, seed)
-    out = [dataclasses.replace(p, questions=tuple(q for q in p.questions if q.question_id in keep))
-           for p in personas]
-    spec = SampleSpec(kind=kind, n=n, seed=seed if kind == "sample" else None, questions=len(keep),
-                      of=len(every))
+    out = [
+        dataclasses.replace(p, questions=tuple(q for q in p.questions if q.question_id in keep))
+        for p in personas
+    ]
+    spec = SampleSpec(
+        kind=kind, n=n, seed=seed if kind == "sample" else None, questions=len(keep), of=len(every)
+    )
     return [p for p in out if p.questions], spec

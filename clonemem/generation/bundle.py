@@ -71,19 +71,30 @@ def join(location: str, *parts: str) -> str:
     return "/".join([location.rstrip("/"), *(p.strip("/") for p in parts)])
 
 
-def write_bundle(url: str, config: RunConfig, dag: PersonaDag, assembly: Assembly | None,
-                 run_id: str | None = None) -> PersonaBundleResult:
+def write_bundle(
+    url: str,
+    config: RunConfig,
+    dag: PersonaDag,
+    assembly: Assembly | None,
+    run_id: str | None = None,
+) -> PersonaBundleResult:
     """Write one generated persona to ``url`` (any fsspec URL), whole or not at all."""
     bundle = {
-        "format": FORMAT, "benchmark": benchmark_row(config), "persona_key": dag.key,
+        "format": FORMAT,
+        "benchmark": benchmark_row(config),
+        "persona_key": dag.key,
         "persona_id": assembly.rows.persona_id if assembly else None,
         "tables": assembly.rows.tables if assembly else {},
         "content_hash": assembly.content_hash if assembly else None,
-        "failures": [asdict(f) for f in dag.failures], "dropped": list(assembly.dropped) if assembly else [],
-        "calls": [c.row() for c in dag.calls], "run_id": run_id,
+        "failures": [asdict(f) for f in dag.failures],
+        "dropped": list(assembly.dropped) if assembly else [],
+        "calls": [c.row() for c in dag.calls],
+        "run_id": run_id,
     }
     _write_text(url, json.dumps(bundle, ensure_ascii=False, default=str))
-    return PersonaBundleResult(persona_id=bundle["persona_id"], bundle=url, failures=len(dag.failures))
+    return PersonaBundleResult(
+        persona_id=bundle["persona_id"], bundle=url, failures=len(dag.failures)
+    )
 
 
 def _write_text(url: str, text: str) -> None:
@@ -107,7 +118,14 @@ def _write_text(url: str, text: str) -> None:
 
 def _call(row: Mapping[str, Any]) -> CallRecord:
     started = row["started_at"]
-    return CallRecord(**{**row, "started_at": dt.datetime.fromisoformat(started) if isinstance(started, str) else started})
+    return CallRecord(
+        **{
+            **row,
+            "started_at": dt.datetime.fromisoformat(started)
+            if isinstance(started, str)
+            else started,
+        }
+    )
 
 
 def read_bundle(url: str) -> PersonaBundle:
@@ -117,17 +135,32 @@ def read_bundle(url: str) -> PersonaBundle:
             data = json.load(fh)
         tables, pid = data["tables"], data["persona_id"]
         bundle = PersonaBundle(
-            url=url, benchmark=data["benchmark"], persona_key=data.get("persona_key"), persona_id=pid,
-            tables=tables, content_hash=data.get("content_hash"),
-            failures=tuple(StageFailure(persona=data.get("persona_key") or str(pid), stage=f["stage"], item=f["item"],
-                                        error=f["error"]) for f in data.get("failures", [])),
-            dropped=tuple(data.get("dropped", [])), calls=tuple(_call(c) for c in data.get("calls", [])),
-            run_id=data.get("run_id"))
+            url=url,
+            benchmark=data["benchmark"],
+            persona_key=data.get("persona_key"),
+            persona_id=pid,
+            tables=tables,
+            content_hash=data.get("content_hash"),
+            failures=tuple(
+                StageFailure(
+                    persona=data.get("persona_key") or str(pid),
+                    stage=f["stage"],
+                    item=f["item"],
+                    error=f["error"],
+                )
+                for f in data.get("failures", [])
+            ),
+            dropped=tuple(data.get("dropped", [])),
+            calls=tuple(_call(c) for c in data.get("calls", [])),
+            run_id=data.get("run_id"),
+        )
         bundle.benchmark["benchmark_id"]
     except FileNotFoundError:
         raise BundleError(f"{url}: no such bundle") from None
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise BundleError(f"{url}: not a persona bundle ({type(exc).__name__}: {exc})") from None
     if bundle.content_hash is not None and rows_hash(tables) != bundle.content_hash:
-        raise BundleError(f"{url}: the rows do not match the bundle's content hash (damaged or edited)")
+        raise BundleError(
+            f"{url}: the rows do not match the bundle's content hash (damaged or edited)"
+        )
     return bundle

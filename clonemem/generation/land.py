@@ -24,12 +24,19 @@ class BenchmarkClash(ValueError):
 def benchmark_needs_writing(wh: Warehouse, row: dict) -> bool:
     """Whether the benchmark row is missing or its configuration changed (an unchanged row is not
     rewritten, so its gate verdict stands); a name taken by an imported benchmark is refused."""
-    got = wh.rows("SELECT source, is_offline, language, config_json::VARCHAR FROM benchmarks WHERE benchmark_id = ?",
-                  [row["benchmark_id"]])
+    got = wh.rows(
+        "SELECT source, is_offline, language, config_json::VARCHAR FROM benchmarks WHERE benchmark_id = ?",
+        [row["benchmark_id"]],
+    )
     if got and got[0][0] != "generated":
-        raise BenchmarkClash(f"benchmark {row['name']!r} exists and was {got[0][0]}; set another `name` in the config")
-    return not got or (got[0][1], got[0][2], json.loads(got[0][3])) != (row["is_offline"], row["language"],
-                                                                        json.loads(row["config_json"]))
+        raise BenchmarkClash(
+            f"benchmark {row['name']!r} exists and was {got[0][0]}; set another `name` in the config"
+        )
+    return not got or (got[0][1], got[0][2], json.loads(got[0][3])) != (
+        row["is_offline"],
+        row["language"],
+        json.loads(row["config_json"]),
+    )
 
 
 def ensure_benchmark(wh: Warehouse, config: RunConfig) -> bool:
@@ -41,10 +48,22 @@ def ensure_benchmark(wh: Warehouse, config: RunConfig) -> bool:
     return True
 
 
-def land_persona(wh: Warehouse, assembly: Assembly, benchmark_id: str, calls: Sequence[CallRecord] = ()) -> bool:
+def land_persona(
+    wh: Warehouse, assembly: Assembly, benchmark_id: str, calls: Sequence[CallRecord] = ()
+) -> bool:
     """Replace the persona's rows; skip (return False) when the landed content hash is the same."""
-    return bool(land(wh, Landing(benchmark_id, "persona", [PersonaLanding(assembly.rows, assembly.content_hash)],
-                                 calls=calls, checkpoint="generation.landed")))
+    return bool(
+        land(
+            wh,
+            Landing(
+                benchmark_id,
+                "persona",
+                [PersonaLanding(assembly.rows, assembly.content_hash)],
+                calls=calls,
+                checkpoint="generation.landed",
+            ),
+        )
+    )
 
 
 def land_bundles(wh: Warehouse, bundles: Sequence[PersonaBundle]) -> list[str]:
@@ -55,17 +74,32 @@ def land_bundles(wh: Warehouse, bundles: Sequence[PersonaBundle]) -> list[str]:
         return []
     bids = {b.benchmark_id for b in bundles}
     if len(bids) > 1:
-        raise ValueError(f"bundles of {len(bids)} benchmarks cannot land in one transaction: {sorted(bids)}")
+        raise ValueError(
+            f"bundles of {len(bids)} benchmarks cannot land in one transaction: {sorted(bids)}"
+        )
     row = dict(bundles[0].benchmark)
     try:
         needed = benchmark_needs_writing(wh, row)
     except BenchmarkClash as exc:
         raise BenchmarkClash(f"{bundles[0].url}: {exc}") from None
-    personas = [PersonaLanding(PersonaRows(b.persona_id, b.tables), rows_hash(b.tables))
-                for b in bundles if b.persona_id is not None]
+    personas = [
+        PersonaLanding(PersonaRows(b.persona_id, b.tables), rows_hash(b.tables))
+        for b in bundles
+        if b.persona_id is not None
+    ]
     calls = [c for b in bundles for c in b.calls]
-    return land(wh, Landing(row["benchmark_id"], "persona", personas, benchmark=row if needed else None, calls=calls,
-                            call_runs="completed", checkpoint="generation.landed"))
+    return land(
+        wh,
+        Landing(
+            row["benchmark_id"],
+            "persona",
+            personas,
+            benchmark=row if needed else None,
+            calls=calls,
+            call_runs="completed",
+            checkpoint="generation.landed",
+        ),
+    )
 
 
 def land_bundle_files(wh: Warehouse, paths: Sequence[str | Path]) -> list[tuple[str, bool]]:

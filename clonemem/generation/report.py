@@ -33,22 +33,45 @@ class GenerationTally:
     def add(self, dag: PersonaDag, assembly: Assembly | None, landed: bool | None) -> None:
         """A finished persona: ``landed`` None when nothing coherent was generated (stage I failed)."""
         self.steps += len(dag.step_calls)
-        self.cached_steps += sum(1 for calls in dag.step_calls if calls and all(c.run_id != self.run_id for c in calls))
-        self._persona(dag.key, [StageFailure(persona=dag.key, stage=f.stage, item=f.item, error=f.error)
-                                for f in dag.failures],
-                      sum(1 for c in dag.calls if c.run_id == self.run_id),  # not those a cached result carries
-                      None if assembly is None or landed is None else assembly.rows.tables,
-                      assembly.dropped if assembly else (), bool(landed))
+        self.cached_steps += sum(
+            1 for calls in dag.step_calls if calls and all(c.run_id != self.run_id for c in calls)
+        )
+        self._persona(
+            dag.key,
+            [
+                StageFailure(persona=dag.key, stage=f.stage, item=f.item, error=f.error)
+                for f in dag.failures
+            ],
+            sum(
+                1 for c in dag.calls if c.run_id == self.run_id
+            ),  # not those a cached result carries
+            None if assembly is None or landed is None else assembly.rows.tables,
+            assembly.dropped if assembly else (),
+            bool(landed),
+        )
 
     def add_bundle(self, bundle: PersonaBundle, landed: bool) -> None:
         """A persona generated on a worker, read from its bundle: ``landed`` False when its content was
         already in the warehouse (a bundle whose stage I failed has no persona and counts neither way)."""
         complete = bundle.persona_id is not None
-        self._persona(bundle.persona_key, bundle.failures, bundle.new_calls(), bundle.tables if complete else None,
-                      bundle.dropped, landed)
+        self._persona(
+            bundle.persona_key,
+            bundle.failures,
+            bundle.new_calls(),
+            bundle.tables if complete else None,
+            bundle.dropped,
+            landed,
+        )
 
-    def _persona(self, key: str | None, failures: Iterable[StageFailure], new_calls: int,
-                 tables: Mapping[str, Sequence[object]] | None, dropped: Iterable[str], landed: bool) -> None:
+    def _persona(
+        self,
+        key: str | None,
+        failures: Iterable[StageFailure],
+        new_calls: int,
+        tables: Mapping[str, Sequence[object]] | None,
+        dropped: Iterable[str],
+        landed: bool,
+    ) -> None:
         """One persona's failures and calls; its rows, drops and landing only when it has rows (``tables``)."""
         self.failures += failures
         self.llm_calls += new_calls
@@ -68,7 +91,19 @@ class GenerationTally:
 
     def result(self, seconds: float) -> GenerationResult:
         return GenerationResult(
-            benchmark_id=self.benchmark_id, name=self.name, personas=self.personas, landed=self.landed,
-            unchanged=self.unchanged, traces=self.traces, evidence=self.evidence, detailed_events=self.detailed_events,
-            llm_calls=self.llm_calls, failures=tuple(self.failures), dropped=tuple(self.dropped),
-            seconds=round(seconds, 2), run_id=self.run_id, steps=self.steps, cached_steps=self.cached_steps)
+            benchmark_id=self.benchmark_id,
+            name=self.name,
+            personas=self.personas,
+            landed=self.landed,
+            unchanged=self.unchanged,
+            traces=self.traces,
+            evidence=self.evidence,
+            detailed_events=self.detailed_events,
+            llm_calls=self.llm_calls,
+            failures=tuple(self.failures),
+            dropped=tuple(self.dropped),
+            seconds=round(seconds, 2),
+            run_id=self.run_id,
+            steps=self.steps,
+            cached_steps=self.cached_steps,
+        )

@@ -96,8 +96,13 @@ class MemoryAssistant:
 
     def observe(self, turns: Sequence[Turn]) -> None:
         self.fed = True
-        self.memory.ingest([MemoryTrace(t.trace_id, "chat_private", t.at, f"{t.speaker}: {t.text}") for t in turns],
-                           self.ctx)
+        self.memory.ingest(
+            [
+                MemoryTrace(t.trace_id, "chat_private", t.at, f"{t.speaker}: {t.text}")
+                for t in turns
+            ],
+            self.ctx,
+        )
 
     def recall(self, query_id: str, query: str, at: dt.datetime, k: int) -> list[Retrieved]:
         if not self.fed:
@@ -134,8 +139,15 @@ class StatesAssistant:
 
 def _states_items(blueprint: G.Blueprint, period: int) -> list[Retrieved]:
     labels = {v.name: v.label for v in blueprint.state_schema.variables}
-    return [Retrieved(f"user: My {labels[s.variable]} is {s.value}.", (f"state:{period}:{s.variable}",), 1.0, "state")
-            for s in blueprint.states[period].states]
+    return [
+        Retrieved(
+            f"user: My {labels[s.variable]} is {s.value}.",
+            (f"state:{period}:{s.variable}",),
+            1.0,
+            "state",
+        )
+        for s in blueprint.states[period].states
+    ]
 
 
 @dataclass
@@ -163,22 +175,39 @@ class _Log:
     turns: list[Turn] = field(default_factory=list)
     when: dict[str, dt.datetime] = field(default_factory=dict)
 
-    def add(self, period: int, session: int, turn: int, speaker: str, text: str, at: dt.datetime) -> Turn:
-        t = Turn(trace_id=content_id(self.persona_id, "gym-turn", period, session, turn, speaker), period=period,
-                 session=session, turn=turn, speaker=speaker, text=text, at=at)
+    def add(
+        self, period: int, session: int, turn: int, speaker: str, text: str, at: dt.datetime
+    ) -> Turn:
+        t = Turn(
+            trace_id=content_id(self.persona_id, "gym-turn", period, session, turn, speaker),
+            period=period,
+            session=session,
+            turn=turn,
+            speaker=speaker,
+            text=text,
+            at=at,
+        )
         self.turns.append(t)
         self.when[t.trace_id] = at
         return t
 
     def dated(self, items: Sequence[Retrieved]) -> list[str]:
         """Recalled items oldest first, each with its date (a later memory overrides an earlier one)."""
+
         def at(item: Retrieved) -> dt.datetime:
-            return max((self.when[i] for i in item.trace_ids if i in self.when), default=dt.datetime.min)
-        return [f"[{at(i):%Y-%m-%d %H:%M}] {i.text}" if at(i) > dt.datetime.min else i.text
-                for i in sorted(items, key=at)]
+            return max(
+                (self.when[i] for i in item.trace_ids if i in self.when), default=dt.datetime.min
+            )
+
+        return [
+            f"[{at(i):%Y-%m-%d %H:%M}] {i.text}" if at(i) > dt.datetime.min else i.text
+            for i in sorted(items, key=at)
+        ]
 
 
-def interact(blueprint: G.Blueprint, assistant: Assistant, llm: LLM, gym: GymConfig, system: str) -> Interaction:
+def interact(
+    blueprint: G.Blueprint, assistant: Assistant, llm: LLM, gym: GymConfig, system: str
+) -> Interaction:
     """The on-policy run of one assistant with one persona's simulated user."""
     log = _Log(blueprint.persona_id)
     labels = {v.name: v.label for v in blueprint.state_schema.variables}
@@ -186,32 +215,66 @@ def interact(blueprint: G.Blueprint, assistant: Assistant, llm: LLM, gym: GymCon
     lang = blueprint.language
     for period in blueprint.periods:
         t = period.period
-        states = [G.LabeledState(variable=s.variable, label=labels[s.variable], value=s.value)
-                  for s in blueprint.states[t].states]
+        states = [
+            G.LabeledState(variable=s.variable, label=labels[s.variable], value=s.value)
+            for s in blueprint.states[t].states
+        ]
         for opening in [o for o in blueprint.openings if o.period == t]:
             at = dt.datetime.combine(period.date, SESSION_START) + dt.timedelta(hours=opening.index)
             session: list[G.Message] = []
             said = opening.text
             for turn in range(gym.turns_per_exposure + 1):
-                user = log.add(t, opening.index, turn, "user", said, at + dt.timedelta(minutes=2 * turn))
+                user = log.add(
+                    t, opening.index, turn, "user", said, at + dt.timedelta(minutes=2 * turn)
+                )
                 session.append(G.Message(speaker="user", text=said))
                 memories = log.dated(assistant.recall(user.trace_id, said, user.at, gym.k))
-                reply = llm(GS.ASSISTANT, G.AssistantInput(memories=memories, dialogue=session, language=lang))
+                reply = llm(
+                    GS.ASSISTANT,
+                    G.AssistantInput(memories=memories, dialogue=session, language=lang),
+                )
                 assert isinstance(reply, G.AssistantReply)
                 session.append(G.Message(speaker="assistant", text=reply.text))
-                answer = log.add(t, opening.index, turn, "assistant", reply.text, user.at + dt.timedelta(minutes=1))
+                answer = log.add(
+                    t,
+                    opening.index,
+                    turn,
+                    "assistant",
+                    reply.text,
+                    user.at + dt.timedelta(minutes=1),
+                )
                 assistant.observe([user, answer])  # the memory takes in the exchange as it happens
                 if turn < gym.turns_per_exposure:
-                    nxt = llm(GS.USER_TURN, G.UserTurnInput(persona=blueprint.persona, states=states, event=period,
-                                                            dialogue=session, language=lang))
+                    nxt = llm(
+                        GS.USER_TURN,
+                        G.UserTurnInput(
+                            persona=blueprint.persona,
+                            states=states,
+                            event=period,
+                            dialogue=session,
+                            language=lang,
+                        ),
+                    )
                     assert isinstance(nxt, G.UserTurn)
                     said = nxt.text
         answers += ask(blueprint, assistant, llm, gym, t, log)
-    return Interaction(system=system, persona_id=blueprint.persona_id, policy="on", turns=log.turns, answers=answers)
+    return Interaction(
+        system=system,
+        persona_id=blueprint.persona_id,
+        policy="on",
+        turns=log.turns,
+        answers=answers,
+    )
 
 
-def replay(blueprint: G.Blueprint, assistant: Assistant, llm: LLM, gym: GymConfig, system: str,
-           transcript: Sequence[Turn]) -> Interaction:
+def replay(
+    blueprint: G.Blueprint,
+    assistant: Assistant,
+    llm: LLM,
+    gym: GymConfig,
+    system: str,
+    transcript: Sequence[Turn],
+) -> Interaction:
     """The off-policy run: the memory ingests a fixed transcript exchange by exchange (nobody talks to
     the assistant) and is asked the same questions at the same positions."""
     log = _Log(blueprint.persona_id)
@@ -219,26 +282,42 @@ def replay(blueprint: G.Blueprint, assistant: Assistant, llm: LLM, gym: GymConfi
     for period in blueprint.periods:
         said = [t for t in transcript if t.period == period.period]
         for i in range(0, len(said), 2):
-            pair = said[i:i + 2]
+            pair = said[i : i + 2]
             for t in pair:
                 log.turns.append(t)
                 log.when[t.trace_id] = t.at
             assistant.observe(pair)
         answers += ask(blueprint, assistant, llm, gym, period.period, log)
-    return Interaction(system=system, persona_id=blueprint.persona_id, policy="off", turns=log.turns, answers=answers)
+    return Interaction(
+        system=system,
+        persona_id=blueprint.persona_id,
+        policy="off",
+        turns=log.turns,
+        answers=answers,
+    )
 
 
-def ask(blueprint: G.Blueprint, assistant: Assistant, llm: LLM, gym: GymConfig, position: int,
-        log: _Log) -> list[Answered]:
+def ask(
+    blueprint: G.Blueprint, assistant: Assistant, llm: LLM, gym: GymConfig, position: int, log: _Log
+) -> list[Answered]:
     """Every question at evaluation position ``position``, with the write/read/use diagnosis of each miss."""
     at = dt.datetime.combine(blueprint.periods[position].date, ASKED_AT)
     truth = blueprint.state_at(position)
-    stored: list[list[Retrieved] | None] = []  # what the memory holds at ``at``, listed at the first miss
+    stored: list[
+        list[Retrieved] | None
+    ] = []  # what the memory holds at ``at``, listed at the first miss
     out = []
     for q in blueprint.questions:
         items = assistant.recall(f"{q.question_id}@{position}", q.question, at, gym.k)
-        got = llm(GS.ANSWER, G.GymAnswerInput(question=q.question, choices=q.choices, memories=log.dated(items),
-                                              language=blueprint.language))
+        got = llm(
+            GS.ANSWER,
+            G.GymAnswerInput(
+                question=q.question,
+                choices=q.choices,
+                memories=log.dated(items),
+                language=blueprint.language,
+            ),
+        )
         assert isinstance(got, G.GymAnswer)
         correct_id = blueprint.correct_choice(q, position)
         chosen = got.choice_id.strip().rstrip(".):").upper()  # a live model may write "b." or "B)"
@@ -249,12 +328,23 @@ def ask(blueprint: G.Blueprint, assistant: Assistant, llm: LLM, gym: GymConfig, 
             if not stored:
                 stored.append(assistant.stored(at))
             diagnosis = diagnose(blueprint, q, truth, items, stored[0], log.when)
-        out.append(Answered(position=position, question_id=q.question_id, choice_id=chosen,
-                            correct_id=correct_id, correct=correct, options=len(q.choices), diagnosis=diagnosis))
+        out.append(
+            Answered(
+                position=position,
+                question_id=q.question_id,
+                choice_id=chosen,
+                correct_id=correct_id,
+                correct=correct,
+                options=len(q.choices),
+                diagnosis=diagnosis,
+            )
+        )
     return out
 
 
-def believed(blueprint: G.Blueprint, variable: str, items: Sequence[Retrieved], when: dict[str, dt.datetime]) -> str | None:
+def believed(
+    blueprint: G.Blueprint, variable: str, items: Sequence[Retrieved], when: dict[str, dt.datetime]
+) -> str | None:
     """The value of ``variable`` the latest of ``items`` that names one of its values says."""
     values = blueprint.state_schema.variable(variable).values
 
@@ -268,12 +358,19 @@ def believed(blueprint: G.Blueprint, variable: str, items: Sequence[Retrieved], 
     return None
 
 
-def diagnose(blueprint: G.Blueprint, q: G.GymQuestion, truth: dict[str, str], recalled: Sequence[Retrieved],
-             stored: Sequence[Retrieved] | None, when: dict[str, dt.datetime]) -> str:
+def diagnose(
+    blueprint: G.Blueprint,
+    q: G.GymQuestion,
+    truth: dict[str, str],
+    recalled: Sequence[Retrieved],
+    stored: Sequence[Retrieved] | None,
+    when: dict[str, dt.datetime],
+) -> str:
     """Why a question was missed (after AMemGym): ``use`` when what was read holds every required state's
     current value, else ``read`` when the memory stores them all, else ``write``; ``unknown`` when the
     memory cannot list what it stores. A state is held by a set of items when the latest item naming one
     of the variable's values names the current one."""
+
     def holds(items: Sequence[Retrieved]) -> bool:
         return all(believed(blueprint, v, items, when) == truth[v] for v in q.variables)
 

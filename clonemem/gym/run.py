@@ -20,11 +20,15 @@ def check_systems(names: Sequence[str], reference: str) -> None:
     known = set(SYSTEMS.names()) | set(I.CONTROLS)
     for name in [*names, reference]:
         if "://" in name:
-            raise ConfigError(f"{name!r}: remote memory systems are evaluated with `clonemem evaluate`; the gym "
-                              "runs registered systems (or package.module:Class) and its controls")
+            raise ConfigError(
+                f"{name!r}: remote memory systems are evaluated with `clonemem evaluate`; the gym "
+                "runs registered systems (or package.module:Class) and its controls"
+            )
         if name not in known and ":" not in name:
-            raise ConfigError(f"unknown system {name!r} for the gym (memory systems: {', '.join(SYSTEMS.names())}; "
-                              f"controls: {', '.join(I.CONTROLS)})")
+            raise ConfigError(
+                f"unknown system {name!r} for the gym (memory systems: {', '.join(SYSTEMS.names())}; "
+                f"controls: {', '.join(I.CONTROLS)})"
+            )
     if not names:
         raise ConfigError("--systems: name at least one system")
     if len(set(names)) != len(names):
@@ -51,20 +55,35 @@ class _Guarded:
             return self.inner.stored(at)
 
 
-def assistant(system: str, blueprint: G.Blueprint, extractor: LLMStep, seed: int, full_context_tokens: int) -> I.Assistant:
+def assistant(
+    system: str, blueprint: G.Blueprint, extractor: LLMStep, seed: int, full_context_tokens: int
+) -> I.Assistant:
     if system == I.ORACLE_STATES:
         return I.StatesAssistant(blueprint)
     if system == I.NO_MEMORY:
         return I.NoMemory()
     with system_work(system, "start"):
         memory = SYSTEMS.get(system)()
-        ctx = BuildContext(llm=declared_only(system, declared_stages(system), extractor), language=blueprint.language,
-                           seed=seed, full_context_tokens=full_context_tokens, persona_id=blueprint.persona_id)
+        ctx = BuildContext(
+            llm=declared_only(system, declared_stages(system), extractor),
+            language=blueprint.language,
+            seed=seed,
+            full_context_tokens=full_context_tokens,
+            persona_id=blueprint.persona_id,
+        )
         return _Guarded(I.MemoryAssistant(memory, ctx), system)
 
 
-def run_one(system: str, blueprint: G.Blueprint, llm: I.LLM, extractor: LLMStep, gym: GymConfig, seed: int,
-            full_context_tokens: int, transcript: Sequence[I.Turn] | None = None) -> I.Interaction:
+def run_one(
+    system: str,
+    blueprint: G.Blueprint,
+    llm: I.LLM,
+    extractor: LLMStep,
+    gym: GymConfig,
+    seed: int,
+    full_context_tokens: int,
+    transcript: Sequence[I.Turn] | None = None,
+) -> I.Interaction:
     """On-policy with the simulated user, or, given ``transcript``, off-policy on it."""
     helper = assistant(system, blueprint, extractor, seed, full_context_tokens)
     if transcript is None:

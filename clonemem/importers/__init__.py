@@ -19,8 +19,11 @@ if TYPE_CHECKING:
     from clonemem.warehouse import Warehouse
 
 IMPORTERS: Registry[type[Importer]] = Registry(
-    "importer", entry_point_group="clonemem.importers",
-    accepts=lambda c: isinstance(c, type) and issubclass(c, Importer), expected="an Importer subclass")
+    "importer",
+    entry_point_group="clonemem.importers",
+    accepts=lambda c: isinstance(c, type) and issubclass(c, Importer),
+    expected="an Importer subclass",
+)
 IMPORTERS.add_lazy("release", "clonemem.importers.release:ReleaseImporter")
 IMPORTERS.add_lazy("locomo", "clonemem.importers.locomo:LocomoImporter")
 IMPORTERS.add_lazy("longmemeval", "clonemem.importers.longmemeval:LongMemEvalImporter")
@@ -33,11 +36,25 @@ def importer(name: str) -> Importer:
     return found() if isinstance(found, type) else found
 
 
-__all__ = ["IMPORTERS", "ImportFailed", "Importer", "ParsedPersona", "Problem", "QuestionSource", "import_files", "importer"]
+__all__ = [
+    "IMPORTERS",
+    "ImportFailed",
+    "Importer",
+    "ParsedPersona",
+    "Problem",
+    "QuestionSource",
+    "import_files",
+    "importer",
+]
 
 
-def import_files(wh: Warehouse, format_name: str, paths: Sequence[str | Path], name: str,
-                 mode: ImportMode = "create") -> ImportSummary:
+def import_files(
+    wh: Warehouse,
+    format_name: str,
+    paths: Sequence[str | Path],
+    name: str,
+    mode: ImportMode = "create",
+) -> ImportSummary:
     """Parse every file with the named importer (collecting all problems), then land them all or nothing
     into an open warehouse (library use; the CLI and deployments run the import flow)."""
     from clonemem.importers.base import StreamingImporter, expand_paths, load_personas, load_stream

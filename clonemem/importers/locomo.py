@@ -80,10 +80,29 @@ QUESTION_DELAY = dt.timedelta(days=1)  # questions are asked after the last sess
 
 _SESSION = re.compile(r"^session_(\d+)$")
 _TURN_ID = re.compile(r"D\s*:?\s*(\d+)\s*:\s*(\d+)", re.IGNORECASE)
-_DATE = re.compile(r"^\s*(\d{1,2})[:.](\d{2})\s*([ap])\.?\s*m\.?\s+on\s+(\d{1,2})\s+([A-Za-z]+)\.?,?\s+(\d{4})\s*$",
-                   re.IGNORECASE)
-_MONTHS = {m: i + 1 for i, m in enumerate(("january", "february", "march", "april", "may", "june", "july",
-                                            "august", "september", "october", "november", "december"))}
+_DATE = re.compile(
+    r"^\s*(\d{1,2})[:.](\d{2})\s*([ap])\.?\s*m\.?\s+on\s+(\d{1,2})\s+([A-Za-z]+)\.?,?\s+(\d{4})\s*$",
+    re.IGNORECASE,
+)
+_MONTHS = {
+    m: i + 1
+    for i, m in enumerate(
+        (
+            "january",
+            "february",
+            "march",
+            "april",
+            "may",
+            "june",
+            "july",
+            "august",
+            "september",
+            "october",
+            "november",
+            "december",
+        )
+    )
+}
 _MONTHS.update({m[:3]: i for m, i in list(_MONTHS.items())})
 _MONTHS["sept"] = 9
 
@@ -101,7 +120,9 @@ class LocomoTurn(_Locomo):
 
     def attachments(self) -> list[ReleaseAttachment] | None:
         """The images shared with the turn: one per url, each with the turn's caption."""
-        urls: list[str | None] = [self.img_url] if isinstance(self.img_url, str) else list(self.img_url or [])
+        urls: list[str | None] = (
+            [self.img_url] if isinstance(self.img_url, str) else list(self.img_url or [])
+        )
         if not urls and not self.blip_caption:
             return None
         return [ReleaseAttachment(caption=self.blip_caption, url=u) for u in urls or [None]]
@@ -147,7 +168,9 @@ def _answer_text(value: str | int | float | None) -> str | None:
 class _Sample:
     """One conversation and its questions, converted to the release model with notes and problems."""
 
-    def __init__(self, file: str, sample_id: str, conv: dict, conv_path: str, qa: Any, qa_path: str):
+    def __init__(
+        self, file: str, sample_id: str, conv: dict, conv_path: str, qa: Any, qa_path: str
+    ):
         self.file, self.sample_id = file, sample_id
         self.conv, self.conv_path = conv, conv_path
         self.qa, self.qa_path = qa, qa_path
@@ -180,12 +203,17 @@ class _Sample:
             start = parse_session_date(raw_date) if isinstance(raw_date, str) else None
             if start is None:
                 got = "missing" if raw_date is None else f"not a date: {json.dumps(raw_date)[:60]}"
-                self.problem(f"{self.conv_path}.{date_key}", f"session date {got} (expected e.g. '1:56 pm on 8 May, 2023')")
+                self.problem(
+                    f"{self.conv_path}.{date_key}",
+                    f"session date {got} (expected e.g. '1:56 pm on 8 May, 2023')",
+                )
                 continue
             for i, raw_turn in enumerate(turns):
                 self.read_turn(raw_turn, f"{path}[{i}]", start + i * TURN_SPACING, key, start)
 
-    def read_turn(self, raw: Any, path: str, when: dt.datetime, session: str, session_date: dt.datetime) -> None:
+    def read_turn(
+        self, raw: Any, path: str, when: dt.datetime, session: str, session_date: dt.datetime
+    ) -> None:
         try:
             turn = LocomoTurn.model_validate(raw)
         except ValidationError as exc:
@@ -203,8 +231,16 @@ class _Sample:
         content = f"{turn.speaker}: {turn.text}"
         if turn.blip_caption:
             content += f" [shares a photo: {turn.blip_caption}]"
-        trace = ReleaseTrace(id=trace_id, medium=MEDIUM, event_date=when, content=content, session_key=session,
-                             speaker=turn.speaker, session_date=session_date, attachments=turn.attachments())
+        trace = ReleaseTrace(
+            id=trace_id,
+            medium=MEDIUM,
+            event_date=when,
+            content=content,
+            session_key=session,
+            speaker=turn.speaker,
+            session_date=session_date,
+            attachments=turn.attachments(),
+        )
         self.traces.append(trace)
         self.by_turn.setdefault(canonical, trace)
 
@@ -215,7 +251,11 @@ class _Sample:
         for ei, raw in enumerate(refs):
             at = f"{path}[{ei}]"
             text = raw if isinstance(raw, str) else json.dumps(raw)
-            ids = [canonical_turn_id(s, t) for s, t in _TURN_ID.findall(text)] if isinstance(raw, str) else []
+            ids = (
+                [canonical_turn_id(s, t) for s, t in _TURN_ID.findall(text)]
+                if isinstance(raw, str)
+                else []
+            )
             if not ids:
                 self.note(at, "unresolved", text)
                 continue
@@ -233,8 +273,12 @@ class _Sample:
 
     def read_questions(self, asked_at: dt.datetime) -> list[tuple[ReleaseQuestion, QuestionSource]]:
         if not isinstance(self.qa, list):
-            self.problem(self.qa_path, "required list of questions is missing" if self.qa is None
-                         else f"expected a list of questions (got {type(self.qa).__name__})")
+            self.problem(
+                self.qa_path,
+                "required list of questions is missing"
+                if self.qa is None
+                else f"expected a list of questions (got {type(self.qa).__name__})",
+            )
             return []
         out = []
         for qi, raw in enumerate(self.qa):
@@ -249,20 +293,38 @@ class _Sample:
             turns = self.resolve_evidence(item.evidence, f"{path}.evidence")
             label = CATEGORIES.get(item.category, (f"category_{item.category}", ""))[0]
             trap = None
-            if item.category == 5:  # the given answer is a trap: the truth is that it was never said
+            if (
+                item.category == 5
+            ):  # the given answer is a trap: the truth is that it was never said
                 answer = NOT_MENTIONED
-                trap = _answer_text(item.adversarial_answer if item.adversarial_answer is not None else item.answer)
+                trap = _answer_text(
+                    item.adversarial_answer if item.adversarial_answer is not None else item.answer
+                )
             else:
                 given = _answer_text(item.answer)
                 if given is None:
                     self.note(f"{path}.answer", "missing_answer", None)
                 answer = given or ""
-            out.append((ReleaseQuestion(
-                id=f"{self.sample_id}:q{qi}", question=item.question, question_type=label, question_time=asked_at,
-                answer=answer, dimension=DIMENSION, digital_trace_ids=[t.id for t in turns],
-                evidence=[ReleaseEvidence(statement=t.content, digital_trace_ids=[t.id]) for t in turns],
-                choices=[], correct_choice_id=None),
-                QuestionSource(project_type(item.category, label), str(item.category), trap)))
+            out.append(
+                (
+                    ReleaseQuestion(
+                        id=f"{self.sample_id}:q{qi}",
+                        question=item.question,
+                        question_type=label,
+                        question_time=asked_at,
+                        answer=answer,
+                        dimension=DIMENSION,
+                        digital_trace_ids=[t.id for t in turns],
+                        evidence=[
+                            ReleaseEvidence(statement=t.content, digital_trace_ids=[t.id])
+                            for t in turns
+                        ],
+                        choices=[],
+                        correct_choice_id=None,
+                    ),
+                    QuestionSource(project_type(item.category, label), str(item.category), trap),
+                )
+            )
         return out
 
     def persona(self) -> ParsedPersona:
@@ -279,10 +341,20 @@ class _Sample:
         speakers = [s for s in given if isinstance(s, str) and s]
         if len(speakers) < len(given):
             speakers = list(dict.fromkeys(t.content.split(":", 1)[0] for t in self.traces))[:2]
-        release = ReleaseFile(person_name=" & ".join(speakers), person_id=self.sample_id, context=self.traces,
-                              questions=[q for q, _ in questions])
-        return ParsedPersona(self.file, release, detect_language(None, (t.content for t in self.traces)),
-                             SOURCE_FORMAT, tuple(self.notes), tuple(s for _, s in questions))
+        release = ReleaseFile(
+            person_name=" & ".join(speakers),
+            person_id=self.sample_id,
+            context=self.traces,
+            questions=[q for q, _ in questions],
+        )
+        return ParsedPersona(
+            self.file,
+            release,
+            detect_language(None, (t.content for t in self.traces)),
+            SOURCE_FORMAT,
+            tuple(self.notes),
+            tuple(s for _, s in questions),
+        )
 
 
 def parse_locomo_text(text: str, file: str) -> list[ParsedPersona]:
@@ -290,23 +362,69 @@ def parse_locomo_text(text: str, file: str) -> list[ParsedPersona]:
     try:
         doc = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise ImportFailed([Problem(file, "$", f"not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}")]) from None
+        raise ImportFailed(
+            [
+                Problem(
+                    file, "$", f"not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
+                )
+            ]
+        ) from None
     samples: list[_Sample] = []
     if isinstance(doc, list):
         for i, sample in enumerate(doc):
             if not isinstance(sample, dict) or not isinstance(sample.get("conversation"), dict):
-                raise ImportFailed([Problem(file, f"$[{i}]", "a locomo10.json sample is an object with a "
-                                                            "`conversation` object")])
-            samples.append(_Sample(file, _sample_id(sample.get("sample_id"), f"{Path(file).stem}-{i}"),
-                                   sample["conversation"], f"$[{i}].conversation", sample.get("qa"), f"$[{i}].qa"))
+                raise ImportFailed(
+                    [
+                        Problem(
+                            file,
+                            f"$[{i}]",
+                            "a locomo10.json sample is an object with a `conversation` object",
+                        )
+                    ]
+                )
+            samples.append(
+                _Sample(
+                    file,
+                    _sample_id(sample.get("sample_id"), f"{Path(file).stem}-{i}"),
+                    sample["conversation"],
+                    f"$[{i}].conversation",
+                    sample.get("qa"),
+                    f"$[{i}].qa",
+                )
+            )
     elif isinstance(doc, dict) and isinstance(doc.get("conversation"), dict):
-        samples.append(_Sample(file, _sample_id(doc.get("sample_id"), Path(file).stem), doc["conversation"],
-                               "$.conversation", doc.get("qa"), "$.qa"))
+        samples.append(
+            _Sample(
+                file,
+                _sample_id(doc.get("sample_id"), Path(file).stem),
+                doc["conversation"],
+                "$.conversation",
+                doc.get("qa"),
+                "$.qa",
+            )
+        )
     elif isinstance(doc, dict) and ("speaker_a" in doc or any(_SESSION.match(k) for k in doc)):
-        samples.append(_Sample(file, _sample_id(doc.get("sample_id"), Path(file).stem), doc, "$", doc.get("qa"), "$.qa"))
+        samples.append(
+            _Sample(
+                file,
+                _sample_id(doc.get("sample_id"), Path(file).stem),
+                doc,
+                "$",
+                doc.get("qa"),
+                "$.qa",
+            )
+        )
     else:
-        raise ImportFailed([Problem(file, "$", "not a LoCoMo file: expected a list of samples (locomo10.json) or "
-                                               "one conversation (speaker_a, session_N, qa)")])
+        raise ImportFailed(
+            [
+                Problem(
+                    file,
+                    "$",
+                    "not a LoCoMo file: expected a list of samples (locomo10.json) or "
+                    "one conversation (speaker_a, session_N, qa)",
+                )
+            ]
+        )
     return parse_each(samples, lambda sample: [sample.persona()])
 
 
@@ -318,7 +436,9 @@ def _sample_id(value: Any, fallback: str) -> str:
 
 class LocomoImporter(Importer):
     name: ClassVar[str] = "locomo"
-    description: ClassVar[str] = "LoCoMo conversations (one conversation per file, or locomo10.json)"
+    description: ClassVar[str] = (
+        "LoCoMo conversations (one conversation per file, or locomo10.json)"
+    )
     source_format: ClassVar[str] = SOURCE_FORMAT
     protocols: ClassVar[tuple[str, ...]] = ("locomo", "mem0")
 

@@ -67,8 +67,12 @@ TYPES: dict[str, str] = {
 }
 
 _DATE = re.compile(r"^\s*(\d{4})/(\d{1,2})/(\d{1,2})\s*(?:\([A-Za-z]+\))?\s*(\d{1,2}):(\d{2})\s*$")
-_OTHER_BOMS = ((codecs.BOM_UTF32_LE, "UTF-32"), (codecs.BOM_UTF32_BE, "UTF-32"),
-               (codecs.BOM_UTF16_LE, "UTF-16"), (codecs.BOM_UTF16_BE, "UTF-16"))
+_OTHER_BOMS = (
+    (codecs.BOM_UTF32_LE, "UTF-32"),
+    (codecs.BOM_UTF32_BE, "UTF-32"),
+    (codecs.BOM_UTF16_LE, "UTF-16"),
+    (codecs.BOM_UTF16_BE, "UTF-16"),
+)
 
 
 def is_abstention(question_id: str) -> bool:
@@ -137,25 +141,44 @@ class _Instance:
     def sessions(self) -> list[tuple[str, dt.datetime, list[LmeTurn], int]]:
         """(session key, date, turns, position) per haystack session; a repeated id gets a suffix (noted)."""
         item = self.item
-        counts = {len(item.haystack_session_ids), len(item.haystack_dates), len(item.haystack_sessions)}
+        counts = {
+            len(item.haystack_session_ids),
+            len(item.haystack_dates),
+            len(item.haystack_sessions),
+        }
         if len(counts) > 1:
-            self.problem("", f"haystack_session_ids ({len(item.haystack_session_ids)}), haystack_dates "
-                             f"({len(item.haystack_dates)}) and haystack_sessions ({len(item.haystack_sessions)}) "
-                             "must have one entry per session")
+            self.problem(
+                "",
+                f"haystack_session_ids ({len(item.haystack_session_ids)}), haystack_dates "
+                f"({len(item.haystack_dates)}) and haystack_sessions ({len(item.haystack_sessions)}) "
+                "must have one entry per session",
+            )
             return []
         out, seen = [], dict[str, int]()
-        for i, (sid, raw_date) in enumerate(zip(item.haystack_session_ids, item.haystack_dates, strict=True)):
+        for i, (sid, raw_date) in enumerate(
+            zip(item.haystack_session_ids, item.haystack_dates, strict=True)
+        ):
             date = parse_date(raw_date)
             if date is None:
-                self.problem(f".haystack_dates[{i}]", f"not a date: {json.dumps(raw_date)[:60]} "
-                                                      "(expected e.g. '2023/05/20 (Sat) 02:21')")
+                self.problem(
+                    f".haystack_dates[{i}]",
+                    f"not a date: {json.dumps(raw_date)[:60]} "
+                    "(expected e.g. '2023/05/20 (Sat) 02:21')",
+                )
                 continue
             key = sid
             if sid in seen:
                 seen[sid] += 1
                 key = f"{sid}#{seen[sid]}"
-                self.notes.append(ImportNote(self.file, f"{self.at}.haystack_session_ids[{i}]", "duplicate_session",
-                                             sid, key))
+                self.notes.append(
+                    ImportNote(
+                        self.file,
+                        f"{self.at}.haystack_session_ids[{i}]",
+                        "duplicate_session",
+                        sid,
+                        key,
+                    )
+                )
             seen.setdefault(sid, 1)
             out.append((key, date, item.haystack_sessions[i], i))
         return out
@@ -164,8 +187,11 @@ class _Instance:
         item = self.item
         asked = parse_date(item.question_date)
         if asked is None:
-            self.problem(".question_date", f"not a date: {json.dumps(item.question_date)[:60]} "
-                                           "(expected e.g. '2023/05/20 (Sat) 02:21')")
+            self.problem(
+                ".question_date",
+                f"not a date: {json.dumps(item.question_date)[:60]} "
+                "(expected e.g. '2023/05/20 (Sat) 02:21')",
+            )
         sessions = self.sessions()
         if self.problems or asked is None:
             return None
@@ -177,9 +203,15 @@ class _Instance:
             start = date + same_date.get(date, 0) * SAME_DATE_SPACING
             same_date[date] = same_date.get(date, 0) + 1
             for n, turn in enumerate(turns, start=1):
-                trace = ReleaseTrace(id=turn_id(key, n), medium=MEDIUM, event_date=start + (n - 1) * TURN_SPACING,
-                                     content=f"{turn.role}: {turn.content}", session_key=key, speaker=turn.role,
-                                     session_date=date)
+                trace = ReleaseTrace(
+                    id=turn_id(key, n),
+                    medium=MEDIUM,
+                    event_date=start + (n - 1) * TURN_SPACING,
+                    content=f"{turn.role}: {turn.content}",
+                    session_key=key,
+                    speaker=turn.role,
+                    session_date=date,
+                )
                 traces.append(trace)
                 if turn.has_answer:
                     evidence.append(trace)
@@ -188,20 +220,45 @@ class _Instance:
         held = {key for key, *_ in sessions}
         for i, sid in enumerate(item.answer_session_ids):
             if sid not in held:
-                self.notes.append(ImportNote(self.file, f"{self.at}.answer_session_ids[{i}]", "unresolved", sid))
+                self.notes.append(
+                    ImportNote(self.file, f"{self.at}.answer_session_ids[{i}]", "unresolved", sid)
+                )
         answer = item.answer if isinstance(item.answer, str) else json.dumps(item.answer)
         question = ReleaseQuestion(
-            id=item.question_id, question=item.question, question_type=item.question_type,
-            question_time=latest_visible, answer=answer, dimension=DIMENSION,
+            id=item.question_id,
+            question=item.question,
+            question_type=item.question_type,
+            question_time=latest_visible,
+            answer=answer,
+            dimension=DIMENSION,
             digital_trace_ids=[t.id for t in evidence],
-            evidence=[ReleaseEvidence(statement=t.content, digital_trace_ids=[t.id]) for t in evidence],
-            choices=[], correct_choice_id=None, evidence_sessions=list(item.answer_session_ids))
-        release = ReleaseFile(person_name=item.question_id, person_id=item.question_id, context=traces,
-                              questions=[question])
+            evidence=[
+                ReleaseEvidence(statement=t.content, digital_trace_ids=[t.id]) for t in evidence
+            ],
+            choices=[],
+            correct_choice_id=None,
+            evidence_sessions=list(item.answer_session_ids),
+        )
+        release = ReleaseFile(
+            person_name=item.question_id,
+            person_id=item.question_id,
+            context=traces,
+            questions=[question],
+        )
         # a sample is enough (and the whole haystack would cost more than the rest of the import)
         language = detect_language(None, [item.question, *(t.content[:300] for t in traces[:8])])
-        return ParsedPersona(self.file, release, language, SOURCE_FORMAT, tuple(self.notes),
-                             (QuestionSource(project_type(item.question_type, item.question_id), item.question_type),))
+        return ParsedPersona(
+            self.file,
+            release,
+            language,
+            SOURCE_FORMAT,
+            tuple(self.notes),
+            (
+                QuestionSource(
+                    project_type(item.question_type, item.question_id), item.question_type
+                ),
+            ),
+        )
 
 
 def _opening(stream: BinaryIO, file: str) -> Problem | None:
@@ -231,10 +288,14 @@ def iter_instances(stream: BinaryIO, file: str, problems: list[Problem]) -> Iter
         try:
             raw: Any = next(items, None)
         except ijson.JSONError as exc:
-            problems.append(Problem(file, f"$[{index}]", f"not valid JSON: {str(exc).splitlines()[0][:120]}"))
+            problems.append(
+                Problem(file, f"$[{index}]", f"not valid JSON: {str(exc).splitlines()[0][:120]}")
+            )
             return
         except UnicodeDecodeError as exc:
-            problems.append(Problem(file, f"$[{index}]", f"not UTF-8 text ({exc.reason}); save it as UTF-8"))
+            problems.append(
+                Problem(file, f"$[{index}]", f"not UTF-8 text ({exc.reason}); save it as UTF-8")
+            )
             return
         if raw is None:
             return
@@ -246,13 +307,21 @@ def iter_instances(stream: BinaryIO, file: str, problems: list[Problem]) -> Iter
 
 def _instance(raw: Any, file: str, index: int, problems: list[Problem]) -> ParsedPersona | None:
     if not isinstance(raw, dict):
-        problems.append(Problem(file, f"$[{index}]", f"an instance is an object (got {type(raw).__name__})"))
+        problems.append(
+            Problem(file, f"$[{index}]", f"an instance is an object (got {type(raw).__name__})")
+        )
         return None
     try:
         item = LmeInstance.model_validate(raw)
     except ValidationError as exc:
-        problems.extend(Problem(file, json_path(err["loc"]).replace("$", f"$[{index}]", 1),
-                                validation_message(dict(err))) for err in exc.errors(include_url=False))
+        problems.extend(
+            Problem(
+                file,
+                json_path(err["loc"]).replace("$", f"$[{index}]", 1),
+                validation_message(dict(err)),
+            )
+            for err in exc.errors(include_url=False)
+        )
         return None
     instance = _Instance(file, index, item)
     persona = instance.persona()
@@ -262,7 +331,9 @@ def _instance(raw: Any, file: str, index: int, problems: list[Problem]) -> Parse
 
 class LongMemEvalImporter(StreamingImporter):
     name: ClassVar[str] = "longmemeval"
-    description: ClassVar[str] = "LongMemEval instances (longmemeval_s / _m / _oracle: a JSON list; one scope each)"
+    description: ClassVar[str] = (
+        "LongMemEval instances (longmemeval_s / _m / _oracle: a JSON list; one scope each)"
+    )
     source_format: ClassVar[str] = SOURCE_FORMAT
     protocols: ClassVar[tuple[str, ...]] = ("longmemeval",)
 
@@ -270,5 +341,7 @@ class LongMemEvalImporter(StreamingImporter):
     def project_type(cls, category: str | None, label: str, question_id: str = "") -> str:
         return project_type(category or label, question_id)
 
-    def iter_stream(self, stream: BinaryIO, file: str, problems: list[Problem]) -> Iterator[ParsedPersona]:
+    def iter_stream(
+        self, stream: BinaryIO, file: str, problems: list[Problem]
+    ) -> Iterator[ParsedPersona]:
         return iter_instances(stream, file, problems)

@@ -49,7 +49,9 @@ SOURCE_FORMAT = "personamem"
 MEDIUM = CONVERSATION_TURN
 START = dt.datetime(2024, 1, 1)
 MESSAGE_SPACING = dt.timedelta(minutes=1)
-BEFORE_NEXT = dt.timedelta(seconds=1)  # a question is asked this long before the first message it must not see
+BEFORE_NEXT = dt.timedelta(
+    seconds=1
+)  # a question is asked this long before the first message it must not see
 
 # PersonaMem's question types -> the closest project type (older releases' names beside the current ones).
 TYPES: dict[str, str] = {
@@ -69,9 +71,18 @@ TYPES: dict[str, str] = {
     "generalizing_past_reasons_in_memory_to_new_scenarios": "inferential",
 }
 
-REQUIRED = ("question_id", "question_type", "correct_answer", "all_options", "shared_context_id",
-            "end_index_in_shared_context")
-QUESTION_COLUMNS = ("user_question_or_message", "question")  # the current name, and the first release's
+REQUIRED = (
+    "question_id",
+    "question_type",
+    "correct_answer",
+    "all_options",
+    "shared_context_id",
+    "end_index_in_shared_context",
+)
+QUESTION_COLUMNS = (
+    "user_question_or_message",
+    "question",
+)  # the current name, and the first release's
 _LABEL = re.compile(r"^\s*\(([a-zA-Z])\)\s*")
 _SIZE = re.compile(r"_(\w+?)$")
 
@@ -118,7 +129,12 @@ def _choices(options: list[str]) -> list[Choice]:
     out = []
     for i, option in enumerate(options):
         m = _LABEL.match(option)
-        out.append(Choice(id=m.group(1).lower() if m else "abcdefghij"[i], text=option[m.end():] if m else option))
+        out.append(
+            Choice(
+                id=m.group(1).lower() if m else "abcdefghij"[i],
+                text=option[m.end() :] if m else option,
+            )
+        )
     return out
 
 
@@ -132,19 +148,33 @@ def read_contexts(data: bytes, file: str) -> dict[str, list[dict[str, str]]]:
         try:
             doc = json.loads(line)
         except json.JSONDecodeError as exc:
-            problems.append(Problem(file, f"line {n}", f"not valid JSON: {exc.msg} at column {exc.colno}"))
+            problems.append(
+                Problem(file, f"line {n}", f"not valid JSON: {exc.msg} at column {exc.colno}")
+            )
             continue
         if not isinstance(doc, dict) or len(doc) != 1:
-            problems.append(Problem(file, f"line {n}: $", "a line is one object {shared_context_id: [messages]}"))
+            problems.append(
+                Problem(
+                    file, f"line {n}: $", "a line is one object {shared_context_id: [messages]}"
+                )
+            )
             continue
         ((cid, messages),) = doc.items()
         where = f"line {n}: $.{cid}"
         if not isinstance(messages, list):
-            problems.append(Problem(file, where, f"expected a list of messages (got {type(messages).__name__})"))
+            problems.append(
+                Problem(file, where, f"expected a list of messages (got {type(messages).__name__})")
+            )
             continue
         for i, m in enumerate(messages):
-            if not isinstance(m, dict) or not isinstance(m.get("role"), str) or not isinstance(m.get("content"), str):
-                problems.append(Problem(file, f"{where}[{i}]", "a message is {\"role\": text, \"content\": text}"))
+            if (
+                not isinstance(m, dict)
+                or not isinstance(m.get("role"), str)
+                or not isinstance(m.get("content"), str)
+            ):
+                problems.append(
+                    Problem(file, f"{where}[{i}]", 'a message is {"role": text, "content": text}')
+                )
         if cid in contexts:
             problems.append(Problem(file, where, f"shared context {cid!r} is given twice"))
         contexts[cid] = messages
@@ -161,8 +191,16 @@ def read_questions(data: bytes, file: str) -> list[_Row]:
     if not any(c in columns for c in QUESTION_COLUMNS):
         missing.append(QUESTION_COLUMNS[0])
     if missing:
-        raise ImportFailed([Problem(file, "line 1", f"missing column{'s' if len(missing) > 1 else ''} "
-                                                    f"{', '.join(missing)} (a PersonaMem questions_*.csv)")])
+        raise ImportFailed(
+            [
+                Problem(
+                    file,
+                    "line 1",
+                    f"missing column{'s' if len(missing) > 1 else ''} "
+                    f"{', '.join(missing)} (a PersonaMem questions_*.csv)",
+                )
+            ]
+        )
     rows: list[_Row] = []
     while True:
         start = reader.line_num + 1
@@ -173,53 +211,78 @@ def read_questions(data: bytes, file: str) -> list[_Row]:
         if values is None:
             return rows
         if None in values:
-            raise ImportFailed([Problem(file, f"line {start}", f"more fields than the {len(columns)} columns")])
+            raise ImportFailed(
+                [Problem(file, f"line {start}", f"more fields than the {len(columns)} columns")]
+            )
         rows.append(_Row(start, {k: (v or "") for k, v in values.items()}))
 
 
 class _Pair:
     """One questions file and its contexts, turned into a persona per shared context."""
 
-    def __init__(self, questions_file: str, rows: list[_Row], contexts_file: str,
-                 contexts: dict[str, list[dict[str, str]]]):
+    def __init__(
+        self,
+        questions_file: str,
+        rows: list[_Row],
+        contexts_file: str,
+        contexts: dict[str, list[dict[str, str]]],
+    ):
         self.questions_file, self.rows = questions_file, rows
         self.contexts_file, self.contexts = contexts_file, contexts
         self.problems: list[Problem] = []
 
     def problem(self, row: _Row, column: str, message: str) -> None:
-        self.problems.append(Problem(self.questions_file, f"line {row.line}, column {column}", message))
+        self.problems.append(
+            Problem(self.questions_file, f"line {row.line}, column {column}", message)
+        )
 
     def question(self, row: _Row) -> tuple[str, ReleaseQuestion, QuestionSource] | None:
         v = row.values
         cid = v["shared_context_id"].strip()
         context = self.contexts.get(cid)
         if context is None:
-            self.problem(row, "shared_context_id", f"shared context {cid!r} is not in {self.contexts_file}")
+            self.problem(
+                row, "shared_context_id", f"shared context {cid!r} is not in {self.contexts_file}"
+            )
             return None
         raw_end = v["end_index_in_shared_context"].strip()
         if not raw_end.isdigit() or not 1 <= int(raw_end) <= len(context):
-            self.problem(row, "end_index_in_shared_context", f"expected a message index 1..{len(context)} "
-                                                             f"(got {raw_end!r})")
+            self.problem(
+                row,
+                "end_index_in_shared_context",
+                f"expected a message index 1..{len(context)} (got {raw_end!r})",
+            )
             return None
         options = _options(v["all_options"])
         if options is None:
-            self.problem(row, "all_options", "expected a list of option strings, e.g. ['(a) ...', '(b) ...']")
+            self.problem(
+                row, "all_options", "expected a list of option strings, e.g. ['(a) ...', '(b) ...']"
+            )
             return None
         choices = _choices(options)
         m = _LABEL.match(v["correct_answer"])
-        correct = m.group(1).lower() if m and not v["correct_answer"][m.end():].strip() else None
+        correct = m.group(1).lower() if m and not v["correct_answer"][m.end() :].strip() else None
         if correct is None or correct not in {c.id for c in choices}:
-            self.problem(row, "correct_answer", f"expected one of the options' labels, e.g. (a) "
-                                                f"(got {v['correct_answer']!r})")
+            self.problem(
+                row,
+                "correct_answer",
+                f"expected one of the options' labels, e.g. (a) (got {v['correct_answer']!r})",
+            )
             return None
         qtype = v["question_type"].strip()
         text = next(v[c] for c in QUESTION_COLUMNS if c in v)
         end = int(raw_end)
         question = ReleaseQuestion(
-            id=v["question_id"].strip(), question=text, question_type=qtype, question_time=question_time(end),
+            id=v["question_id"].strip(),
+            question=text,
+            question_type=qtype,
+            question_time=question_time(end),
             answer=next(c.text for c in choices if c.id == correct),
-            dimension=v.get("topic", "").strip() or "unspecified",  # PersonaMem's topic (e.g. therapy)
-            choices=[ReleaseChoice(id=c.id, text=c.text) for c in choices], correct_choice_id=correct)
+            dimension=v.get("topic", "").strip()
+            or "unspecified",  # PersonaMem's topic (e.g. therapy)
+            choices=[ReleaseChoice(id=c.id, text=c.text) for c in choices],
+            correct_choice_id=correct,
+        )
         return cid, question, QuestionSource(project_type(qtype), qtype)
 
     def personas(self) -> list[ParsedPersona]:
@@ -243,31 +306,58 @@ class _Pair:
             raise ImportFailed(self.problems)
         return [self.persona(cid, items, persona_of[cid]) for cid, items in by_context.items()]
 
-    def persona(self, cid: str, items: list[tuple[ReleaseQuestion, QuestionSource]], person: str) -> ParsedPersona:
+    def persona(
+        self, cid: str, items: list[tuple[ReleaseQuestion, QuestionSource]], person: str
+    ) -> ParsedPersona:
         messages = self.contexts[cid]
         narrative = None
         traces = []
         for i, m in enumerate(messages):
-            if i == 0 and m["role"] == "system":  # the persona: who the user is, not something they said
+            if (
+                i == 0 and m["role"] == "system"
+            ):  # the persona: who the user is, not something they said
                 narrative = m["content"]
                 continue
-            traces.append(ReleaseTrace(id=message_id(cid, i), medium=MEDIUM, event_date=message_time(i),
-                                       content=f"{m['role']}: {m['content']}", speaker=m["role"],
-                                       session_key=cid))
-        release = ReleaseFile(person_name=f"persona {person}" if person else cid, person_id=cid, context=traces,
-                              questions=[q for q, _ in items])
-        language = detect_language(None, [q.question for q, _ in items[:5]] + [t.content[:300] for t in traces[:8]])
-        return ParsedPersona(self.questions_file, release, language, SOURCE_FORMAT,
-                             sources=tuple(s for _, s in items), narrative=narrative)
+            traces.append(
+                ReleaseTrace(
+                    id=message_id(cid, i),
+                    medium=MEDIUM,
+                    event_date=message_time(i),
+                    content=f"{m['role']}: {m['content']}",
+                    speaker=m["role"],
+                    session_key=cid,
+                )
+            )
+        release = ReleaseFile(
+            person_name=f"persona {person}" if person else cid,
+            person_id=cid,
+            context=traces,
+            questions=[q for q, _ in items],
+        )
+        language = detect_language(
+            None, [q.question for q, _ in items[:5]] + [t.content[:300] for t in traces[:8]]
+        )
+        return ParsedPersona(
+            self.questions_file,
+            release,
+            language,
+            SOURCE_FORMAT,
+            sources=tuple(s for _, s in items),
+            narrative=narrative,
+        )
 
 
-def parse_pair(questions: bytes, questions_file: str, contexts: bytes, contexts_file: str) -> list[ParsedPersona]:
+def parse_pair(
+    questions: bytes, questions_file: str, contexts: bytes, contexts_file: str
+) -> list[ParsedPersona]:
     """Every persona of one questions CSV and its shared contexts JSONL."""
     problems: list[Problem] = []
     rows: list[_Row] = []
     found: dict[str, list[dict[str, str]]] = {}
-    for read in (lambda: rows.extend(read_questions(questions, questions_file)),
-                 lambda: found.update(read_contexts(contexts, contexts_file))):
+    for read in (
+        lambda: rows.extend(read_questions(questions, questions_file)),
+        lambda: found.update(read_contexts(contexts, contexts_file)),
+    ):
         try:
             read()
         except ImportFailed as exc:
@@ -293,12 +383,25 @@ def pair_files(files: Sequence[Path]) -> list[tuple[Path, Path]]:
     for q in csvs:
         c = by_size.pop(_size(q), None)
         if c is None:
-            problems.append(Problem(str(q), "", "no shared contexts file (.jsonl) for these questions: give "
-                                                "QUESTIONS.csv CONTEXTS.jsonl (e.g. shared_contexts_32k.jsonl)"))
+            problems.append(
+                Problem(
+                    str(q),
+                    "",
+                    "no shared contexts file (.jsonl) for these questions: give "
+                    "QUESTIONS.csv CONTEXTS.jsonl (e.g. shared_contexts_32k.jsonl)",
+                )
+            )
         else:
             pairs.append((q, c))
-    problems += [Problem(str(c), "", "no questions file (.csv) for these shared contexts: give "
-                                     "QUESTIONS.csv CONTEXTS.jsonl (e.g. questions_32k.csv)") for c in by_size.values()]
+    problems += [
+        Problem(
+            str(c),
+            "",
+            "no questions file (.csv) for these shared contexts: give "
+            "QUESTIONS.csv CONTEXTS.jsonl (e.g. questions_32k.csv)",
+        )
+        for c in by_size.values()
+    ]
     if problems:
         raise ImportFailed(problems)
     return pairs
@@ -306,7 +409,9 @@ def pair_files(files: Sequence[Path]) -> list[tuple[Path, Path]]:
 
 class PersonaMemImporter(Importer):
     name: ClassVar[str] = "personamem"
-    description: ClassVar[str] = "PersonaMem questions (questions_*.csv) with their shared contexts (*.jsonl)"
+    description: ClassVar[str] = (
+        "PersonaMem questions (questions_*.csv) with their shared contexts (*.jsonl)"
+    )
     source_format: ClassVar[str] = SOURCE_FORMAT
     suffixes: ClassVar[tuple[str, ...]] = (".csv", ".jsonl")
     protocols: ClassVar[tuple[str, ...]] = ("personamem",)
@@ -320,13 +425,21 @@ class PersonaMemImporter(Importer):
 
     def parse_group(self, data: Sequence[bytes], files: Sequence[str]) -> list[ParsedPersona]:
         if len(files) != 2:
-            raise ImportFailed([Problem(files[0] if files else "personamem", "",
-                                        "give a questions CSV and its shared contexts JSONL")])
+            raise ImportFailed(
+                [
+                    Problem(
+                        files[0] if files else "personamem",
+                        "",
+                        "give a questions CSV and its shared contexts JSONL",
+                    )
+                ]
+            )
         return parse_pair(data[0], files[0], data[1], files[1])
 
     def parse_text(self, text: str, file: str) -> list[ParsedPersona]:
-        raise ImportFailed([Problem(file, "", "a PersonaMem import reads two files: QUESTIONS.csv CONTEXTS.jsonl")])
+        raise ImportFailed(
+            [Problem(file, "", "a PersonaMem import reads two files: QUESTIONS.csv CONTEXTS.jsonl")]
+        )
 
     def parse_bytes(self, data: bytes, file: str) -> list[ParsedPersona]:
         return self.parse_text("", file)
-

@@ -45,18 +45,31 @@ class _ExportedQuestion(ReleaseQuestion):
     source category (``clonemem/exporters/release.py``); other readers ignore them."""
 
     locomo_category: int | None = None  # a LoCoMo question's category (1-5)
-    source_category: str | None = None  # another source's category (LongMemEval's, PersonaMem's type)
+    source_category: str | None = (
+        None  # another source's category (LongMemEval's, PersonaMem's type)
+    )
     adversarial_answer: str | None = None
 
     def source(self, source_format: str | None) -> QuestionSource:
         if self.locomo_category is not None:
-            return QuestionSource(locomo.project_type(self.locomo_category, self.question_type),
-                                  str(self.locomo_category), self.adversarial_answer)
+            return QuestionSource(
+                locomo.project_type(self.locomo_category, self.question_type),
+                str(self.locomo_category),
+                self.adversarial_answer,
+            )
         if self.source_category is not None and source_format is not None:
-            return QuestionSource(_format_type(source_format, self.source_category, self.question_type, self.id),
-                                  self.source_category, self.adversarial_answer, self.privacy)
-        return QuestionSource(project_type(self.question_type), self.source_category, self.adversarial_answer,
-                              self.privacy)
+            return QuestionSource(
+                _format_type(source_format, self.source_category, self.question_type, self.id),
+                self.source_category,
+                self.adversarial_answer,
+                self.privacy,
+            )
+        return QuestionSource(
+            project_type(self.question_type),
+            self.source_category,
+            self.adversarial_answer,
+            self.privacy,
+        )
 
 
 def _format_type(source_format: str, category: str, label: str, question_id: str) -> str:
@@ -64,13 +77,19 @@ def _format_type(source_format: str, category: str, label: str, question_id: str
     from clonemem.importers import IMPORTERS
 
     found = IMPORTERS.get(source_format) if source_format in IMPORTERS else None
-    return found.project_type(category, label, question_id) if isinstance(found, type) else project_type(label)
+    return (
+        found.project_type(category, label, question_id)
+        if isinstance(found, type)
+        else project_type(label)
+    )
 
 
 class _ReleaseFileIn(ReleaseFile):
     questions: list[_ExportedQuestion] | None = None  # type: ignore[assignment]  # narrows the parent's list type for export extras
     qa_items: list[_ExportedQuestion] | None = None  # type: ignore[assignment]  # narrows the parent's list type for export extras
-    source_format: str | None = None  # an export of a benchmark imported from another format names it
+    source_format: str | None = (
+        None  # an export of a benchmark imported from another format names it
+    )
 
 
 def parse_release_text(data: bytes | str, file: str) -> ReleaseFile:
@@ -80,11 +99,15 @@ def parse_release_text(data: bytes | str, file: str) -> ReleaseFile:
         release = _ReleaseFileIn.model_validate_json(text)
     except ValidationError as exc:
         if (version := _version_problem(text, file)) is not None:
-            raise ImportFailed([version]) from None  # another major version: its fields mean other things
+            raise ImportFailed(
+                [version]
+            ) from None  # another major version: its fields mean other things
         problems = []
         for err in exc.errors(include_url=False):
             if err["type"] == "json_invalid":
-                problems.append(Problem(file, "$", f"not valid JSON: {err['ctx'].get('error', err['msg'])}"))
+                problems.append(
+                    Problem(file, "$", f"not valid JSON: {err['ctx'].get('error', err['msg'])}")
+                )
             else:
                 problems.append(Problem(file, json_path(err["loc"]), validation_message(err)))
         raise ImportFailed(problems) from None
@@ -115,8 +138,13 @@ def check_references(release: ReleaseFile, file: str) -> list[Problem]:
     for qi, q in enumerate(release.items):
         base = f"$.{key}[{qi}]"
         if q.id in question_ids:
-            problems.append(Problem(file, f"{base}.id",
-                                    f"duplicate question id {q.id!r} (first at $.{key}[{question_ids[q.id]}])"))
+            problems.append(
+                Problem(
+                    file,
+                    f"{base}.id",
+                    f"duplicate question id {q.id!r} (first at $.{key}[{question_ids[q.id]}])",
+                )
+            )
         else:
             question_ids[q.id] = qi
         problems += _trace_references(q, base, trace_ids, file)
@@ -135,20 +163,40 @@ def _privacy_items(q: ReleaseQuestion, base: str, file: str) -> list[Problem]:
         for i, item in enumerate(getattr(q.privacy, role)):
             where = f"{base}.privacy.{role}[{i}].evidence"
             if item.evidence >= len(q.evidence):
-                problems.append(Problem(file, where, f"evidence {item.evidence} is not in the question's evidence "
-                                                     f"list ({len(q.evidence)} items)"))
+                problems.append(
+                    Problem(
+                        file,
+                        where,
+                        f"evidence {item.evidence} is not in the question's evidence "
+                        f"list ({len(q.evidence)} items)",
+                    )
+                )
             elif item.evidence in sides:
-                problems.append(Problem(file, where, f"evidence {item.evidence} is also {sides[item.evidence]}"))
+                problems.append(
+                    Problem(file, where, f"evidence {item.evidence} is also {sides[item.evidence]}")
+                )
             sides.setdefault(item.evidence, role)
     return problems
 
 
 def _question_list(release: ReleaseFile, file: str) -> list[Problem]:
     if release.questions is not None and release.qa_items is not None:
-        return [Problem(file, "$", "both `questions` and `qa_items` are present; a file has one question list")]
+        return [
+            Problem(
+                file,
+                "$",
+                "both `questions` and `qa_items` are present; a file has one question list",
+            )
+        ]
     if release.questions is None and release.qa_items is None:
-        return [Problem(file, "$.questions", "required field is missing (the question list, "
-                                             f"under `{QUESTION_KEYS[0]}` or `{QUESTION_KEYS[1]}`)")]
+        return [
+            Problem(
+                file,
+                "$.questions",
+                "required field is missing (the question list, "
+                f"under `{QUESTION_KEYS[0]}` or `{QUESTION_KEYS[1]}`)",
+            )
+        ]
     return []
 
 
@@ -157,20 +205,36 @@ def _unique_trace_ids(release: ReleaseFile, file: str, problems: list[Problem]) 
     trace_ids: dict[str, int] = {}
     for i, trace in enumerate(release.context):
         if trace.id in trace_ids:
-            problems.append(Problem(file, f"$.context[{i}].id",
-                                    f"duplicate trace id {trace.id!r} (first at $.context[{trace_ids[trace.id]}])"))
+            problems.append(
+                Problem(
+                    file,
+                    f"$.context[{i}].id",
+                    f"duplicate trace id {trace.id!r} (first at $.context[{trace_ids[trace.id]}])",
+                )
+            )
         else:
             trace_ids[trace.id] = i
     return trace_ids
 
 
-def _trace_references(q: ReleaseQuestion, base: str, trace_ids: dict[str, int], file: str) -> list[Problem]:
-    problems = [Problem(file, f"{base}.digital_trace_ids[{ti}]", f"trace {tid!r} is not in context")
-                for ti, tid in enumerate(q.digital_trace_ids) if tid not in trace_ids]
+def _trace_references(
+    q: ReleaseQuestion, base: str, trace_ids: dict[str, int], file: str
+) -> list[Problem]:
+    problems = [
+        Problem(file, f"{base}.digital_trace_ids[{ti}]", f"trace {tid!r} is not in context")
+        for ti, tid in enumerate(q.digital_trace_ids)
+        if tid not in trace_ids
+    ]
     for ei, ev in enumerate(q.evidence):
-        problems += [Problem(file, f"{base}.evidence[{ei}].digital_trace_ids[{ti}]",
-                             f"evidence names trace {tid!r}, which is not in context")
-                     for ti, tid in enumerate(ev.digital_trace_ids) if tid not in trace_ids]
+        problems += [
+            Problem(
+                file,
+                f"{base}.evidence[{ei}].digital_trace_ids[{ti}]",
+                f"evidence names trace {tid!r}, which is not in context",
+            )
+            for ti, tid in enumerate(ev.digital_trace_ids)
+            if tid not in trace_ids
+        ]
     return problems
 
 
@@ -179,13 +243,21 @@ def _choices(q: ReleaseQuestion, base: str, file: str) -> list[Problem]:
     seen: set[str] = set()
     for ci, cid in enumerate(c.id for c in q.choices):
         if cid in seen:
-            problems.append(Problem(file, f"{base}.choices[{ci}].id", f"duplicate choice id {cid!r}"))
+            problems.append(
+                Problem(file, f"{base}.choices[{ci}].id", f"duplicate choice id {cid!r}")
+            )
         seen.add(cid)
     if q.choices and q.correct_choice_id is None:
-        problems.append(Problem(file, f"{base}.correct_choice_id", "choices are given but correct_choice_id is null"))
+        problems.append(
+            Problem(
+                file, f"{base}.correct_choice_id", "choices are given but correct_choice_id is null"
+            )
+        )
     elif q.correct_choice_id is not None and q.correct_choice_id not in seen:
         where = "is not one of the choice ids" if q.choices else "is set but choices is empty"
-        problems.append(Problem(file, f"{base}.correct_choice_id", f"{q.correct_choice_id!r} {where}"))
+        problems.append(
+            Problem(file, f"{base}.correct_choice_id", f"{q.correct_choice_id!r} {where}")
+        )
     return problems
 
 
@@ -195,20 +267,31 @@ def _source_format(release: ReleaseFile) -> str | None:
 
 def _sources(release: ReleaseFile) -> tuple[QuestionSource, ...]:
     fmt = _source_format(release)
-    return tuple(q.source(fmt) if isinstance(q, _ExportedQuestion) else QuestionSource(project_type(q.question_type))
-                 for q in release.items)
+    return tuple(
+        q.source(fmt)
+        if isinstance(q, _ExportedQuestion)
+        else QuestionSource(project_type(q.question_type))
+        for q in release.items
+    )
 
 
 def parse_release_persona(path: str | Path, text: str | None = None) -> ParsedPersona:
     rel = parse_release_text(read_text(path) if text is None else text, str(path))
     # a file exported from a benchmark imported from another format keeps that format (its protocols)
-    return ParsedPersona(str(path), rel, detect_language(str(path), (t.content for t in rel.context)),
-                         _source_format(rel) or SOURCE_FORMAT, sources=_sources(rel))
+    return ParsedPersona(
+        str(path),
+        rel,
+        detect_language(str(path), (t.content for t in rel.context)),
+        _source_format(rel) or SOURCE_FORMAT,
+        sources=_sources(rel),
+    )
 
 
 class ReleaseImporter(Importer):
     name: ClassVar[str] = "release"
-    description: ClassVar[str] = "CloneMem release files (one JSON file per persona; `questions` or `qa_items`)"
+    description: ClassVar[str] = (
+        "CloneMem release files (one JSON file per persona; `questions` or `qa_items`)"
+    )
     source_format: ClassVar[str] = SOURCE_FORMAT
 
     def parse_text(self, text: str, file: str) -> list[ParsedPersona]:
@@ -220,5 +303,11 @@ def parse_release_paths(paths: list[str | Path] | tuple[str | Path, ...]) -> lis
     return ReleaseImporter().parse_paths(paths)
 
 
-__all__ = ["ReleaseImporter", "check_references", "parse_release_paths", "parse_release_persona",
-           "parse_release_text", "project_type"]
+__all__ = [
+    "ReleaseImporter",
+    "check_references",
+    "parse_release_paths",
+    "parse_release_persona",
+    "parse_release_text",
+    "project_type",
+]

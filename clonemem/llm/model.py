@@ -84,7 +84,9 @@ class MemorySink:
 
 @dataclass(frozen=True)
 class RetryPolicy:
-    max_retries: int  # attempts after a transient error (timeout, no connection, 429, 5xx), per call
+    max_retries: (
+        int  # attempts after a transient error (timeout, no connection, 429, 5xx), per call
+    )
     max_validation_retries: int  # attempts after a reply that did not validate, per call
     backoff_base_s: float
     backoff_max_s: float
@@ -115,16 +117,21 @@ class Budget:
         self._reserved = 0.0
         self._lock = threading.Lock()
 
-    def reserve(self, ref: str, price: ModelPrice | None, prompt_tokens: int, max_tokens: int) -> float:
+    def reserve(
+        self, ref: str, price: ModelPrice | None, prompt_tokens: int, max_tokens: int
+    ) -> float:
         if price is None:
-            raise BudgetExceeded(f"{ref} has no known price, so a cost budget cannot bound it: add it under "
-                                 "[pricing] in the config")
+            raise BudgetExceeded(
+                f"{ref} has no known price, so a cost budget cannot bound it: add it under "
+                "[pricing] in the config"
+            )
         worst = cost_usd(price, prompt_tokens, max_tokens) or 0.0
         with self._lock:
             if self.spent_usd + self._reserved + worst > self.limit_usd:
                 raise BudgetExceeded(
                     f"stopped before exceeding the cost budget: spent ${self.spent_usd:.4f} of "
-                    f"${self.limit_usd:.4f}, and the next {ref} call could cost up to ${worst:.4f}")
+                    f"${self.limit_usd:.4f}, and the next {ref} call could cost up to ${worst:.4f}"
+                )
             self._reserved += worst
         return worst
 
@@ -179,16 +186,32 @@ class _CallBudget:
             self.first_sent = now
         return dt.datetime.now(dt.UTC).replace(tzinfo=None), now
 
-    def log(self, n: int, started: tuple[dt.datetime, float], outcome: Outcome, exc: BaseException | None = None,
-            redact: Callable[[str], str] = str) -> None:
+    def log(
+        self,
+        n: int,
+        started: tuple[dt.datetime, float],
+        outcome: Outcome,
+        exc: BaseException | None = None,
+        redact: Callable[[str], str] = str,
+    ) -> None:
         error_class = getattr(exc, "error_class", type(exc).__name__) if exc is not None else None
-        self.attempts.append(Attempt(n, started[0], (time.monotonic() - started[1]) * 1000.0, outcome, error_class,
-                                     None if exc is None else redact(str(exc))[:500]))
+        self.attempts.append(
+            Attempt(
+                n,
+                started[0],
+                (time.monotonic() - started[1]) * 1000.0,
+                outcome,
+                error_class,
+                None if exc is None else redact(str(exc))[:500],
+            )
+        )
 
     def invalid(self, problem: str) -> None:
         """The last attempt's reply did not validate."""
         last = self.attempts[-1]
-        self.attempts[-1] = replace(last, outcome="invalid_output", error_class="invalid_output", error=problem[:500])
+        self.attempts[-1] = replace(
+            last, outcome="invalid_output", error_class="invalid_output", error=problem[:500]
+        )
 
     def stop_reason(self, wait_s: float) -> str | None:
         """Why no further attempt is made after a transient error (None: one is), given the wait before it."""
@@ -253,7 +276,9 @@ class Model:
         self._sleep = sleep
         self.budget = budget
         self.covers = covers  # stage name -> role a cached task's key covers (None: no restriction)
-        self.store_texts = store_texts  # keep each call's prompt and reply in its record ([logging] store_calls)
+        self.store_texts = (
+            store_texts  # keep each call's prompt and reply in its record ([logging] store_calls)
+        )
         self.health = health or ProviderHealth()  # shared by the run's models of this provider
         self._usage_lock = threading.Lock()
 
@@ -265,8 +290,20 @@ class Model:
         """This model with its calls recorded to ``sink`` (same provider, limits and retry policy; its own
         usage totals): a task records the calls it makes, to return them with its result. ``covers``
         (stage name -> role) are the only stages it may then run: those its task's cache key covers."""
-        return Model(self.api, self.role, self.policy, self._limiter, self.price, sink, self.run_id, self._sleep,
-                     self.budget, covers, self.store_texts, self.health)
+        return Model(
+            self.api,
+            self.role,
+            self.policy,
+            self._limiter,
+            self.price,
+            sink,
+            self.run_id,
+            self._sleep,
+            self.budget,
+            covers,
+            self.store_texts,
+            self.health,
+        )
 
     @property
     def is_offline(self) -> bool:
@@ -274,21 +311,39 @@ class Model:
 
     # -- public ------------------------------------------------------------------------------
 
-    def request(self, stage: str, prompt: prompts.Prompt, schema: type[BaseModel] | None = None, *,
-                inputs_key: str = "", offline: OfflineAnswer | None = None, max_tokens: int = 4096) -> GenerateRequest:
+    def request(
+        self,
+        stage: str,
+        prompt: prompts.Prompt,
+        schema: type[BaseModel] | None = None,
+        *,
+        inputs_key: str = "",
+        offline: OfflineAnswer | None = None,
+        max_tokens: int = 4096,
+    ) -> GenerateRequest:
         """Build a request from a rendered prompt; structured requests carry the JSON schema instruction."""
         if self.covers is not None and self.covers.get(stage) != self.role:
-            why = (f"its key covers it through the {self.covers[stage]} role's model, not the {self.role} role's"
-                   if stage in self.covers else
-                   f"its key covers only {', '.join(sorted(self.covers)) or 'no stage'}")
-            raise StageNotCovered(f"stage {stage!r} called inside a cached task that does not key on it ({why}); "
-                                  "add it to the task's cache policy (or the memory system's llm_stages)")
+            why = (
+                f"its key covers it through the {self.covers[stage]} role's model, not the {self.role} role's"
+                if stage in self.covers
+                else f"its key covers only {', '.join(sorted(self.covers)) or 'no stage'}"
+            )
+            raise StageNotCovered(
+                f"stage {stage!r} called inside a cached task that does not key on it ({why}); "
+                "add it to the task's cache policy (or the memory system's llm_stages)"
+            )
         user = prompt.user
         if schema is not None:
             user += "\n\n" + _json_instruction(schema)
         return GenerateRequest(
-            stage=stage, role=self.role, system=prompt.system, messages=(Message("user", user),),
-            inputs_key=inputs_key, offline=offline, output_schema=schema, max_tokens=max_tokens,
+            stage=stage,
+            role=self.role,
+            system=prompt.system,
+            messages=(Message("user", user),),
+            inputs_key=inputs_key,
+            offline=offline,
+            output_schema=schema,
+            max_tokens=max_tokens,
         )
 
     def structured(self, request: GenerateRequest, schema: type[T]) -> T:
@@ -311,9 +366,13 @@ class Model:
                         Message("user", prompts.render("output_feedback", problem=problem).user),
                     ]
             rec.outcome = "invalid_output"
-            rec.error = (f"no valid {schema.__name__} after {rec.attempts} attempts in {call.elapsed():.1f} s"
-                         f"{' (call deadline)' if call.deadline_passed() else ''}: {problem}")
-            raise InvalidOutputError(f"{self.ref} ({request.stage}): {rec.error}", last_output=result.text)
+            rec.error = (
+                f"no valid {schema.__name__} after {rec.attempts} attempts in {call.elapsed():.1f} s"
+                f"{' (call deadline)' if call.deadline_passed() else ''}: {problem}"
+            )
+            raise InvalidOutputError(
+                f"{self.ref} ({request.stage}): {rec.error}", last_output=result.text
+            )
         except LLMError as exc:
             self._fail(rec, exc)
             raise
@@ -339,7 +398,9 @@ class Model:
         refused = self.api.refused
         return refused if refused is not None else self.health.gave_up
 
-    def _complete(self, request: GenerateRequest, rec: CallRecord, call: _CallBudget) -> GenerateResult:
+    def _complete(
+        self, request: GenerateRequest, rec: CallRecord, call: _CallBudget
+    ) -> GenerateResult:
         if self.store_texts:
             rec.prompt_text = self.api.redact(_exchange(request))
         while True:
@@ -349,14 +410,20 @@ class Model:
             try:
                 with self._limiter:
                     if (refused := self._refused()) is not None:
-                        rec.attempts -= 1  # not sent: the provider already refused this model's key or request
+                        rec.attempts -= (
+                            1  # not sent: the provider already refused this model's key or request
+                        )
                         raise refused
                     bound = call.attempt_bound()
                     started = call.sending()
-                    result = self._attempt(replace(request, attempt=rec.attempts, timeout_s=bound), bound)
+                    result = self._attempt(
+                        replace(request, attempt=rec.attempts, timeout_s=bound), bound
+                    )
             except BaseException as exc:
                 self._settle(reserved, None)
-                self._sleep(self._retry_wait(exc, rec, call, started))  # or raises: no further attempt
+                self._sleep(
+                    self._retry_wait(exc, rec, call, started)
+                )  # or raises: no further attempt
                 continue
             assert started is not None  # the attempt was sent
             call.replied = True
@@ -369,15 +436,25 @@ class Model:
             self._settle(reserved, cost_usd(self.price, result.input_tokens, result.output_tokens))
             return result
 
-    def _retry_wait(self, exc: BaseException, rec: CallRecord, call: _CallBudget,
-                    started: tuple[dt.datetime, float] | None) -> float:
+    def _retry_wait(
+        self,
+        exc: BaseException,
+        rec: CallRecord,
+        call: _CallBudget,
+        started: tuple[dt.datetime, float] | None,
+    ) -> float:
         """After a failed attempt (``started``: None when it was not sent), the wait before the next one;
         raises when there is none: a permanent error, or a transient one with the budget spent."""
         if started is not None and isinstance(exc, LLMError):
             # abandoned (the run gave up on the provider meanwhile) or no reply: no sign of the provider
-            silent = isinstance(exc, ProviderUnresponsive) or (isinstance(exc, TransientError)
-                                                               and exc.error_class in NO_REPLY)
-            outcome: Outcome = "transient_error" if silent or isinstance(exc, TransientError) else "permanent_error"
+            silent = isinstance(exc, ProviderUnresponsive) or (
+                isinstance(exc, TransientError) and exc.error_class in NO_REPLY
+            )
+            outcome: Outcome = (
+                "transient_error"
+                if silent or isinstance(exc, TransientError)
+                else "permanent_error"
+            )
             call.log(rec.attempts, started, outcome, exc, self.api.redact)
             if not silent:
                 call.replied = True  # a refusal or an error status is a reply
@@ -385,7 +462,9 @@ class Model:
         if isinstance(exc, ProviderRejected):
             exc = exc.for_role(self.role)
             if not isinstance(exc, ProviderUnresponsive):
-                self.api.refused = exc  # the steps still waiting for this model stop without sending
+                self.api.refused = (
+                    exc  # the steps still waiting for this model stop without sending
+                )
             raise exc from None
         if not isinstance(exc, TransientError):
             raise exc
@@ -411,8 +490,12 @@ class Model:
             finally:
                 done.set()
 
-        threading.Thread(target=contextvars.copy_context().run, args=(attempt,), daemon=True,
-                         name="clonemem-llm-attempt").start()
+        threading.Thread(
+            target=contextvars.copy_context().run,
+            args=(attempt,),
+            daemon=True,
+            name="clonemem-llm-attempt",
+        ).start()
         end = time.monotonic() + bound
         while not done.wait(min(ATTEMPT_POLL_S, max(0.0, end - time.monotonic()))):
             if (refused := self._refused()) is not None:
@@ -424,7 +507,9 @@ class Model:
             raise got
         return got
 
-    def _gave_up(self, rec: CallRecord, call: _CallBudget, exc: TransientError, why: str) -> LLMError:
+    def _gave_up(
+        self, rec: CallRecord, call: _CallBudget, exc: TransientError, why: str
+    ) -> LLMError:
         """The error a call ends with when its budget is spent: :class:`ProviderUnresponsive` when no attempt
         got a reply and no other call of the run got one since this one began, else :class:`CallFailed`."""
         told = f"gave up after {rec.attempts} attempt{'s' if rec.attempts != 1 else ''} in {call.elapsed():.1f} s ({why})"
@@ -432,7 +517,9 @@ class Model:
         if not call.replied and self.health.last_reply < first and self.api.is_live:
             unresponsive = ProviderUnresponsive(
                 f"{self.role} {self.ref} is not answering: {told}, and no other call got a reply meanwhile; the "
-                f"run stops (finished work is kept): {exc}", role=self.role)
+                f"run stops (finished work is kept): {exc}",
+                role=self.role,
+            )
             self.health.gave_up = unresponsive
             return unresponsive
         return CallFailed(f"{told}: {exc}", error_class=exc.error_class)
@@ -441,7 +528,9 @@ class Model:
         if self.budget is None:
             return 0.0
         prompt = request.system + "".join(m.content for m in request.messages)
-        return self.budget.reserve(self.ref, self.price, estimate_tokens(prompt), request.max_tokens)
+        return self.budget.reserve(
+            self.ref, self.price, estimate_tokens(prompt), request.max_tokens
+        )
 
     def _settle(self, reserved: float, actual: float | None) -> None:
         if self.budget is not None:
@@ -449,9 +538,15 @@ class Model:
 
     def _record(self, request: GenerateRequest) -> CallRecord:
         return CallRecord(
-            call_id=_call_id(), run_id=self.run_id, stage=request.stage, role=self.role,
-            provider=self.api.provider, model=self.api.model, is_offline=self.is_offline,
-            prompt_hash=request.prompt_hash, started_at=dt.datetime.now(dt.UTC).replace(tzinfo=None),
+            call_id=_call_id(),
+            run_id=self.run_id,
+            stage=request.stage,
+            role=self.role,
+            provider=self.api.provider,
+            model=self.api.model,
+            is_offline=self.is_offline,
+            prompt_hash=request.prompt_hash,
+            started_at=dt.datetime.now(dt.UTC).replace(tzinfo=None),
             item=current_item(),
         )
 
@@ -478,8 +573,10 @@ class Model:
 
 def _exchange(request: GenerateRequest) -> str:
     """What the model is sent, as JSON: the system prompt, then the conversation (validation feedback too)."""
-    turns = [{"role": "system", "content": request.system}, *({"role": m.role, "content": m.content}
-                                                               for m in request.messages)]
+    turns = [
+        {"role": "system", "content": request.system},
+        *({"role": m.role, "content": m.content} for m in request.messages),
+    ]
     return json.dumps(turns, ensure_ascii=False)
 
 
@@ -499,9 +596,15 @@ def _describe(exc: ValueError) -> str:
     return f"the reply is not valid JSON ({exc})"
 
 
-def get_model(config: RunConfig, role: Role, sink: CallSink | None = None, run_id: str | None = None,
-              sleep: Callable[[float], None] = time.sleep, budget: Budget | None = None,
-              health: ProviderHealth | None = None) -> Model:
+def get_model(
+    config: RunConfig,
+    role: Role,
+    sink: CallSink | None = None,
+    run_id: str | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+    budget: Budget | None = None,
+    health: ProviderHealth | None = None,
+) -> Model:
     """The model bound to ``role`` by the config, wrapped. Raises for a disabled live provider. ``health``
     is shared by a run's models of one provider (see :class:`ProviderHealth`)."""
     ref = config.models.ref(role)
@@ -513,13 +616,33 @@ def get_model(config: RunConfig, role: Role, sink: CallSink | None = None, run_i
         max_validation_retries=settings.max_validation_retries,
         backoff_base_s=settings.backoff_base_s,
         backoff_max_s=settings.backoff_max_s,
-        attempt_timeout_s=settings.timeout_s if isinstance(settings, LiveProviderSettings) else None,
+        attempt_timeout_s=settings.timeout_s
+        if isinstance(settings, LiveProviderSettings)
+        else None,
         call_deadline_s=settings.deadline_s if isinstance(settings, LiveProviderSettings) else None,
     )
-    return Model(api, role, policy, _limiter(ref.provider, settings.max_concurrency),
-                 price_for(str(ref), config), sink, run_id, sleep, budget,
-                 store_texts=config.logging.stores(api.is_live), health=health)
+    return Model(
+        api,
+        role,
+        policy,
+        _limiter(ref.provider, settings.max_concurrency),
+        price_for(str(ref), config),
+        sink,
+        run_id,
+        sleep,
+        budget,
+        store_texts=config.logging.stores(api.is_live),
+        health=health,
+    )
 
 
-__all__ = ["CallFailed", "CallSink", "MemorySink", "Model", "ProviderHealth", "RetryPolicy", "get_model",
-           "TransientError"]
+__all__ = [
+    "CallFailed",
+    "CallSink",
+    "MemorySink",
+    "Model",
+    "ProviderHealth",
+    "RetryPolicy",
+    "get_model",
+    "TransientError",
+]

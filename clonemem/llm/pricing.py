@@ -13,7 +13,9 @@ DEFAULT_PRICES: dict[str, ModelPrice] = {
     "anthropic/claude-sonnet-4-5": ModelPrice(input_per_mtok=3.0, output_per_mtok=15.0),
     "openai/gpt-4o-mini": ModelPrice(input_per_mtok=0.15, output_per_mtok=0.60),
     "openai/gpt-4o": ModelPrice(input_per_mtok=2.50, output_per_mtok=10.0),
-    "openai/gpt-4.1": ModelPrice(input_per_mtok=2.0, output_per_mtok=8.0),  # AMemGym's model, for comparison
+    "openai/gpt-4.1": ModelPrice(
+        input_per_mtok=2.0, output_per_mtok=8.0
+    ),  # AMemGym's model, for comparison
     "gemini/gemini-2.5-flash": ModelPrice(input_per_mtok=0.30, output_per_mtok=2.50),
 }
 

@@ -12,7 +12,6 @@ if TYPE_CHECKING:
     from clonemem.llm.providers.base import ModelAPI
 
 
-
 def _is_provider(obj: object) -> bool:
     from clonemem.llm.providers.base import (
         ModelAPI,  # on use: the config schema reads this module's names
@@ -22,8 +21,14 @@ def _is_provider(obj: object) -> bool:
 
 
 PROVIDERS: Registry[type[ModelAPI]] = Registry(
-    "LLM provider", entry_point_group="clonemem.providers", accepts=_is_provider, expected="a ModelAPI subclass")
+    "LLM provider",
+    entry_point_group="clonemem.providers",
+    accepts=_is_provider,
+    expected="a ModelAPI subclass",
+)
 PROVIDERS.add_lazy("offline", "clonemem.llm.providers.offline:OfflineAPI")
-PROVIDERS.add_lazy("anthropic", "clonemem.llm.providers.anthropic:AnthropicAPI", "pip install anthropic")
+PROVIDERS.add_lazy(
+    "anthropic", "clonemem.llm.providers.anthropic:AnthropicAPI", "pip install anthropic"
+)
 PROVIDERS.add_lazy("gemini", "clonemem.llm.providers.gemini:GeminiAPI", "pip install google-genai")
 PROVIDERS.add_lazy("openai", "clonemem.llm.providers.openai:OpenAIAPI", "pip install openai")

@@ -113,8 +113,14 @@ class Attempt:
     error: str | None = None
 
     def row(self) -> dict[str, object]:
-        return {"n": self.n, "started_at": self.started_at.isoformat(sep=" "), "latency_ms": round(self.latency_ms, 3),
-                "outcome": self.outcome, "error_class": self.error_class, "error": self.error}
+        return {
+            "n": self.n,
+            "started_at": self.started_at.isoformat(sep=" "),
+            "latency_ms": round(self.latency_ms, 3),
+            "outcome": self.outcome,
+            "error_class": self.error_class,
+            "error": self.error,
+        }
 
 
 @dataclass
@@ -137,9 +143,15 @@ class CallRecord:
     attempts: int = 0
     outcome: Outcome = "ok"
     error: str | None = None
-    item: str | None = None  # what the call was about, a JSON object (see `about`); None where no step said
-    error_class: str | None = None  # the class of the error the call ended with (LLMError.error_class)
-    attempt_log: str | None = None  # every attempt, failed ones included: a JSON list of Attempt.row()
+    item: str | None = (
+        None  # what the call was about, a JSON object (see `about`); None where no step said
+    )
+    error_class: str | None = (
+        None  # the class of the error the call ended with (LLMError.error_class)
+    )
+    attempt_log: str | None = (
+        None  # every attempt, failed ones included: a JSON list of Attempt.row()
+    )
     # the exchange, when the config's [logging] store_calls keeps it: the last attempt's messages as a JSON
     # list of {"role", "content"} (system first) and the model's last reply; never a key or a header
     prompt_text: _Packed = _Packed()  # read and set as str | None
@@ -152,12 +164,16 @@ class CallRecord:
         return {f.name: getattr(self, f.name) for f in fields(self) if f.name != "warehouse"}
 
     def log_attempts(self, attempts: list[Attempt]) -> None:
-        self.attempt_log = json.dumps([a.row() for a in attempts], ensure_ascii=False) if attempts else None
+        self.attempt_log = (
+            json.dumps([a.row() for a in attempts], ensure_ascii=False) if attempts else None
+        )
 
     def attempt_list(self) -> list[Attempt]:
         """The attempts :meth:`log_attempts` kept, typed again."""
         rows = json.loads(self.attempt_log) if self.attempt_log else []
-        return [Attempt(**{**r, "started_at": dt.datetime.fromisoformat(r["started_at"])}) for r in rows]
+        return [
+            Attempt(**{**r, "started_at": dt.datetime.fromisoformat(r["started_at"])}) for r in rows
+        ]
 
 
 # What the calls made in this context are about: set around a step that works on one item (evaluation: a
@@ -239,14 +255,21 @@ class TransientError(LLMError):
     """Worth retrying: 429, 5xx, timeouts, connection resets. ``kind`` says which (the attempt's
     ``error_class``): ``timeout`` or ``connection`` (no reply: see :data:`NO_REPLY`), else from the status."""
 
-    def __init__(self, message: str, retry_after: float | None = None, status: int | None = None,
-                 kind: str | None = None):
+    def __init__(
+        self,
+        message: str,
+        retry_after: float | None = None,
+        status: int | None = None,
+        kind: str | None = None,
+    ):
         super().__init__(message)
         self.retry_after = retry_after
         self.status = status
         self.error_class = kind or _status_class(status)
 
-    def __reduce__(self) -> tuple:  # pickled with its kind (Prefect may pickle a failed task's exception)
+    def __reduce__(
+        self,
+    ) -> tuple:  # pickled with its kind (Prefect may pickle a failed task's exception)
         return (TransientError, (str(self), self.retry_after, self.status, self.error_class))
 
 

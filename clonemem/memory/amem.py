@@ -79,9 +79,15 @@ class AMem(GroupedMemory):
         traces = self.traces
         self.counts = {"links": 0, "evolutions": 0, "invalid": 0}
         # Note construction reads only the traces, so every note is written first and embedded in one batch.
-        self.notes = [note for part in self._through(parts, ctx, "writing notes") for note in self._construct(part, ctx)]
+        self.notes = [
+            note
+            for part in self._through(parts, ctx, "writing notes")
+            for note in self._construct(part, ctx)
+        ]
         vectors = TextVectors()
-        created = vectors.matrix([embed_text(t.content, n.keywords, n.tags) for t, n in zip(traces, self.notes)])
+        created = vectors.matrix(
+            [embed_text(t.content, n.keywords, n.tags) for t, n in zip(traces, self.notes)]
+        )
 
         # Versions: (note, context, tags, start, end); a note's current version is the last of its list.
         self.v_note: list[int] = []
@@ -90,33 +96,56 @@ class AMem(GroupedMemory):
         self.v_start: list[np.datetime64] = []
         self.v_end: list[np.datetime64] = []
         self.versions: list[list[int]] = []  # note -> its version indices, oldest first
-        self.links: list[list[tuple[np.datetime64, int]]] = [[] for _ in traces]  # note -> (since, other), in time order
+        self.links: list[list[tuple[np.datetime64, int]]] = [
+            [] for _ in traces
+        ]  # note -> (since, other), in time order
         for part in self._through(parts, ctx, "linking and evolving"):
             for i in part:
-                self._new_version(i, self.notes[i].context, self.notes[i].tags, when(traces[i].event_date))
+                self._new_version(
+                    i, self.notes[i].context, self.notes[i].tags, when(traces[i].event_date)
+                )
             self._link_and_evolve(part, created, ctx)
 
         # Each version is embedded from its own content, keywords and tags; evolved versions are
         # embedded in one batch at the end. Versions with the same text (a context-only change) share
         # a row, so a query scores each distinct vector once.
-        texts = [embed_text(traces[n].content, self.notes[n].keywords, tags) for n, tags in zip(self.v_note, self.v_tags)]
+        texts = [
+            embed_text(traces[n].content, self.notes[n].keywords, tags)
+            for n, tags in zip(self.v_note, self.v_tags)
+        ]
         distinct = list(dict.fromkeys(texts))
         row = {t: r for r, t in enumerate(distinct)}
         self.vectors = vectors.matrix(distinct)
-        self.row_of = np.array([row[t] for t in texts], dtype=np.int64)  # version -> row of ``vectors``
+        self.row_of = np.array(
+            [row[t] for t in texts], dtype=np.int64
+        )  # version -> row of ``vectors``
         self._freeze()
-        ctx.stats.update(llm_calls=self.calls, items=len(traces), versions=len(self.v_note), groups=len(parts),
-                         embedded=vectors.encoded, **self.counts)
+        ctx.stats.update(
+            llm_calls=self.calls,
+            items=len(traces),
+            versions=len(self.v_note),
+            groups=len(parts),
+            embedded=vectors.encoded,
+            **self.counts,
+        )
 
     def _construct(self, part: range, ctx: BuildContext) -> list[AMemNote]:
-        out = self._step(ctx, stages.AMEM_NOTE, AMemNoteIn(traces=self._views(part), language=ctx.language))
+        out = self._step(
+            ctx, stages.AMEM_NOTE, AMemNoteIn(traces=self._views(part), language=ctx.language)
+        )
         notes = []
         for j, (i, got) in enumerate(zip(part, in_group_order(out.notes, part))):
             if got is None:  # the reply skipped this trace: an empty note still holds its content
                 self.counts["invalid"] += 1
                 got = AMemNote(id=f"t{j}", context=self.traces[i].medium)
-            notes.append(AMemNote(id=str(i), keywords=unique(got.keywords),
-                                  context=" ".join(got.context.split()) or self.traces[i].medium, tags=unique(got.tags)))
+            notes.append(
+                AMemNote(
+                    id=str(i),
+                    keywords=unique(got.keywords),
+                    context=" ".join(got.context.split()) or self.traces[i].medium,
+                    tags=unique(got.tags),
+                )
+            )
         return notes
 
     def _link_and_evolve(self, part: range, created: np.ndarray, ctx: BuildContext) -> None:
@@ -124,11 +153,20 @@ class AMem(GroupedMemory):
         first = max(part.start, 1)  # the very first note has no neighbours
         if first >= part.stop:
             return
-        sims = dot(created[: part.stop], created[first: part.stop])
+        sims = dot(created[: part.stop], created[first : part.stop])
         neighbours = {i: nearest(sims[:i, i - first], self.top_n) for i in range(first, part.stop)}
         views = {j: self._view(j) for i in neighbours for j in (i, *neighbours[i])}
-        out = self._step(ctx, stages.AMEM_LINKS, AMemLinksIn(language=ctx.language, items=[
-            AMemNeighbourhood(note=views[i], neighbours=[views[j] for j in near]) for i, near in neighbours.items()]))
+        out = self._step(
+            ctx,
+            stages.AMEM_LINKS,
+            AMemLinksIn(
+                language=ctx.language,
+                items=[
+                    AMemNeighbourhood(note=views[i], neighbours=[views[j] for j in near])
+                    for i, near in neighbours.items()
+                ],
+            ),
+        )
         linked: dict[int, list[int]] = {}
         for link_set in out.links:
             i = int(link_set.note) if link_set.note.isdigit() else -1
@@ -145,9 +183,21 @@ class AMem(GroupedMemory):
         evolving = [i for i in sorted(linked) if linked[i]]
         if not evolving:
             return
-        evo = self._step(ctx, stages.AMEM_EVOLVE, AMemEvolveIn(language=ctx.language, items=[
-            AMemEvolveItem(note=views[i], neighbours=[views[j] for j in neighbours[i]], linked=[str(j) for j in linked[i]])
-            for i in evolving]))
+        evo = self._step(
+            ctx,
+            stages.AMEM_EVOLVE,
+            AMemEvolveIn(
+                language=ctx.language,
+                items=[
+                    AMemEvolveItem(
+                        note=views[i],
+                        neighbours=[views[j] for j in neighbours[i]],
+                        linked=[str(j) for j in linked[i]],
+                    )
+                    for i in evolving
+                ],
+            ),
+        )
         for upd in evo.updates:
             i = int(upd.note) if upd.note.isdigit() else -1
             if i not in linked or upd.id not in {str(j) for j in neighbours[i]}:
@@ -159,7 +209,9 @@ class AMem(GroupedMemory):
             context = " ".join(upd.context.split()) or self.v_context[cur]
             if context == self.v_context[cur] and tags == self.v_tags[cur]:
                 continue
-            at = max(self.v_start[self.versions[i][0]], self.v_start[cur])  # valid from the new note's date
+            at = max(
+                self.v_start[self.versions[i][0]], self.v_start[cur]
+            )  # valid from the new note's date
             self.v_end[cur] = at
             self._new_version(j, context, tags, at)
             self.counts["evolutions"] += 1
@@ -179,8 +231,14 @@ class AMem(GroupedMemory):
     def _view(self, note: int) -> AMemNoteView:
         v = self.versions[note][-1]
         t = self.traces[note]
-        return AMemNoteView(id=str(note), timestamp=t.event_date.isoformat(), content=t.content,
-                            keywords=self.notes[note].keywords, context=self.v_context[v], tags=self.v_tags[v])
+        return AMemNoteView(
+            id=str(note),
+            timestamp=t.event_date.isoformat(),
+            content=t.content,
+            keywords=self.notes[note].keywords,
+            context=self.v_context[v],
+            tags=self.v_tags[v],
+        )
 
     def _freeze(self) -> None:
         """Arrays for retrieval: version validity, the note of each version, links by time."""
@@ -188,15 +246,22 @@ class AMem(GroupedMemory):
         self.end = np.array(self.v_end, dtype="datetime64[us]")
         self.note_of = np.array(self.v_note, dtype=np.int64)
         self._starts = [[self.v_start[v].astype(np.int64) for v in vs] for vs in self.versions]
-        self._link_since = [np.array([s for s, _ in ls], dtype="datetime64[us]") for ls in self.links]
+        self._link_since = [
+            np.array([s for s, _ in ls], dtype="datetime64[us]") for ls in self.links
+        ]
         self._link_other = [np.array([o for _, o in ls], dtype=np.int64) for ls in self.links]
-        self._rendered = [self._render(v) for v in range(len(self.v_note))]  # stored() lists thousands per call
+        self._rendered = [
+            self._render(v) for v in range(len(self.v_note))
+        ]  # stored() lists thousands per call
 
     # -- as of a time -----------------------------------------------------------------------------
 
     def version_at(self, note: int, as_of: np.datetime64) -> int | None:
         """The note's version visible at ``as_of`` (None before the note exists)."""
-        pos = bisect.bisect_right(self._starts[note], as_of.astype("datetime64[us]").astype(np.int64)) - 1
+        pos = (
+            bisect.bisect_right(self._starts[note], as_of.astype("datetime64[us]").astype(np.int64))
+            - 1
+        )
         if pos < 0:
             return None
         v = self.versions[note][pos]
@@ -213,8 +278,10 @@ class AMem(GroupedMemory):
     def _render(self, v: int) -> str:
         note = self.v_note[v]
         kw = ", ".join(self.notes[note].keywords)
-        return (f"{self.traces[note].content}\nContext: {self.v_context[v]}\nKeywords: {kw}\n"
-                f"Tags: {', '.join(self.v_tags[v])}")
+        return (
+            f"{self.traces[note].content}\nContext: {self.v_context[v]}\nKeywords: {kw}\n"
+            f"Tags: {', '.join(self.v_tags[v])}"
+        )
 
     def retrieve(self, question: QuestionView, k: int) -> list[Retrieved]:
         from clonemem.memory.embed import top_k
@@ -236,27 +303,34 @@ class AMem(GroupedMemory):
         for v in primary:
             if len(chosen) >= k:
                 break
-            others = self._link_other[self.v_note[v]][: int(np.searchsorted(
-                self._link_since[self.v_note[v]], as_of, side="right"))]
+            others = self._link_other[self.v_note[v]][
+                : int(np.searchsorted(self._link_since[self.v_note[v]], as_of, side="right"))
+            ]
             near = {int(w) for w in shown[others] if w >= 0 and self.v_note[w] not in taken}
             for w in sorted(near, key=lambda w: (-scores[w], w)):
                 if len(chosen) >= k:
                     break
                 chosen.append(w)
                 taken.add(self.v_note[w])
-        for v in hits[len(primary):]:
+        for v in hits[len(primary) :]:
             if len(chosen) >= k:
                 break
             if self.v_note[v] not in taken:
                 chosen.append(v)
                 taken.add(self.v_note[v])
-        return [Retrieved(self.render(v), (self.traces[self.v_note[v]].trace_id,), float(scores[v]), "note")
-                for v in chosen]
+        return [
+            Retrieved(
+                self.render(v), (self.traces[self.v_note[v]].trace_id,), float(scores[v]), "note"
+            )
+            for v in chosen
+        ]
 
     def stored(self, as_of: dt.datetime | None = None) -> list[Retrieved]:
         """The note versions valid at ``as_of``, one per note that exists then, each with its trace."""
         if not self.v_note:
             return []
         t = as_of_time(as_of)
-        return [Retrieved(self.render(int(v)), (self.traces[self.v_note[v]].trace_id,), 0.0, "note")
-                for v in np.flatnonzero((self.start <= t) & (self.end > t))]
+        return [
+            Retrieved(self.render(int(v)), (self.traces[self.v_note[v]].trace_id,), 0.0, "note")
+            for v in np.flatnonzero((self.start <= t) & (self.end > t))
+        ]

@@ -49,7 +49,9 @@ class MemoryTrace:
     # who the trace reached: relation names, or "*" for everyone (clonemem/privacy.py); empty: only the persona
     reached: tuple[str, ...] = ()
     # what a conversational source says of the turn (None / empty where it says nothing, e.g. generated):
-    session_key: str | None = None  # the source's session id (LongMemEval haystack id, LoCoMo session_N)
+    session_key: str | None = (
+        None  # the source's session id (LongMemEval haystack id, LoCoMo session_N)
+    )
     speaker: str | None = None  # who wrote it (a LoCoMo speaker; `user` / `assistant`)
     session_date: dt.datetime | None = None  # the session's own date
     attachments: tuple[Attachment, ...] = ()  # images shared with it
@@ -64,7 +66,9 @@ class QuestionView:
     question_time: dt.datetime
     gold_trace_ids: tuple[str, ...] = ()
     gold_statements: tuple[tuple[str, tuple[str, ...]], ...] = ()  # (statement, trace ids)
-    recipient: str | None = None  # a privacy task's asker (a relation name); None: a question to the persona
+    recipient: str | None = (
+        None  # a privacy task's asker (a relation name); None: a question to the persona
+    )
     ks: tuple[int, ...] = ()  # the k values the answers will be scored at (told to a remote system)
 
 
@@ -168,8 +172,12 @@ class MemorySystem(ABC):
 # Built-ins are registered in ``clonemem.memory``; other packages add systems through the
 # ``clonemem.memory_systems`` entry-point group, or are named as ``package.module:Class``.
 SYSTEMS: Registry[Callable[[], MemorySystem]] = Registry(
-    "memory system", entry_point_group="clonemem.memory_systems", allow_import_paths=True,
-    accepts=callable, expected="a MemorySystem class or a factory returning one")
+    "memory system",
+    entry_point_group="clonemem.memory_systems",
+    allow_import_paths=True,
+    accepts=callable,
+    expected="a MemorySystem class or a factory returning one",
+)
 
 
 def declared(factory: Callable[[], MemorySystem], flag: str) -> bool:
@@ -188,11 +196,15 @@ def declared_stages(system: str) -> tuple[Stage, ...]:
     try:
         stages = factory.llm_stages  # type: ignore[attr-defined]  # a factory is any callable; the attribute is checked below
     except AttributeError:
-        raise TypeError(f"memory system {system!r}: its factory {factory!r} has no `llm_stages` (declare the "
-                        "stages it calls, or `llm_stages = ()` if it calls none); its results cannot be cached "
-                        "without them") from None
+        raise TypeError(
+            f"memory system {system!r}: its factory {factory!r} has no `llm_stages` (declare the "
+            "stages it calls, or `llm_stages = ()` if it calls none); its results cannot be cached "
+            "without them"
+        ) from None
     if not all(isinstance(s, Stage) for s in stages):
-        raise TypeError(f"memory system {system!r}: `llm_stages` must hold clonemem.stages.Stage objects")
+        raise TypeError(
+            f"memory system {system!r}: `llm_stages` must hold clonemem.stages.Stage objects"
+        )
     return tuple(stages)
 
 
@@ -205,8 +217,10 @@ def declared_only(system: str, stages: Sequence[Stage], llm: LLMStep) -> LLMStep
 
     def step(stage_name: str, inp: BaseModel) -> BaseModel:
         if stage_name not in declared:
-            raise MemorySystemFailed(system, f"called stage {stage_name!r}, which its class does not declare in "
-                                             "llm_stages")
+            raise MemorySystemFailed(
+                system,
+                f"called stage {stage_name!r}, which its class does not declare in llm_stages",
+            )
         return llm(stage_name, inp)
 
     return step

@@ -28,6 +28,9 @@ class BM25Boundary(BM25):
         mask = super().visible(question)
         if question.recipient is None:
             return mask
-        told = np.fromiter((privacy.reaches(question.recipient, r) for r in self.reached), dtype=bool,
-                           count=len(self.reached))
+        told = np.fromiter(
+            (privacy.reaches(question.recipient, r) for r in self.reached),
+            dtype=bool,
+            count=len(self.reached),
+        )
         return mask & told

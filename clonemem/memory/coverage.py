@@ -19,8 +19,9 @@ def represented(system: MemorySystem, as_of: dt.datetime | None = None) -> set[s
     return {t for item in system.stored(as_of) for t in item.trace_ids}
 
 
-def write_coverage(system: MemorySystem, traces: Iterable[MemoryTrace | str],
-                   as_of: dt.datetime | None = None) -> float:
+def write_coverage(
+    system: MemorySystem, traces: Iterable[MemoryTrace | str], as_of: dt.datetime | None = None
+) -> float:
     """Share of ``traces`` (records or ids; with ``as_of``, pass those dated at or before it) that the
     system's stored memory represents at ``as_of`` (None: at the end of the build). Raises ValueError
     for no traces: the share is undefined."""

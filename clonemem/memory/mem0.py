@@ -134,7 +134,14 @@ class Versions:
         self._next_memory += 1
         return self._next_memory - 1
 
-    def add(self, memory: int, text: str, sources: tuple[str, ...], start: np.datetime64, vec: np.ndarray) -> int:
+    def add(
+        self,
+        memory: int,
+        text: str,
+        sources: tuple[str, ...],
+        start: np.datetime64,
+        vec: np.ndarray,
+    ) -> int:
         i = len(self.texts)
         if self._vecs is None:
             self._vecs = np.zeros((64, vec.shape[0]), dtype=np.float32)
@@ -164,7 +171,11 @@ class Versions:
 
     @property
     def vectors(self) -> np.ndarray:
-        return self._vecs[: len(self.texts)] if self._vecs is not None else np.zeros((0, 0), dtype=np.float32)
+        return (
+            self._vecs[: len(self.texts)]
+            if self._vecs is not None
+            else np.zeros((0, 0), dtype=np.float32)
+        )
 
     def similar(self, queries: np.ndarray, s: int) -> list[list[tuple[int, float]]]:
         """For each query row, the s current versions most similar to it (version, cosine), best
@@ -199,8 +210,10 @@ def versions_at(table: Versions, as_of: dt.datetime | None, kind: str) -> list[R
     """A frozen table's versions valid at ``as_of``, in creation order (``stored``)."""
     if not len(table):
         return []
-    return [Retrieved(table.texts[i], table.sources[i], 0.0, kind)
-            for i in np.flatnonzero(table.visible(as_of_time(as_of)))]
+    return [
+        Retrieved(table.texts[i], table.sources[i], 0.0, kind)
+        for i in np.flatnonzero(table.visible(as_of_time(as_of)))
+    ]
 
 
 # -- Mem0 ---------------------------------------------------------------------------------------------
@@ -224,9 +237,15 @@ class Mem0(GroupedMemory):
         # the candidate facts of every group are embedded in one batch.
         extracted: list[list[tuple[int, str]]] = []  # per group: (trace index, fact)
         for part in self._through(parts, ctx, "extracting facts"):
-            recent = [clip(p.content, RECENT_CHARS) for p in traces[max(0, part.start - RECENT_TRACES): part.start]]
-            out = self._step(ctx, stages.MEM0_EXTRACT, Mem0ExtractIn(
-                traces=self._views(part), recent=recent, language=ctx.language))
+            recent = [
+                clip(p.content, RECENT_CHARS)
+                for p in traces[max(0, part.start - RECENT_TRACES) : part.start]
+            ]
+            out = self._step(
+                ctx,
+                stages.MEM0_EXTRACT,
+                Mem0ExtractIn(traces=self._views(part), recent=recent, language=ctx.language),
+            )
             extracted.append(self._facts(out, part))
         vectors = TextVectors()
         vectors.add(f for facts in extracted for _, f in facts)
@@ -237,19 +256,42 @@ class Mem0(GroupedMemory):
                 continue
             similar = self.table.similar(vectors.matrix([f for _, f in facts]), self.top_s)
             shown = list(dict.fromkeys(self.table.memory[v] for hits in similar for v, _ in hits))
-            ops = self._step(ctx, stages.MEM0_UPDATE, Mem0UpdateIn(
-                facts=[NewFact(id=f"f{n}", text=f, event_date=traces[i].event_date.isoformat())
-                       for n, (i, f) in enumerate(facts)],
-                memories=[MemoryEntry(id=str(m), text=self.table.texts[self.table.current[m]]) for m in shown],
-                language=ctx.language))
-            vectors.add((op.text or "").strip() for op in ops.operations if op.event in ("ADD", "UPDATE"))
-            self._apply(ops.operations, [(traces[i], f) for i, f in facts], {str(m): m for m in shown}, vectors)
+            ops = self._step(
+                ctx,
+                stages.MEM0_UPDATE,
+                Mem0UpdateIn(
+                    facts=[
+                        NewFact(id=f"f{n}", text=f, event_date=traces[i].event_date.isoformat())
+                        for n, (i, f) in enumerate(facts)
+                    ],
+                    memories=[
+                        MemoryEntry(id=str(m), text=self.table.texts[self.table.current[m]])
+                        for m in shown
+                    ],
+                    language=ctx.language,
+                ),
+            )
+            vectors.add(
+                (op.text or "").strip() for op in ops.operations if op.event in ("ADD", "UPDATE")
+            )
+            self._apply(
+                ops.operations,
+                [(traces[i], f) for i, f in facts],
+                {str(m): m for m in shown},
+                vectors,
+            )
         self.table.freeze()
         table = self.table
         ctx.stats.update(
-            llm_calls=self.calls, items=len(table), memories=table._next_memory, live=len(table.current),
-            superseded=table.superseded(), operations=dict(self.operations), embedded=vectors.encoded,
-            groups=len(parts), facts=sum(len(f) for f in extracted),
+            llm_calls=self.calls,
+            items=len(table),
+            memories=table._next_memory,
+            live=len(table.current),
+            superseded=table.superseded(),
+            operations=dict(self.operations),
+            embedded=vectors.encoded,
+            groups=len(parts),
+            facts=sum(len(f) for f in extracted),
         )
 
     def _facts(self, out: Mem0Facts, part: range) -> list[tuple[int, str]]:
@@ -263,14 +305,22 @@ class Mem0(GroupedMemory):
                 self.operations["invalid_trace"] += 1
         return [(i, f) for i in sorted(by_trace) for f in unique(by_trace[i])]
 
-    def _apply(self, ops: list[Mem0Operation], facts: list[tuple[MemoryTrace, str]], ids: dict[str, int],
-               vectors: TextVectors) -> None:
+    def _apply(
+        self,
+        ops: list[Mem0Operation],
+        facts: list[tuple[MemoryTrace, str]],
+        ids: dict[str, int],
+        vectors: TextVectors,
+    ) -> None:
         """Apply one reply's operations in order. ``ids`` maps the ids shown (and those the reply ADDs)
         to memories; each change is valid from the date of the latest trace among its facts."""
         table = self.table
         for op in ops:
-            sources = [facts[int(f[1:])][0] for f in dict.fromkeys(op.facts)
-                       if f[:1] == "f" and f[1:].isdigit() and int(f[1:]) < len(facts)]
+            sources = [
+                facts[int(f[1:])][0]
+                for f in dict.fromkeys(op.facts)
+                if f[:1] == "f" and f[1:].isdigit() and int(f[1:]) < len(facts)
+            ]
             event = op.event
             if event == "NONE":
                 self.operations["NONE"] += 1
@@ -279,8 +329,12 @@ class Mem0(GroupedMemory):
                 self.operations["invalid_facts"] += 1
                 continue
             at = max(when(t.event_date) for t in sources)
-            trace_ids = tuple(dict.fromkeys(t.trace_id for t in sorted(sources, key=lambda t: when(t.event_date),
-                                                                         reverse=True)))
+            trace_ids = tuple(
+                dict.fromkeys(
+                    t.trace_id
+                    for t in sorted(sources, key=lambda t: when(t.event_date), reverse=True)
+                )
+            )
             target = ids.get(op.id or "")
             if event in ("UPDATE", "DELETE") and (target is None or target not in table.current):
                 # An id that was not shown (or is gone): an UPDATE still carries the new fact.
@@ -297,7 +351,13 @@ class Mem0(GroupedMemory):
                 assert target is not None  # an UPDATE of an unknown id became an ADD above
                 at = max(at, table.started(target))
                 old = table.close(target, at)
-                table.add(target, text, tuple(dict.fromkeys([*trace_ids, *table.sources[old]])), at, vectors[text])
+                table.add(
+                    target,
+                    text,
+                    tuple(dict.fromkeys([*trace_ids, *table.sources[old]])),
+                    at,
+                    vectors[text],
+                )
             elif event == "DELETE":
                 assert target is not None  # a DELETE of an unknown id became NONE above
                 table.close(target, max(at, table.started(target)))

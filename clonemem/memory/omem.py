@@ -54,8 +54,13 @@ class OMem(GroupedMemory):
     name = "omem"
     llm_stages = (stages.OMEM_EXTRACT, stages.OMEM_ROUTE)
 
-    def __init__(self, top_s: int = TOP_S, cluster_threshold: float = CLUSTER_THRESHOLD,
-                 topics_per_query: int = TOPICS_PER_QUERY, group_size: int = GROUP_SIZE) -> None:
+    def __init__(
+        self,
+        top_s: int = TOP_S,
+        cluster_threshold: float = CLUSTER_THRESHOLD,
+        topics_per_query: int = TOPICS_PER_QUERY,
+        group_size: int = GROUP_SIZE,
+    ) -> None:
         self.top_s = top_s
         self.cluster_threshold = cluster_threshold
         self.topics_per_query = topics_per_query
@@ -70,9 +75,17 @@ class OMem(GroupedMemory):
         self.language = ctx.language
         self.routed: dict[str, int] = defaultdict(int)
         # Extraction reads only the interactions, so it runs first and its output is embedded in one batch.
-        extracted = [e for part in self._through(parts, ctx, "extracting") for e in self._extract(part, ctx)]
+        extracted = [
+            e for part in self._through(parts, ctx, "extracting") for e in self._extract(part, ctx)
+        ]
         vectors = TextVectors()
-        vectors.add([x for e in extracted for x in (*e.attributes, *e.facts, *(p.lower() for p in e.topics))])
+        vectors.add(
+            [
+                x
+                for e in extracted
+                for x in (*e.attributes, *e.facts, *(p.lower() for p in e.topics))
+            ]
+        )
 
         self.when = np.array([when(t.event_date) for t in traces], dtype="datetime64[us]")
         self._index(extracted)
@@ -88,21 +101,37 @@ class OMem(GroupedMemory):
         self._freeze_clusters()
         self.topic_vectors = vectors.matrix(self.topic_names)
         ctx.stats.update(
-            llm_calls=self.calls, items=len(traces) + len(self.facts) + len(self.attributes),
-            interactions=len(traces), fact_versions=len(self.facts), attribute_versions=len(self.attributes),
-            clusters=self._clusters, topics=len(self.topic_names), clue_words=len(self.kw_items),
-            operations=dict(self.routed), embedded=vectors.encoded, groups=len(parts),
+            llm_calls=self.calls,
+            items=len(traces) + len(self.facts) + len(self.attributes),
+            interactions=len(traces),
+            fact_versions=len(self.facts),
+            attribute_versions=len(self.attributes),
+            clusters=self._clusters,
+            topics=len(self.topic_names),
+            clue_words=len(self.kw_items),
+            operations=dict(self.routed),
+            embedded=vectors.encoded,
+            groups=len(parts),
         )
 
     def _extract(self, part: range, ctx: BuildContext) -> list[OMemExtraction]:
-        out = self._step(ctx, stages.OMEM_EXTRACT, OMemExtractIn(traces=self._views(part), language=ctx.language))
+        out = self._step(
+            ctx, stages.OMEM_EXTRACT, OMemExtractIn(traces=self._views(part), language=ctx.language)
+        )
         found = []
         for j, e in enumerate(in_group_order(out.interactions, part)):
             if e is None:
                 self.routed["invalid_interaction"] += 1
                 e = OMemExtraction(id=f"t{j}")
-            found.append(OMemExtraction(id=e.id, topics=unique(e.topics), keywords=unique(e.keywords),
-                                        attributes=unique(e.attributes), facts=unique(e.facts)))
+            found.append(
+                OMemExtraction(
+                    id=e.id,
+                    topics=unique(e.topics),
+                    keywords=unique(e.keywords),
+                    attributes=unique(e.attributes),
+                    facts=unique(e.facts),
+                )
+            )
         return found
 
     def _index(self, extracted: list[OMemExtraction]) -> None:
@@ -120,39 +149,65 @@ class OMem(GroupedMemory):
                     self.topic_names.append(key)
                     members.append([])
                 members[topic_ids[key]].append(i)
-            for w in set(tx.content_words(t.content)) | {w for k in e.keywords for w in tx.content_words(k)}:
+            for w in set(tx.content_words(t.content)) | {
+                w for k in e.keywords for w in tx.content_words(k)
+            }:
                 postings[w].append(i)
         self.topic_members = [np.array(m, dtype=np.int64) for m in members]
         self.topic_first = np.array([self.when[m[0]] for m in members], dtype="datetime64[us]")
         self.kw_items = {w: np.array(p, dtype=np.int64) for w, p in postings.items()}
         self.kw_when = {w: self.when[p] for w, p in self.kw_items.items()}
 
-    def _route(self, part: range, extracted: list[OMemExtraction], vectors: TextVectors, ctx: BuildContext) -> None:
+    def _route(
+        self, part: range, extracted: list[OMemExtraction], vectors: TextVectors, ctx: BuildContext
+    ) -> None:
         """Route one group's attributes and facts (one LLM call) and apply the routes in order."""
-        items = [(i, kind, x) for i in part
-                 for kind, xs in (("attribute", extracted[i].attributes), ("fact", extracted[i].facts)) for x in xs]
+        items = [
+            (i, kind, x)
+            for i in part
+            for kind, xs in (("attribute", extracted[i].attributes), ("fact", extracted[i].facts))
+            for x in xs
+        ]
         if not items:
             return
         tables = {"attribute": self.attributes, "fact": self.facts}
         vecs = vectors.matrix([x for _, _, x in items])
         shown: dict[str, list[int]] = {}
-        nearest: dict[int, tuple[int, float] | None] = {}  # attribute item -> nearest existing version
+        nearest: dict[
+            int, tuple[int, float] | None
+        ] = {}  # attribute item -> nearest existing version
         for kind, table in tables.items():
             rows = [n for n, (_, k, _) in enumerate(items) if k == kind]
             similar = table.similar(vecs[rows], self.top_s)
             shown[kind] = list(dict.fromkeys(table.memory[v] for hits in similar for v, _ in hits))
             if kind == "attribute":
                 nearest.update({n: (hits[0] if hits else None) for n, hits in zip(rows, similar)})
-        out = self._step(ctx, stages.OMEM_ROUTE, OMemRouteIn(
-            items=[OMemItem(id=f"i{n}", kind=k, text=x, event_date=self.traces[i].event_date.isoformat())
-                   for n, (i, k, x) in enumerate(items)],
-            attributes=[MemoryEntry(id=f"a{m}", text=self.attributes.texts[self.attributes.current[m]])
-                        for m in shown["attribute"]],
-            facts=[MemoryEntry(id=f"f{m}", text=self.facts.texts[self.facts.current[m]]) for m in shown["fact"]],
-            language=ctx.language))
+        out = self._step(
+            ctx,
+            stages.OMEM_ROUTE,
+            OMemRouteIn(
+                items=[
+                    OMemItem(
+                        id=f"i{n}", kind=k, text=x, event_date=self.traces[i].event_date.isoformat()
+                    )
+                    for n, (i, k, x) in enumerate(items)
+                ],
+                attributes=[
+                    MemoryEntry(id=f"a{m}", text=self.attributes.texts[self.attributes.current[m]])
+                    for m in shown["attribute"]
+                ],
+                facts=[
+                    MemoryEntry(id=f"f{m}", text=self.facts.texts[self.facts.current[m]])
+                    for m in shown["fact"]
+                ],
+                language=ctx.language,
+            ),
+        )
         vectors.add((r.text or "").strip() for r in out.routes if r.op == "UPDATE")
         ids = {f"{PREFIX[kind]}{m}": (kind, m) for kind in tables for m in shown[kind]}
-        added: list[tuple[int, int]] = []  # (row of ``vecs``, cluster) of the attributes this group ADDed
+        added: list[
+            tuple[int, int]
+        ] = []  # (row of ``vecs``, cluster) of the attributes this group ADDed
         done: set[int] = set()
         for route in out.routes:
             n = int(route.item[1:]) if route.item[:1] == "i" and route.item[1:].isdigit() else -1
@@ -164,7 +219,9 @@ class OMem(GroupedMemory):
             table, at, trace_id = tables[kind], self.when[i], self.traces[i].trace_id
             op = route.op
             target = ids.get(route.id or "")
-            if op == "UPDATE" and (target is None or target[0] != kind or target[1] not in table.current):
+            if op == "UPDATE" and (
+                target is None or target[0] != kind or target[1] not in table.current
+            ):
                 self.routed["invalid_id"] += 1
                 op = "ADD"
             self.routed[f"{kind}_{op}"] += 1
@@ -181,11 +238,18 @@ class OMem(GroupedMemory):
                 at = max(at, table.started(memory))
                 old = table.close(memory, at)
                 text = (route.text or "").strip()
-                table.add(memory, text, tuple(dict.fromkeys([trace_id, *table.sources[old]])), at, vectors[text])
+                table.add(
+                    memory,
+                    text,
+                    tuple(dict.fromkeys([trace_id, *table.sources[old]])),
+                    at,
+                    vectors[text],
+                )
         self.routed["unrouted"] += len(items) - len(done)
 
-    def _cluster_for(self, vecs: np.ndarray, n: int, old: tuple[int, float] | None,
-                     added: list[tuple[int, int]]) -> int:
+    def _cluster_for(
+        self, vecs: np.ndarray, n: int, old: tuple[int, float] | None, added: list[tuple[int, int]]
+    ) -> int:
         """Greedy nearest-neighbour clustering: join the nearest attribute's cluster if close enough. The
         candidates are the attributes before this group (the nearest was found for routing) and those
         this group added before item ``n``."""
@@ -234,25 +298,37 @@ class OMem(GroupedMemory):
         found, ranks = [np.zeros(0, dtype=np.int64)], [np.zeros(0, dtype=np.int64)]
         if not self.topic_names:
             return found[0], ranks[0]
-        for rank, topic in enumerate(top_k(dot(self.topic_vectors, qvec), self.topic_first <= as_of, self.topics_per_query)):
+        for rank, topic in enumerate(
+            top_k(dot(self.topic_vectors, qvec), self.topic_first <= as_of, self.topics_per_query)
+        ):
             m = self.topic_members[topic]
             m = m[: int(np.searchsorted(self.when[m], as_of, side="right"))]
             found.append(m)
             ranks.append(np.full(m.size, rank, dtype=np.int64))
         items, item_ranks = np.concatenate(found), np.concatenate(ranks)
-        first = np.unique(items, return_index=True)[1]  # topics come best first: keep each item's first
+        first = np.unique(items, return_index=True)[
+            1
+        ]  # topics come best first: keep each item's first
         return items[first], item_ranks[first]
 
     def _overlap(self, query: str, as_of: np.datetime64) -> np.ndarray:
         """Per interaction, how many of the query's clue words it contains (among those visible)."""
-        hits = [self.kw_items[w][: int(np.searchsorted(self.kw_when[w], as_of, side="right"))]
-                for w in set(tx.content_words(query)) if w in self.kw_items]
+        hits = [
+            self.kw_items[w][: int(np.searchsorted(self.kw_when[w], as_of, side="right"))]
+            for w in set(tx.content_words(query))
+            if w in self.kw_items
+        ]
         if not hits:
             return np.zeros(len(self.traces), dtype=np.int64)
         return np.bincount(np.concatenate(hits), minlength=len(self.traces))
 
-    def _persona_rankings(self, qvec: np.ndarray, as_of: np.datetime64, depth: int,
-                          texts: dict[tuple[str, int], Retrieved]) -> list[list[tuple[str, int]]]:
+    def _persona_rankings(
+        self,
+        qvec: np.ndarray,
+        as_of: np.datetime64,
+        depth: int,
+        texts: dict[tuple[str, int], Retrieved],
+    ) -> list[list[tuple[str, int]]]:
         """Persona memory: facts, and attribute clusters (a cluster ranks by its best visible member)."""
         from clonemem.memory.embed import top_k
 
@@ -262,7 +338,9 @@ class OMem(GroupedMemory):
             hits = top_k(scores, self.facts.visible(as_of), depth)
             rankings.append([("fact", v) for v in hits])
             for v in hits:
-                texts[("fact", v)] = Retrieved(self.facts.texts[v], self.facts.sources[v], float(scores[v]), "fact")
+                texts[("fact", v)] = Retrieved(
+                    self.facts.texts[v], self.facts.sources[v], float(scores[v]), "fact"
+                )
         if len(self.attributes):
             table = self.attributes
             scores = dot(table.vectors, qvec)
@@ -274,11 +352,17 @@ class OMem(GroupedMemory):
                 ranking = []
                 for c in top_k(best, np.isfinite(best), depth):
                     m = self.cluster_members[c]
-                    m = m[mask[m]]  # versions in creation order, so a stable sort breaks ties by age
+                    m = m[
+                        mask[m]
+                    ]  # versions in creation order, so a stable sort breaks ties by age
                     shown = m[np.argsort(-scores[m], kind="stable")[:CLUSTER_SHOWN]].tolist()
                     sources = tuple(dict.fromkeys(s for v in shown for s in table.sources[v]))
-                    texts[("attribute", c)] = Retrieved("; ".join(table.texts[v] for v in shown), sources,
-                                                        float(scores[shown[0]]), "attribute")
+                    texts[("attribute", c)] = Retrieved(
+                        "; ".join(table.texts[v] for v in shown),
+                        sources,
+                        float(scores[shown[0]]),
+                        "attribute",
+                    )
                     ranking.append(("attribute", c))
                 rankings.append(ranking)
         return rankings
@@ -311,12 +395,20 @@ class OMem(GroupedMemory):
             for r, key in enumerate(ranking):
                 fused[key] += 1.0 / (RRF_K + r + 1)
         order = sorted(fused, key=lambda key: (-fused[key], key))[:k]
-        return [Retrieved(texts[key].text, texts[key].trace_ids, fused[key], texts[key].kind) for key in order]
+        return [
+            Retrieved(texts[key].text, texts[key].trace_ids, fused[key], texts[key].kind)
+            for key in order
+        ]
 
     def stored(self, as_of: dt.datetime | None = None) -> list[Retrieved]:
         """Persona memory (event facts, then attributes) valid at ``as_of``, then the interactions the
         working and episodic memories index (O-Mem keeps the raw interactions there)."""
         t = as_of_time(as_of)
-        held = self.traces[: int(np.searchsorted(self.when, t, side="right"))] if self.traces else []
-        return [*versions_at(self.facts, as_of, "fact"), *versions_at(self.attributes, as_of, "attribute"),
-                *(Retrieved(x.content, (x.trace_id,), 0.0, "trace") for x in held)]
+        held = (
+            self.traces[: int(np.searchsorted(self.when, t, side="right"))] if self.traces else []
+        )
+        return [
+            *versions_at(self.facts, as_of, "fact"),
+            *versions_at(self.attributes, as_of, "attribute"),
+            *(Retrieved(x.content, (x.trace_id,), 0.0, "trace") for x in held),
+        ]

@@ -48,7 +48,9 @@ M = TypeVar("M", bound=BaseModel)
 
 INGEST_BATCH = 500  # traces per POST /v1/ingest
 BACKOFF_S = 0.25  # first retry's wait; doubled for each further one
-NOT_OFFERED = frozenset({404, 405, 501})  # an optional call (GET /v1/stored, /v1/ready) the server does not offer
+NOT_OFFERED = frozenset(
+    {404, 405, 501}
+)  # an optional call (GET /v1/stored, /v1/ready) the server does not offer
 SPLIT_WAITS_TO_WARN = 3  # replies showing the delayed-ACK wait before the run warns (once)
 READY_POLL_S = (0.01, 0.5)  # first and longest wait between GET /v1/ready polls
 log = logging.getLogger(__name__)
@@ -62,11 +64,15 @@ class RemoteOptions(BaseModel):
     concurrency: int = 4
     max_reply_bytes: int = 8 * 1024 * 1024
     ready_s: float = 120.0
-    quickack: bool = True  # ask for immediate ACKs (Linux); off only to observe the delayed-ACK wait
+    quickack: bool = (
+        True  # ask for immediate ACKs (Linux); off only to observe the delayed-ACK wait
+    )
 
     def call_bound_s(self) -> float:
         """The longest one call can take: every attempt to its deadline, and the waits between them."""
-        return (self.retries + 1) * self.timeout_s + sum(BACKOFF_S * 2**i for i in range(self.retries))
+        return (self.retries + 1) * self.timeout_s + sum(
+            BACKOFF_S * 2**i for i in range(self.retries)
+        )
 
 
 def _field(loc: Sequence[str | int]) -> str:
@@ -122,15 +128,27 @@ class _Pool:
             self._busy.add(conn)
         try:
             try:
-                reply = conn.request(method, self.base + path, headers, body, deadline_at,
-                                     self.options.max_reply_bytes)
+                reply = conn.request(
+                    method,
+                    self.base + path,
+                    headers,
+                    body,
+                    deadline_at,
+                    self.options.max_reply_bytes,
+                )
             except TransportFailed as exc:
                 if not exc.stale or self.broken:
                     raise
                 # a kept-alive connection the server closed while idle: once more on a fresh one,
                 # within the same deadline (never after a timeout: that would double the wait)
-                reply = conn.request(method, self.base + path, headers, body, deadline_at,
-                                     self.options.max_reply_bytes)
+                reply = conn.request(
+                    method,
+                    self.base + path,
+                    headers,
+                    body,
+                    deadline_at,
+                    self.options.max_reply_bytes,
+                )
         finally:
             with self._lock:
                 self._busy.discard(conn)
@@ -146,10 +164,13 @@ class _Pool:
             warn = self.split_waits >= SPLIT_WAITS_TO_WARN and not self._warned
             self._warned = self._warned or warn
         if warn:
-            log.warning("memory server %s: its replies wait ~40 ms each: it writes a reply's headers and body "
-                        "separately and the body waits for the harness's delayed ACK; set TCP_NODELAY on its "
-                        "sockets (Python's BaseHTTPRequestHandler: disable_nagle_algorithm = True) or write "
-                        "each reply at once (docs/memory-protocol.md, Latency)", self.url)
+            log.warning(
+                "memory server %s: its replies wait ~40 ms each: it writes a reply's headers and body "
+                "separately and the body waits for the harness's delayed ACK; set TCP_NODELAY on its "
+                "sockets (Python's BaseHTTPRequestHandler: disable_nagle_algorithm = True) or write "
+                "each reply at once (docs/memory-protocol.md, Latency)",
+                self.url,
+            )
 
     def break_off(self, reason: str) -> None:
         """No more calls: cut those in flight, refuse those to come."""
@@ -178,15 +199,25 @@ class _Pool:
 class Client:
     """The protocol's calls against one base URL, for the system labelled ``system``."""
 
-    def __init__(self, system: str, url: str, options: RemoteOptions, pool: _Pool | None = None) -> None:
+    def __init__(
+        self, system: str, url: str, options: RemoteOptions, pool: _Pool | None = None
+    ) -> None:
         self.system, self.url, self.options = system, url.rstrip("/"), options
         self._pool = pool or _Pool(self.url, options)
 
     def fail(self, call: str, message: str) -> MemorySystemFailed:
         return MemorySystemFailed(self.system, f"{self.url}: {call}: {message}")
 
-    def call(self, method: str, path: str, reply: type[M] | None = None, *, json: Any = None,
-             params: dict[str, str] | None = None, optional: bool = False) -> M | None:
+    def call(
+        self,
+        method: str,
+        path: str,
+        reply: type[M] | None = None,
+        *,
+        json: Any = None,
+        params: dict[str, str] | None = None,
+        optional: bool = False,
+    ) -> M | None:
         """One call, retried on transport errors and 5xx; the validated reply (None: no reply model, or
         an ``optional`` call the server does not offer). Any failure breaks the pool off."""
         try:
@@ -195,8 +226,15 @@ class Client:
             self._pool.break_off(str(exc))
             raise
 
-    def _call(self, method: str, path: str, reply: type[M] | None, json: Any, params: dict[str, str] | None,
-              optional: bool) -> M | None:
+    def _call(
+        self,
+        method: str,
+        path: str,
+        reply: type[M] | None,
+        json: Any,
+        params: dict[str, str] | None,
+        optional: bool,
+    ) -> M | None:
         call = f"{method} {path}"
         target = f"{path}?{urlencode(params)}" if params else path
         body = None if json is None else dumps(json, ensure_ascii=False).encode("utf-8")
@@ -220,24 +258,38 @@ class Client:
             if self._pool.broken:
                 raise self.fail(call, "not sent: another call to this server failed for good")
             try:
-                got = self._pool.request(method, target, body,
-                                         min(time.monotonic() + self.options.timeout_s, deadline))
+                got = self._pool.request(
+                    method, target, body, min(time.monotonic() + self.options.timeout_s, deadline)
+                )
             except ReplyTooLarge as exc:
-                size = f" (its Content-Length is {exc.declared})" if exc.declared is not None else ""
-                raise self.fail(call, f"the reply is larger than evaluation.remote_max_reply_bytes = {exc.limit} "
-                                      f"bytes{size}; no more was read") from None
+                size = (
+                    f" (its Content-Length is {exc.declared})" if exc.declared is not None else ""
+                )
+                raise self.fail(
+                    call,
+                    f"the reply is larger than evaluation.remote_max_reply_bytes = {exc.limit} "
+                    f"bytes{size}; no more was read",
+                ) from None
             except TransportFailed as exc:
                 if self._pool.broken:
-                    raise self.fail(call, "cut off: another call to this server failed for good") from None
+                    raise self.fail(
+                        call, "cut off: another call to this server failed for good"
+                    ) from None
                 if last:
-                    what = (f"no complete reply within evaluation.remote_timeout_s = {self.options.timeout_s:g} s "
-                            "per attempt" if exc.kind == "timed out" else f"{exc.kind} ({exc.detail})")
+                    what = (
+                        f"no complete reply within evaluation.remote_timeout_s = {self.options.timeout_s:g} s "
+                        "per attempt"
+                        if exc.kind == "timed out"
+                        else f"{exc.kind} ({exc.detail})"
+                    )
                     raise self._gave_up(call, attempt, started, what) from None
             else:
                 if got.status < 500:
                     return got
                 if last:
-                    raise self._gave_up(call, attempt, started, f"HTTP {got.status}: {_snippet(got.body)}")
+                    raise self._gave_up(
+                        call, attempt, started, f"HTTP {got.status}: {_snippet(got.body)}"
+                    )
             time.sleep(max(0.0, min(BACKOFF_S * 2 ** (attempt - 1), deadline - time.monotonic())))
         raise AssertionError("unreachable: the last attempt returns or raises")
 
@@ -246,7 +298,9 @@ class Client:
             parsed = loads(data)
         except ValueError:
             raise self.fail(call, f"reply is not JSON: {_snippet(data)}") from None
-        refused = version_refused(parsed.get("format_version")) if isinstance(parsed, dict) else None
+        refused = (
+            version_refused(parsed.get("format_version")) if isinstance(parsed, dict) else None
+        )
         if refused:
             raise self.fail(call, f"reply field format_version: {refused}")
         try:
@@ -257,7 +311,9 @@ class Client:
             raise self.fail(call, f"reply field {_field(err['loc'])} {what}") from None
 
     def _gave_up(self, call: str, attempts: int, started: float, why: str) -> MemorySystemFailed:
-        return self.fail(call, f"failed after {_attempts(attempts)} in {time.monotonic() - started:.1f} s: {why}")
+        return self.fail(
+            call, f"failed after {_attempts(attempts)} in {time.monotonic() - started:.1f} s: {why}"
+        )
 
 
 def _snippet(data: bytes, n: int = 120) -> str:
@@ -291,7 +347,9 @@ class RemoteSystem(MemorySystem):
         self._given: dict[str, MemoryTrace] = {}  # by release id: what the server was sent
         self._stored: list[Retrieved] | None = None  # GET /v1/stored since the last ingest
         self._memo: Memo | None = None
-        self._unsent: list[tuple[str, dict]] = []  # (path, body) held back while replies come from the memo
+        self._unsent: list[
+            tuple[str, dict]
+        ] = []  # (path, body) held back while replies come from the memo
         self._async = "async_indexing" in self.info.features
 
     # -- the calls ------------------------------------------------------------------------------
@@ -299,30 +357,49 @@ class RemoteSystem(MemorySystem):
     def reset(self, ctx: BuildContext) -> None:
         self._persona, self._release = ctx.persona_id, dict(ctx.release_ids)
         self._given, self._stored, self._memo, self._unsent = {}, None, ctx.memo, []
-        self._send("/v1/reset", {"format_version": VERSION, "persona_id": self._persona, "language": ctx.language,
-                                 "name": ctx.persona_name or None})
+        self._send(
+            "/v1/reset",
+            {
+                "format_version": VERSION,
+                "persona_id": self._persona,
+                "language": ctx.language,
+                "name": ctx.persona_name or None,
+            },
+        )
 
     def build(self, traces: Sequence[MemoryTrace], ctx: BuildContext) -> None:
-        raise MemorySystemFailed(self.name, f"{self.url}: a remote system is fed by chronological replay "
-                                            "(reset, then ingest between questions), never given the whole history")
+        raise MemorySystemFailed(
+            self.name,
+            f"{self.url}: a remote system is fed by chronological replay "
+            "(reset, then ingest between questions), never given the whole history",
+        )
 
     def ingest(self, traces: Sequence[MemoryTrace], ctx: BuildContext) -> None:
         self._stored = None
         for start in range(0, len(traces), INGEST_BATCH):
             batch = []
-            for t in traces[start:start + INGEST_BATCH]:
+            for t in traces[start : start + INGEST_BATCH]:
                 rid = self._release.get(t.trace_id, t.trace_id)
                 self._given[rid] = t
                 batch.append(trace_body(rid, t))
-            self._send("/v1/ingest", {"format_version": VERSION, "persona_id": self._persona, "traces": batch})
+            self._send(
+                "/v1/ingest",
+                {"format_version": VERSION, "persona_id": self._persona, "traces": batch},
+            )
         ctx.stats["items"] = len(self._given)
 
     def retrieve(self, question: QuestionView, k: int) -> list[Retrieved]:
         call = "POST /v1/query"
-        body = {"format_version": VERSION, "persona_id": self._persona,
-                "question_id": self._release.get(question.question_id, question.question_id),
-                "question": question.question, "question_time": protocol_time(question.question_time), "k": k,
-                "ks": sorted(set(question.ks)) or [k], "recipient": question.recipient}
+        body = {
+            "format_version": VERSION,
+            "persona_id": self._persona,
+            "question_id": self._release.get(question.question_id, question.question_id),
+            "question": question.question,
+            "question_time": protocol_time(question.question_time),
+            "k": k,
+            "ks": sorted(set(question.ks)) or [k],
+            "recipient": question.recipient,
+        }
 
         def ask() -> Items | None:
             self._flush()
@@ -331,7 +408,9 @@ class RemoteSystem(MemorySystem):
         reply = self._remembered(call, body, ask)
         assert reply is not None
         if len(reply.items) > k:
-            raise self._client.fail(call, f"reply field items has {len(reply.items)} items, more than k = {k}")
+            raise self._client.fail(
+                call, f"reply field items has {len(reply.items)} items, more than k = {k}"
+            )
         return self._items(reply.items, call)
 
     def stored(self, as_of: dt.datetime | None = None) -> list[Retrieved]:
@@ -339,10 +418,12 @@ class RemoteSystem(MemorySystem):
         that follows an ingest, when the server holds exactly what was dated at or before it (``as_of``);
         the answer stands until the next ingest; and at the end."""
         if self._stored is None:
+
             def ask() -> Items | None:
                 self._flush()
-                return self._client.call("GET", "/v1/stored", Items, params={"persona_id": self._persona},
-                                         optional=True)
+                return self._client.call(
+                    "GET", "/v1/stored", Items, params={"persona_id": self._persona}, optional=True
+                )
 
             got = self._remembered("GET /v1/stored", {"persona_id": self._persona}, ask)
             if got is None:
@@ -371,13 +452,18 @@ class RemoteSystem(MemorySystem):
         """Poll ``GET /v1/ready`` until the server has indexed what it was sent (``options.ready_s``)."""
         started, pause = time.monotonic(), READY_POLL_S[0]
         while True:
-            got = self._client.call("GET", "/v1/ready", Ready, params={"persona_id": self._persona}, optional=True)
+            got = self._client.call(
+                "GET", "/v1/ready", Ready, params={"persona_id": self._persona}, optional=True
+            )
             if got is None or got.ready:
                 return
             waited = time.monotonic() - started
             if waited + pause > self.options.ready_s:
-                raise self._client.fail("GET /v1/ready", f"still not ready {waited:.1f} s after the ingest "
-                                        f"(evaluation.remote_ready_s = {self.options.ready_s:g} s)")
+                raise self._client.fail(
+                    "GET /v1/ready",
+                    f"still not ready {waited:.1f} s after the ingest "
+                    f"(evaluation.remote_ready_s = {self.options.ready_s:g} s)",
+                )
             time.sleep(pause)
             pause = min(pause * 2, READY_POLL_S[1])
 
@@ -387,9 +473,20 @@ class RemoteSystem(MemorySystem):
         if self._memo is None:
             return ask()
         last = next(reversed(self._given), "")
-        key = stable_hash("|".join([self.url, self.info.name, self.info.version, call,
-                                    dumps(body, sort_keys=True, ensure_ascii=False), str(len(self._given)), last]),
-                          32)
+        key = stable_hash(
+            "|".join(
+                [
+                    self.url,
+                    self.info.name,
+                    self.info.version,
+                    call,
+                    dumps(body, sort_keys=True, ensure_ascii=False),
+                    str(len(self._given)),
+                    last,
+                ]
+            ),
+            32,
+        )
 
         def asked() -> dict | None:
             got = ask()
@@ -405,14 +502,23 @@ class RemoteSystem(MemorySystem):
             traces = []
             for j, rid in enumerate(item.trace_ids):
                 if rid not in self._given:
-                    raise self._client.fail(call, f"reply field items[{n}].trace_ids[{j}] names trace {rid!r}, "
-                                                  "which was never given to it")
+                    raise self._client.fail(
+                        call,
+                        f"reply field items[{n}].trace_ids[{j}] names trace {rid!r}, "
+                        "which was never given to it",
+                    )
                 traces.append(self._given[rid])
             # an item that is one of its traces word for word is raw; anything else is a transformation,
             # which the write diagnosis checks against the gold statement (as for a built-in's facts)
             raw = any(item.text == t.content for t in traces)
-            out.append(Retrieved(item.text, tuple(t.trace_id for t in traces),
-                                 0.0 if item.score is None else item.score, "trace" if raw else "memory"))
+            out.append(
+                Retrieved(
+                    item.text,
+                    tuple(t.trace_id for t in traces),
+                    0.0 if item.score is None else item.score,
+                    "trace" if raw else "memory",
+                )
+            )
         return out
 
 
@@ -420,10 +526,17 @@ def trace_body(release_id: str, t: MemoryTrace) -> dict[str, Any]:
     """A trace as ``POST /v1/ingest`` carries it. ``content`` is the text every system reads (what the
     source inlines included: ``"Caroline: ... [shares a photo: ...]"``); the 1.2 fields repeat the
     source's structure as data (null or empty where it has none, e.g. a generated trace)."""
-    return {"trace_id": release_id, "medium": t.medium, "event_date": protocol_time(t.event_date),
-            "content": t.content, "reached": list(t.reached), "speaker": t.speaker, "session_id": t.session_key,
-            "session_date": protocol_time(t.session_date) if t.session_date else None,
-            "attachments": [{"caption": a.caption, "url": a.url} for a in t.attachments]}
+    return {
+        "trace_id": release_id,
+        "medium": t.medium,
+        "event_date": protocol_time(t.event_date),
+        "content": t.content,
+        "reached": list(t.reached),
+        "speaker": t.speaker,
+        "session_id": t.session_key,
+        "session_date": protocol_time(t.session_date) if t.session_date else None,
+        "attachments": [{"caption": a.caption, "url": a.url} for a in t.attachments],
+    }
 
 
 # -- naming remote systems ----------------------------------------------------------------------
@@ -473,19 +586,38 @@ def remote_system(name: str | None, url: str, options: RemoteOptions) -> type[Re
         raise client.fail("GET /v1/info", f"reply field protocol: {refused}")
     label = name or info.name
     protocol = spoken(info)
-    extra = {"url": url, "name": info.name, "version": info.version, "protocol": protocol,
-             "features": ",".join(sorted(set(info.features)))}
-    return type(f"Remote_{abs(hash((label, url)))}", (RemoteSystem,),
-                {"name": label, "url": url, "options": options, "info": info, "pool": pool,
-                 "provenance_extra": extra, "__module__": __name__,
-                 "__doc__": f"{info.name} {info.version} at {url} (memory protocol {protocol})"})
+    extra = {
+        "url": url,
+        "name": info.name,
+        "version": info.version,
+        "protocol": protocol,
+        "features": ",".join(sorted(set(info.features))),
+    }
+    return type(
+        f"Remote_{abs(hash((label, url)))}",
+        (RemoteSystem,),
+        {
+            "name": label,
+            "url": url,
+            "options": options,
+            "info": info,
+            "pool": pool,
+            "provenance_extra": extra,
+            "__module__": __name__,
+            "__doc__": f"{info.name} {info.version} at {url} (memory protocol {protocol})",
+        },
+    )
 
 
 def options_of(evaluation: Any) -> RemoteOptions:
     """The remote options of a run's ``evaluation`` config section."""
-    return RemoteOptions(timeout_s=evaluation.remote_timeout_s, retries=evaluation.remote_retries,
-                         concurrency=evaluation.remote_concurrency,
-                         max_reply_bytes=evaluation.remote_max_reply_bytes, ready_s=evaluation.remote_ready_s)
+    return RemoteOptions(
+        timeout_s=evaluation.remote_timeout_s,
+        retries=evaluation.remote_retries,
+        concurrency=evaluation.remote_concurrency,
+        max_reply_bytes=evaluation.remote_max_reply_bytes,
+        ready_s=evaluation.remote_ready_s,
+    )
 
 
 def refuse_registered_labels(specs: Sequence[str], remote: dict[str, str]) -> None:
@@ -493,16 +625,19 @@ def refuse_registered_labels(specs: Sequence[str], remote: dict[str, str]) -> No
     for spec in specs:
         parsed = parse_spec(spec, remote)
         if parsed is not None and parsed[0] is not None and _registered(parsed[0]):
-            raise LabelTaken(f"{parsed[0]!r} is a registered system: give the remote system at {parsed[1]} another "
-                             f"name (--systems NAME={parsed[1]})")
+            raise LabelTaken(
+                f"{parsed[0]!r} is a registered system: give the remote system at {parsed[1]} another "
+                f"name (--systems NAME={parsed[1]})"
+            )
 
 
 class LabelTaken(RegistryError):
     """A remote system's label is a registered system's name: the user's usage error (exit 2)."""
 
 
-def resolve_systems(specs: Sequence[str], remote: dict[str, str],
-                    options: RemoteOptions) -> list[tuple[str, type[RemoteSystem] | None]]:
+def resolve_systems(
+    specs: Sequence[str], remote: dict[str, str], options: RemoteOptions
+) -> list[tuple[str, type[RemoteSystem] | None]]:
     """(label, class) per spec: registered names as they are (class None); each remote spec asked for
     its ``/v1/info`` (again on every run: its version may have changed) and labelled."""
     refuse_registered_labels(specs, remote)
@@ -516,11 +651,15 @@ def resolve_systems(specs: Sequence[str], remote: dict[str, str],
         cls = remote_system(*parsed, options)
         label = cls.name
         if label in urls and urls[label] != cls.url:
-            raise RegistryError(f"two remote systems are called {label!r} ({urls[label]}, {cls.url}); name them: "
-                                "--systems NAME=URL")
+            raise RegistryError(
+                f"two remote systems are called {label!r} ({urls[label]}, {cls.url}); name them: "
+                "--systems NAME=URL"
+            )
         if _registered(label):
-            raise LabelTaken(f"{label!r} is a registered system: give the remote system at {cls.url} another "
-                                f"name (--systems NAME={cls.url})")
+            raise LabelTaken(
+                f"{label!r} is a registered system: give the remote system at {cls.url} another "
+                f"name (--systems NAME={cls.url})"
+            )
         urls[label] = cls.url
         out.append((label, cls))
     return out

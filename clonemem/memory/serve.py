@@ -72,8 +72,13 @@ class _Persona:
 class MemoryService:
     """The protocol's calls against one registered system (thread-safe: one lock per persona)."""
 
-    def __init__(self, system: str, llm: Callable[[str, BaseModel], BaseModel], seed: int = 0,
-                 log: Path | None = None) -> None:
+    def __init__(
+        self,
+        system: str,
+        llm: Callable[[str, BaseModel], BaseModel],
+        seed: int = 0,
+        log: Path | None = None,
+    ) -> None:
         self.system = system
         self.factory = SYSTEMS.get(system)
         try:
@@ -82,9 +87,13 @@ class MemoryService:
             release = "0"
         lists = getattr(self.factory, "stored", MemorySystem.stored) is not MemorySystem.stored
         features = {*getattr(self.factory, "protocol_features", ()), *(["stored"] if lists else [])}
-        self.info = Info(format_version=VERSION, name=f"clonemem-{system}",
-                         version=f"{release}+{code_hash(self.factory.__module__)[:12]}", protocol=VERSION,
-                         features=sorted(features))
+        self.info = Info(
+            format_version=VERSION,
+            name=f"clonemem-{system}",
+            version=f"{release}+{code_hash(self.factory.__module__)[:12]}",
+            protocol=VERSION,
+            features=sorted(features),
+        )
         self._llm = llm
         self._seed = seed
         self._personas: dict[str, _Persona] = {}
@@ -93,14 +102,21 @@ class MemoryService:
         self._log_lock = threading.Lock()
 
     def _ctx(self, persona_id: str, language: str, name: str = "") -> BuildContext:
-        return BuildContext(llm=self._llm, language=language, seed=self._seed, persona_id=persona_id,
-                            persona_name=name)
+        return BuildContext(
+            llm=self._llm,
+            language=language,
+            seed=self._seed,
+            persona_id=persona_id,
+            persona_name=name,
+        )
 
     def _persona(self, persona_id: str) -> _Persona:
         with self._lock:
             persona = self._personas.get(persona_id)
         if persona is None:
-            raise Refused(HTTPStatus.NOT_FOUND, f"unknown persona_id {persona_id!r}: POST /v1/reset first")
+            raise Refused(
+                HTTPStatus.NOT_FOUND, f"unknown persona_id {persona_id!r}: POST /v1/reset first"
+            )
         return persona
 
     def reset(self, req: ResetRequest) -> None:
@@ -111,19 +127,32 @@ class MemoryService:
 
     def ingest(self, req: IngestRequest) -> None:
         persona = self._persona(req.persona_id)
-        traces = [MemoryTrace(t.trace_id, t.medium, dt.datetime.fromisoformat(t.event_date), t.content, tuple(t.reached),
-                              t.session_id, t.speaker,
-                              dt.datetime.fromisoformat(t.session_date) if t.session_date else None,
-                              tuple(Attachment(a.caption, a.url) for a in t.attachments))
-                  for t in req.traces]
+        traces = [
+            MemoryTrace(
+                t.trace_id,
+                t.medium,
+                dt.datetime.fromisoformat(t.event_date),
+                t.content,
+                tuple(t.reached),
+                t.session_id,
+                t.speaker,
+                dt.datetime.fromisoformat(t.session_date) if t.session_date else None,
+                tuple(Attachment(a.caption, a.url) for a in t.attachments),
+            )
+            for t in req.traces
+        ]
         with persona.lock:
-            new = [(n, t) for n, t in enumerate(traces) if t.trace_id not in persona.ids]  # a retried batch: once
+            new = [
+                (n, t) for n, t in enumerate(traces) if t.trace_id not in persona.ids
+            ]  # a retried batch: once
             latest = persona.latest
             for n, t in new:
                 if latest is not None and t.event_date < latest:
-                    raise Refused(HTTPStatus.BAD_REQUEST,
-                                  f"traces[{n}].event_date {t.event_date.isoformat()} is earlier than a trace already "
-                                  f"sent ({latest.isoformat()}): send traces in time order")
+                    raise Refused(
+                        HTTPStatus.BAD_REQUEST,
+                        f"traces[{n}].event_date {t.event_date.isoformat()} is earlier than a trace already "
+                        f"sent ({latest.isoformat()}): send traces in time order",
+                    )
                 latest = t.event_date
             persona.latest = latest
             persona.ids.update(t.trace_id for _, t in new)
@@ -133,7 +162,9 @@ class MemoryService:
     def _caught_up(self, persona_id: str, persona: _Persona) -> MemorySystem:
         """The persona's memory with every trace sent so far ingested (call under its lock)."""
         if persona.pending:
-            persona.memory.ingest(persona.pending, self._ctx(persona_id, persona.language, persona.name))
+            persona.memory.ingest(
+                persona.pending, self._ctx(persona_id, persona.language, persona.name)
+            )
             persona.pending = []
         return persona.memory
 
@@ -142,13 +173,31 @@ class MemoryService:
         when = dt.datetime.fromisoformat(req.question_time)
         with persona.lock:
             memory = self._caught_up(req.persona_id, persona)
-            items = memory.retrieve(QuestionView(req.question_id, req.question, when, recipient=req.recipient,
-                                                  ks=tuple(req.ks)), req.k)
-            self._record({"persona_id": req.persona_id, "question_id": req.question_id,
-                          "question_time": req.question_time, "recipient": req.recipient, "held": persona.held,
-                          "latest": persona.latest.isoformat() if persona.latest else None})
-        return Items.model_validate({"format_version": VERSION, "items": [
-            {"text": i.text, "trace_ids": list(i.trace_ids), "score": i.score} for i in items[: req.k]]})
+            items = memory.retrieve(
+                QuestionView(
+                    req.question_id, req.question, when, recipient=req.recipient, ks=tuple(req.ks)
+                ),
+                req.k,
+            )
+            self._record(
+                {
+                    "persona_id": req.persona_id,
+                    "question_id": req.question_id,
+                    "question_time": req.question_time,
+                    "recipient": req.recipient,
+                    "held": persona.held,
+                    "latest": persona.latest.isoformat() if persona.latest else None,
+                }
+            )
+        return Items.model_validate(
+            {
+                "format_version": VERSION,
+                "items": [
+                    {"text": i.text, "trace_ids": list(i.trace_ids), "score": i.score}
+                    for i in items[: req.k]
+                ],
+            }
+        )
 
     def stored(self, persona_id: str) -> Items:
         persona = self._persona(persona_id)
@@ -157,9 +206,15 @@ class MemoryService:
             try:
                 items = memory.stored()
             except NotImplementedError:
-                raise Refused(HTTPStatus.NOT_IMPLEMENTED, f"{self.system} does not list its stored memory") from None
-        return Items.model_validate({"format_version": VERSION,
-                                     "items": [{"text": i.text, "trace_ids": list(i.trace_ids)} for i in items]})
+                raise Refused(
+                    HTTPStatus.NOT_IMPLEMENTED, f"{self.system} does not list its stored memory"
+                ) from None
+        return Items.model_validate(
+            {
+                "format_version": VERSION,
+                "items": [{"text": i.text, "trace_ids": list(i.trace_ids)} for i in items],
+            }
+        )
 
     def _record(self, entry: dict[str, Any]) -> None:
         if self._log is not None:
@@ -194,8 +249,13 @@ class _Handler(BaseHTTPRequestHandler):
         pass
 
     def _send(self, status: int, body: BaseModel | dict | None) -> None:
-        data = b"" if body is None else (body.model_dump_json() if isinstance(body, BaseModel)
-                                         else json.dumps(body)).encode("utf-8")
+        data = (
+            b""
+            if body is None
+            else (
+                body.model_dump_json() if isinstance(body, BaseModel) else json.dumps(body)
+            ).encode("utf-8")
+        )
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
@@ -216,7 +276,10 @@ class _Handler(BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length") or 0)
         if length > MAX_BODY:
             self.close_connection = True
-            raise Refused(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, f"body over {MAX_BODY} bytes: send smaller batches")
+            raise Refused(
+                HTTPStatus.REQUEST_ENTITY_TOO_LARGE,
+                f"body over {MAX_BODY} bytes: send smaller batches",
+            )
         return self.rfile.read(length)
 
     def do_GET(self) -> None:
@@ -225,8 +288,13 @@ class _Handler(BaseHTTPRequestHandler):
             self._handle(lambda: self.service.info)
         elif url.path == "/v1/stored":
             persona = parse_qs(url.query).get("persona_id", [""])[0]
-            self._handle(lambda: self.service.stored(persona) if persona
-                         else _refuse(HTTPStatus.BAD_REQUEST, "query parameter persona_id is missing"))
+            self._handle(
+                lambda: (
+                    self.service.stored(persona)
+                    if persona
+                    else _refuse(HTTPStatus.BAD_REQUEST, "query parameter persona_id is missing")
+                )
+            )
         else:
             self._handle(lambda: _refuse(HTTPStatus.NOT_FOUND, f"no such call: GET {url.path}"))
 
@@ -234,7 +302,9 @@ class _Handler(BaseHTTPRequestHandler):
         self._handle(self._post)
 
     def _post(self) -> BaseModel | None:
-        raw = self._body()  # read first: an unread body would corrupt the kept-alive connection's next request
+        raw = (
+            self._body()
+        )  # read first: an unread body would corrupt the kept-alive connection's next request
         path = urlsplit(self.path).path
         if path == "/v1/reset":
             self.service.reset(_parse(ResetRequest, raw))

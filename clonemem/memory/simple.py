@@ -19,7 +19,9 @@ class _Traces(MemorySystem):
         self.traces = sorted(traces, key=lambda t: (t.event_date, t.trace_id))
         self.by_id = {t.trace_id: t for t in self.traces}
         self.seed = ctx.seed
-        self._held_items: dict[int, tuple[Retrieved, ...]] = {}  # stored() per cut, until the next build
+        self._held_items: dict[
+            int, tuple[Retrieved, ...]
+        ] = {}  # stored() per cut, until the next build
         ctx.stats.update(items=len(self.traces), llm_calls=0)
 
     def visible(self, q: QuestionView) -> list[MemoryTrace]:
@@ -28,13 +30,19 @@ class _Traces(MemorySystem):
     def stored(self, as_of: dt.datetime | None = None) -> list[Retrieved]:
         """The traces held, in time order (each system here keeps every trace; the oracles pick gold
         ones per question, but what they index is all of them)."""
-        cut = len(self.traces) if as_of is None else bisect.bisect_right(self.traces, as_of, key=lambda t: t.event_date)
+        cut = (
+            len(self.traces)
+            if as_of is None
+            else bisect.bisect_right(self.traces, as_of, key=lambda t: t.event_date)
+        )
         return list(self._held(cut))
 
     def _held(self, cut: int) -> tuple[Retrieved, ...]:
         """The first ``cut`` traces as items, made once per cut (questions asked at one time share it)."""
         if cut not in self._held_items:
-            self._held_items[cut] = tuple(Retrieved(t.content, (t.trace_id,), 0.0) for t in self.traces[:cut])
+            self._held_items[cut] = tuple(
+                Retrieved(t.content, (t.trace_id,), 0.0) for t in self.traces[:cut]
+            )
         return self._held_items[cut]
 
 
@@ -44,7 +52,11 @@ class Oracle(_Traces):
     name = "oracle"
 
     def retrieve(self, question: QuestionView, k: int) -> list[Retrieved]:
-        return [Retrieved(self.by_id[t].content, (t,), 1.0) for t in question.gold_trace_ids if t in self.by_id][:k]
+        return [
+            Retrieved(self.by_id[t].content, (t,), 1.0)
+            for t in question.gold_trace_ids
+            if t in self.by_id
+        ][:k]
 
 
 class OracleStatements(_Traces):
@@ -85,4 +97,6 @@ class RandomControl(_Traces):
     def retrieve(self, question: QuestionView, k: int) -> list[Retrieved]:
         pool = self.visible(question)
         rng = random.Random(stable_int(self.seed, "random", question.question_id))
-        return [Retrieved(t.content, (t.trace_id,), 0.0) for t in rng.sample(pool, min(k, len(pool)))]
+        return [
+            Retrieved(t.content, (t.trace_id,), 0.0) for t in rng.sample(pool, min(k, len(pool)))
+        ]

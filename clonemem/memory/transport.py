@@ -87,8 +87,15 @@ class Connection:
             sock = context.wrap_socket(sock, server_hostname=self.host)
         return sock
 
-    def request(self, method: str, target: str, headers: dict[str, str], body: bytes | None,
-                deadline_at: float, max_body: int) -> Reply:
+    def request(
+        self,
+        method: str,
+        target: str,
+        headers: dict[str, str],
+        body: bytes | None,
+        deadline_at: float,
+        max_body: int,
+    ) -> Reply:
         """Send one request and read its whole reply before ``deadline_at`` (``time.monotonic()``); a
         body over ``max_body`` bytes raises :class:`ReplyTooLarge`, a transport failure or the deadline
         :class:`TransportFailed` (the connection is closed then)."""
@@ -119,8 +126,11 @@ class Connection:
         except (OSError, _Closed) as exc:
             self.close()
             # nothing came back on a kept-alive connection: the server closed it while idle
-            stale = reused and (reader is None or not reader.got) and isinstance(
-                exc, (_Closed, ConnectionResetError, BrokenPipeError))
+            stale = (
+                reused
+                and (reader is None or not reader.got)
+                and isinstance(exc, (_Closed, ConnectionResetError, BrokenPipeError))
+            )
             detail = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
             raise TransportFailed("unreachable", detail, stale=stale) from None
         if not reply.keep_alive:
@@ -140,7 +150,9 @@ class _Reader:
         self.last_read = time.monotonic()
 
     def _recv(self, n: int = READ_CHUNK) -> bytes:
-        self.sock.settimeout(self.deadline.left())  # the whole attempt's time left, not a fresh timeout
+        self.sock.settimeout(
+            self.deadline.left()
+        )  # the whole attempt's time left, not a fresh timeout
         if self.quickack is not None:  # not sticky: asked again before every read
             self.sock.setsockopt(socket.IPPROTO_TCP, self.quickack, 1)
         data = self.sock.recv(n)
@@ -224,4 +236,4 @@ class _Reader:
             while len(self.buf) < size + 2:
                 self._fill(min(READ_CHUNK, size + 2 - len(self.buf)))
             body += self.buf[:size]
-            self.buf = self.buf[size + 2:]
+            self.buf = self.buf[size + 2 :]

@@ -13,7 +13,8 @@ from clonemem import text as textutil
 # Accepted items of one benchmark with their options in order: (question_id, question, correct, [{id, text}]).
 CUE_ITEMS_SQL = (
     "SELECT q.question_id, q.question, q.correct_choice_id, list({'id': c.choice_id, 'text': c.text} ORDER BY c.seq) AS choices "
-    "FROM questions q JOIN question_choices c USING (question_id) WHERE q.benchmark_id = ? GROUP BY ALL")
+    "FROM questions q JOIN question_choices c USING (question_id) WHERE q.benchmark_id = ? GROUP BY ALL"
+)
 
 
 def credit(scores: dict[str, float], correct: str) -> float:
@@ -30,8 +31,12 @@ def cue_credits(question: str, correct: str, choices: list[dict]) -> tuple[float
     if correct == "E" or not options:
         return None
     q = set(textutil.content_words(question))
-    return (credit({c["id"]: len(c["text"]) for c in options}, correct),
-            credit({c["id"]: len(q & set(textutil.content_words(c["text"]))) for c in options}, correct))
+    return (
+        credit({c["id"]: len(c["text"]) for c in options}, correct),
+        credit(
+            {c["id"]: len(q & set(textutil.content_words(c["text"]))) for c in options}, correct
+        ),
+    )
 
 
 @dataclass(frozen=True)

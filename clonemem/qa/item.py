@@ -35,7 +35,9 @@ class ItemResult:
     choices: list[Choice] = field(default_factory=list)
     correct_choice_id: str | None = None
     checks: list[dict] = field(default_factory=list)  # qa_checks rows without question_id
-    rounds: list[dict] = field(default_factory=list)  # qa_distractor_rounds rows without question_id
+    rounds: list[dict] = field(
+        default_factory=list
+    )  # qa_distractor_rounds rows without question_id
     rejected_stage: str | None = None
     rejected_reason: str | None = None
     # privacy tasks (clonemem.qa.privacy): who asks, why, under which pressure, and the two sides of the boundary
@@ -47,12 +49,24 @@ class ItemResult:
     sensitive_ids: list[str] = field(default_factory=list)
 
 
-def record_sufficiency(res: ItemResult, passed: bool, score: float, verdict: str, reason: str) -> None:
+def record_sufficiency(
+    res: ItemResult, passed: bool, score: float, verdict: str, reason: str
+) -> None:
     """The item's sufficiency check row; the verdict holds for this exact answer (the gate checks it still is
     the answer, by its sha256)."""
-    res.checks.append({"check_name": "sufficiency", "round": 1, "passed": passed, "score": score, "verdict": verdict,
-                       "reason": reason,
-                       "detail": json.dumps({"answer_sha256": hashlib.sha256(res.answer.encode("utf-8")).hexdigest()})})
+    res.checks.append(
+        {
+            "check_name": "sufficiency",
+            "round": 1,
+            "passed": passed,
+            "score": score,
+            "verdict": verdict,
+            "reason": reason,
+            "detail": json.dumps(
+                {"answer_sha256": hashlib.sha256(res.answer.encode("utf-8")).hexdigest()}
+            ),
+        }
+    )
 
 
 def question_time(seg: Segment, evidence_ids: list[str]) -> dt.datetime:

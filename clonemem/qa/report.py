@@ -13,20 +13,30 @@ from clonemem.schemas.qa import Segment
 from clonemem.schemas.results import CueStats, FailedItem, FunnelRow, QAResult
 
 
-def candidates(segments: list[Segment], types: Sequence[str], types_per_segment: int,
-               quotas: dict[str, int]) -> list[tuple[Segment, str]]:
+def candidates(
+    segments: list[Segment], types: Sequence[str], types_per_segment: int, quotas: dict[str, int]
+) -> list[tuple[Segment, str]]:
     """Question types rotate over segments, so every type is tried on several segments and windows. A
     privacy family is tried on every segment whose window holds a sensitive item (only there can the
     persona's data support one), right after the segment's other types."""
     rotating = [t for t in types if not question_types.spec(t).privacy]
-    per_segment = min(types_per_segment, len(rotating))  # the config bounds it; a caller's own list may be shorter
+    per_segment = min(
+        types_per_segment, len(rotating)
+    )  # the config bounds it; a caller's own list may be shorter
     out = []
     for j, seg in enumerate(segments):
-        wanted = [rotating[(j * per_segment + t) % len(rotating)] for t in range(per_segment)] if rotating else []
+        wanted = (
+            [rotating[(j * per_segment + t) % len(rotating)] for t in range(per_segment)]
+            if rotating
+            else []
+        )
         if _holds_sensitive(seg):
             wanted += [t for t in types if question_types.spec(t).privacy]
         for qtype in wanted:
-            if quotas.get(qtype, 1) > 0 and seg.arc.dimension in question_types.spec(qtype).dimensions:
+            if (
+                quotas.get(qtype, 1) > 0
+                and seg.arc.dimension in question_types.spec(qtype).dimensions
+            ):
                 out.append((seg, qtype))
     return out
 
@@ -63,7 +73,9 @@ class QATally:
     funnel: Counter = field(default_factory=Counter)  # (type, dimension, outcome) -> items
 
     def failed(self, segment: Segment, qtype: str, error: BaseException) -> None:
-        self.failed_items.append(FailedItem(segment=segment.segment_id, type=qtype, error=str(error)))
+        self.failed_items.append(
+            FailedItem(segment=segment.segment_id, type=qtype, error=str(error))
+        )
         self.funnel[(qtype, segment.arc.dimension, "failed")] += 1
 
     def add(self, segments: list[Segment], results: list[ItemResult]) -> None:
@@ -87,26 +99,52 @@ class QATally:
         rows = []
         for qtype, dim in sorted({(t, d) for t, d, _ in self.funnel}):
             n = {o: c for (t, d, o), c in self.funnel.items() if (t, d) == (qtype, dim)}
-            rejected = {k.removeprefix("rejected_"): v for k, v in n.items() if k.startswith("rejected_")}
+            rejected = {
+                k.removeprefix("rejected_"): v for k, v in n.items() if k.startswith("rejected_")
+            }
             accepted = n.get("accepted", 0)
-            rows.append(FunnelRow(
-                question_type=qtype, dimension=dim, candidates=sum(n.values()), infeasible=n.get("infeasible", 0),
-                failed=n.get("failed", 0), written=accepted + sum(rejected.values()),
-                rejected_format=rejected.get("format", 0), rejected_sufficiency=rejected.get("sufficiency", 0),
-                rejected_distractors=rejected.get("distractors", 0), accepted=accepted))
+            rows.append(
+                FunnelRow(
+                    question_type=qtype,
+                    dimension=dim,
+                    candidates=sum(n.values()),
+                    infeasible=n.get("infeasible", 0),
+                    failed=n.get("failed", 0),
+                    written=accepted + sum(rejected.values()),
+                    rejected_format=rejected.get("format", 0),
+                    rejected_sufficiency=rejected.get("sufficiency", 0),
+                    rejected_distractors=rejected.get("distractors", 0),
+                    accepted=accepted,
+                )
+            )
         return tuple(rows)
 
     def snapshot(self) -> dict:
         """The running tallies (kept beside each persona's landing)."""
-        return {"benchmark_id": self.benchmark_id, "status": dict(self.status), "rejected_by": dict(self.rejected_by),
-                "by_type": dict(self.by_type), "by_dimension": dict(self.by_dimension),
-                "failed_items": [f.model_dump() for f in self.failed_items], "landed": self.landed}
+        return {
+            "benchmark_id": self.benchmark_id,
+            "status": dict(self.status),
+            "rejected_by": dict(self.rejected_by),
+            "by_type": dict(self.by_type),
+            "by_dimension": dict(self.by_dimension),
+            "failed_items": [f.model_dump() for f in self.failed_items],
+            "landed": self.landed,
+        }
 
     def result(self, cues: CueStats, seconds: float) -> QAResult:
         written = self.status["accepted"] + self.status["rejected"]
-        return QAResult(benchmark_id=self.benchmark_id, status=dict(self.status), rejected_by=dict(self.rejected_by),
-                        by_type=dict(self.by_type), by_dimension=dict(self.by_dimension),
-                        failed_items=tuple(self.failed_items), landed=self.landed,
-                        rejection_rate=round(self.status["rejected"] / written, 4) if written else None,
-                        cues=cues, llm_calls=self.llm_calls, funnel=self.funnel_rows(), cached_items=self.cached_items,
-                        seconds=round(seconds, 2))
+        return QAResult(
+            benchmark_id=self.benchmark_id,
+            status=dict(self.status),
+            rejected_by=dict(self.rejected_by),
+            by_type=dict(self.by_type),
+            by_dimension=dict(self.by_dimension),
+            failed_items=tuple(self.failed_items),
+            landed=self.landed,
+            rejection_rate=round(self.status["rejected"] / written, 4) if written else None,
+            cues=cues,
+            llm_calls=self.llm_calls,
+            funnel=self.funnel_rows(),
+            cached_items=self.cached_items,
+            seconds=round(seconds, 2),
+        )

@@ -22,8 +22,10 @@ from urllib.parse import parse_qs, urlsplit
 
 PROTOCOL = "1.2"
 WORD = re.compile(r"\w+", re.UNICODE)
-STOP = frozenset("a an and are at be did do does for from had has have how i in is it me my of on or "
-                 "she he that the their they this to was were what when where which who why with you".split())
+STOP = frozenset(
+    "a an and are at be did do does for from had has have how i in is it me my of on or "
+    "she he that the their they this to was were what when where which who why with you".split()
+)
 
 
 def words(text: str) -> set[str]:
@@ -51,13 +53,25 @@ class Memory:
     def ingest(self, body: dict) -> None:
         # content already holds what the source inlines (a speaker, a photo's caption); since 1.2 an
         # attachment's caption also comes apart: its words count when content lacks them
-        traces = [{"trace_id": t["trace_id"], "event_date": t["event_date"], "content": t["content"],
-                   "words": words(" ".join([t["content"], *(a.get("caption") or "" for a in t.get("attachments", []))]))}
-                  for t in body["traces"]]
+        traces = [
+            {
+                "trace_id": t["trace_id"],
+                "event_date": t["event_date"],
+                "content": t["content"],
+                "words": words(
+                    " ".join(
+                        [t["content"], *(a.get("caption") or "" for a in t.get("attachments", []))]
+                    )
+                ),
+            }
+            for t in body["traces"]
+        ]
         with self.lock:
             held = self.personas.setdefault(body["persona_id"], [])
             known = {t["trace_id"] for t in held}
-            held.extend(t for t in traces if t["trace_id"] not in known)  # a retried batch is kept once
+            held.extend(
+                t for t in traces if t["trace_id"] not in known
+            )  # a retried batch is kept once
 
     def query(self, body: dict) -> dict:
         with self.lock:
@@ -70,19 +84,30 @@ class Memory:
                 scored.append((overlap / math.sqrt(len(t["words"])), -n, t))
         scored.sort(key=lambda s: (s[0], s[1]), reverse=True)
         if self.log:
-            entry = {"persona_id": body["persona_id"], "question_id": body["question_id"],
-                     "question_time": body["question_time"], "held": len(held),
-                     "latest": max((t["event_date"] for t in held), default=None)}
+            entry = {
+                "persona_id": body["persona_id"],
+                "question_id": body["question_id"],
+                "question_time": body["question_time"],
+                "held": len(held),
+                "latest": max((t["event_date"] for t in held), default=None),
+            }
             with self.lock, open(self.log, "a", encoding="utf-8") as f:
                 f.write(json.dumps(entry) + "\n")
-        return {"format_version": PROTOCOL,
-                "items": [{"text": t["content"], "trace_ids": [t["trace_id"]], "score": round(score, 6)}
-                          for score, _, t in scored[: int(body["k"])]]}
+        return {
+            "format_version": PROTOCOL,
+            "items": [
+                {"text": t["content"], "trace_ids": [t["trace_id"]], "score": round(score, 6)}
+                for score, _, t in scored[: int(body["k"])]
+            ],
+        }
 
     def stored(self, persona_id: str) -> dict:
         with self.lock:
             held = list(self.personas.get(persona_id, []))
-        return {"format_version": PROTOCOL, "items": [{"text": t["content"], "trace_ids": [t["trace_id"]]} for t in held]}
+        return {
+            "format_version": PROTOCOL,
+            "items": [{"text": t["content"], "trace_ids": [t["trace_id"]]} for t in held],
+        }
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -106,8 +131,16 @@ class Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         url = urlsplit(self.path)
         if url.path == "/v1/info":
-            self.reply(200, {"format_version": PROTOCOL, "name": "stdlib-overlap", "version": "1.1",
-                             "protocol": PROTOCOL, "features": ["stored", "attachments"]})
+            self.reply(
+                200,
+                {
+                    "format_version": PROTOCOL,
+                    "name": "stdlib-overlap",
+                    "version": "1.1",
+                    "protocol": PROTOCOL,
+                    "features": ["stored", "attachments"],
+                },
+            )
         elif url.path == "/v1/stored":
             persona = parse_qs(url.query).get("persona_id", [""])[0]
             self.reply(200, self.memory.stored(persona))
@@ -118,8 +151,12 @@ class Handler(BaseHTTPRequestHandler):
         body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
         path = urlsplit(self.path).path
         version = str(body.get("format_version") or "1.0")
-        if version.split(".")[0] != PROTOCOL.split(".")[0]:  # a later minor version only adds fields
-            self.reply(400, {"error": f"format_version {version} is not supported: this server reads 1.x"})
+        if (
+            version.split(".")[0] != PROTOCOL.split(".")[0]
+        ):  # a later minor version only adds fields
+            self.reply(
+                400, {"error": f"format_version {version} is not supported: this server reads 1.x"}
+            )
             return
         try:
             if path == "/v1/reset":

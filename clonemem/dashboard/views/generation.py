@@ -22,21 +22,35 @@ def render(session: Session) -> None:
     if people.height == 0:
         st.info(f"Benchmark {bench['name']!r} has no personas.")
         return
-    labels = {r["persona_id"]: f"{r['person_name']} ({r['person_key']})" for r in people.iter_rows(named=True)}
-    persona_id = st.selectbox("Persona", list(labels), format_func=labels.__getitem__, key="gen_persona")
+    labels = {
+        r["persona_id"]: f"{r['person_name']} ({r['person_key']})"
+        for r in people.iter_rows(named=True)
+    }
+    persona_id = st.selectbox(
+        "Persona", list(labels), format_func=labels.__getitem__, key="gen_persona"
+    )
     persona = people.filter(people["persona_id"] == persona_id).row(0, named=True)
     counts = Q.generation_counts(db, persona_id).row(0, named=True)
     cols = st.columns(len(counts))
     for col, (name, value) in zip(cols, counts.items()):
         col.metric(name.replace("_", " "), count(value))
-    span = (f"{persona['timeline_start']:%Y-%m-%d} – {persona['timeline_end']:%Y-%m-%d}"
-            if persona["timeline_start"] and persona["timeline_end"] else "no timeline recorded")
-    st.caption(f"language {persona['language'] or 'unknown'} · timeline {span}"
-               + (f" · from {persona['source_file']}" if persona["source_file"] else ""))
+    span = (
+        f"{persona['timeline_start']:%Y-%m-%d} – {persona['timeline_end']:%Y-%m-%d}"
+        if persona["timeline_start"] and persona["timeline_end"]
+        else "no timeline recorded"
+    )
+    st.caption(
+        f"language {persona['language'] or 'unknown'} · timeline {span}"
+        + (f" · from {persona['source_file']}" if persona["source_file"] else "")
+    )
 
     st.subheader("Timeline")
     if generation_note(session, "life arcs, phases or major events") and counts["arcs"]:
-        arcs, phases, events = Q.arc_segments(db, persona_id), Q.phases(db, persona_id), Q.major_events(db, persona_id)
+        arcs, phases, events = (
+            Q.arc_segments(db, persona_id),
+            Q.phases(db, persona_id),
+            Q.major_events(db, persona_id),
+        )
         st.altair_chart(charts.timeline(arcs, phases, events), width="stretch")
         with st.expander(f"{phases.height} phases with their end-of-phase snapshot"):
             st.dataframe(phases, hide_index=True)
@@ -61,21 +75,37 @@ def _browser(session: Session, persona_id: str) -> None:
     first, last = bounds["first"].date(), bounds["last"].date()
     left, right = st.columns([2, 1])
     chosen = left.multiselect("Media", media, default=media, key=f"gen_media_{persona_id}")
-    picked = right.date_input("Dates", (first, last), min_value=first, max_value=last, key=f"gen_dates_{persona_id}")
+    picked = right.date_input(
+        "Dates", (first, last), min_value=first, max_value=last, key=f"gen_dates_{persona_id}"
+    )
     start, end = _range(picked, first, last)
     found = Q.traces(db, persona_id, chosen, start, end, BROWSER_ROWS)
     total = int(found["matching"][0]) if found.height else 0
-    st.caption(f"{total} traces match" + (f"; the newest {BROWSER_ROWS} are listed" if total > BROWSER_ROWS else ""))
+    st.caption(
+        f"{total} traces match"
+        + (f"; the newest {BROWSER_ROWS} are listed" if total > BROWSER_ROWS else "")
+    )
     if found.height == 0:
         return
-    st.dataframe(found.drop("matching", "trace_id").with_columns(found["content"].str.slice(0, 140)),
-                 hide_index=True, height=280)
+    st.dataframe(
+        found.drop("matching", "trace_id").with_columns(found["content"].str.slice(0, 140)),
+        hide_index=True,
+        height=280,
+    )
     ids = found["trace_id"].to_list()
-    names = {r["trace_id"]: f"{r['event_date']:%Y-%m-%d %H:%M} · {r['medium']} · {r['external_id']}"
-             for r in found.iter_rows(named=True)}
-    trace_id = st.selectbox("Read a trace", ids, format_func=names.__getitem__, key=f"gen_trace_{persona_id}")
+    names = {
+        r["trace_id"]: f"{r['event_date']:%Y-%m-%d %H:%M} · {r['medium']} · {r['external_id']}"
+        for r in found.iter_rows(named=True)
+    }
+    trace_id = st.selectbox(
+        "Read a trace", ids, format_func=names.__getitem__, key=f"gen_trace_{persona_id}"
+    )
     row = Q.trace(db, trace_id).row(0, named=True)
-    meta = [f"medium {row['medium']}", f"{row['event_date']:%Y-%m-%d %H:%M}", f"id {row['external_id']}"]
+    meta = [
+        f"medium {row['medium']}",
+        f"{row['event_date']:%Y-%m-%d %H:%M}",
+        f"id {row['external_id']}",
+    ]
     if row["is_noise"]:
         meta.append("noise (carries no evidence)")
     if row["detailed_event"]:
@@ -108,4 +138,6 @@ def _range(picked: object, first: dt.date, last: dt.date) -> tuple[dt.date, dt.d
 
 
 if __name__ == "__main__":
-    run_page(TITLE, render, about="What generation planned and wrote for each persona, on a time axis.")
+    run_page(
+        TITLE, render, about="What generation planned and wrote for each persona, on a time axis."
+    )

@@ -26,11 +26,16 @@ def render(session: Session) -> None:
     if question_id is None:
         return
     q = Q.question(db, question_id).row(0, named=True)
-    st.markdown(f"**{q['person_name']}** · {q['question_type']}"
-                + (f" (source: {q['source_question_type']})" if q["source_question_type"] and
-                   q["source_question_type"] != q["question_type"] else "")
-                + f" · {q['dimension']} · asked {q['question_time']:%Y-%m-%d %H:%M}"
-                + (f" · life arc: {q['life_arc']}" if q["life_arc"] else ""))
+    st.markdown(
+        f"**{q['person_name']}** · {q['question_type']}"
+        + (
+            f" (source: {q['source_question_type']})"
+            if q["source_question_type"] and q["source_question_type"] != q["question_type"]
+            else ""
+        )
+        + f" · {q['dimension']} · asked {q['question_time']:%Y-%m-%d %H:%M}"
+        + (f" · life arc: {q['life_arc']}" if q["life_arc"] else "")
+    )
     st.markdown("**Question**")
     st.text(q["question"])
     st.markdown("**Reference answer**")
@@ -54,7 +59,9 @@ def _evaluation(session: Session, bid: str) -> tuple[str, int] | None:
     if runs.height == 0:
         return None
     left, right = st.columns([3, 1])
-    eval_run_id, _labels = pick_run(runs, "eval_run_id", "systems", "Evaluation", key="qi_eval", where=left)
+    eval_run_id, _labels = pick_run(
+        runs, "eval_run_id", "systems", "Evaluation", key="qi_eval", where=left
+    )
     ks = _ks(runs.filter(pl.col("eval_run_id") == eval_run_id)["ks"][0])
     if not ks:
         return None
@@ -68,22 +75,39 @@ def _pick(session: Session, evaluation: tuple[str, int] | None) -> str | None:
     requested = st.query_params.get("question")
     left, mid, sys_col, fail_col = st.columns(4)
     persona_names = {r["persona_id"]: r["person_name"] for r in people.iter_rows(named=True)}
-    persona_id = left.selectbox("Persona", [None, *persona_names], key="qi_persona",
-                                format_func=lambda p: "all" if p is None else persona_names[p])
+    persona_id = left.selectbox(
+        "Persona",
+        [None, *persona_names],
+        key="qi_persona",
+        format_func=lambda p: "all" if p is None else persona_names[p],
+    )
     types = sorted(Q.composition(db, bid)["question_type"].unique().to_list())
-    qtype = mid.selectbox("Question type", [None, *types], key="qi_type", format_func=lambda t: "all" if t is None else t)
+    qtype = mid.selectbox(
+        "Question type",
+        [None, *types],
+        key="qi_type",
+        format_func=lambda t: "all" if t is None else t,
+    )
     index = Q.question_index(db, bid, persona_id, qtype)
     if evaluation is not None:
         eval_run_id, k = evaluation
         systems = Q.eval_systems(db, eval_run_id)["system"].to_list()
-        system = sys_col.selectbox("Failed by system", [None, *systems], key="qi_failed_system",
-                                   format_func=lambda s: "any (no filter)" if s is None else s)
-        failure = fail_col.selectbox("Failure", list(Q.FAILURES), key="qi_failure", disabled=system is None)
+        system = sys_col.selectbox(
+            "Failed by system",
+            [None, *systems],
+            key="qi_failed_system",
+            format_func=lambda s: "any (no filter)" if s is None else s,
+        )
+        failure = fail_col.selectbox(
+            "Failure", list(Q.FAILURES), key="qi_failure", disabled=system is None
+        )
         if system is not None:
             failed = Q.failed_questions(db, eval_run_id, system, k, failure)["question_id"]
             index = index.filter(pl.col("question_id").is_in(failed.to_list()))
-            st.caption(f"{index.height:,} question(s) {system} {failure.replace('wrong', 'got wrong')} at k = {k} "
-                       "in this evaluation.")
+            st.caption(
+                f"{index.height:,} question(s) {system} {failure.replace('wrong', 'got wrong')} at k = {k} "
+                "in this evaluation."
+            )
     if index.height == 0:
         st.info("No questions match.")
         return None
@@ -99,14 +123,22 @@ def _pick(session: Session, evaluation: tuple[str, int] | None) -> str | None:
                 st.warning(f"no question {requested!r} among these; showing the first instead")
     if st.session_state.get("qi_question") not in ids:
         st.session_state["qi_question"] = ids[0]
-    labels = {r["question_id"]: f"{i + 1}. {r['external_id'][:12]} · {r['question_type']} · {r['question'][:90]}"
-              for i, r in enumerate(index.iter_rows(named=True))}
-    return st.selectbox(f"Question ({len(ids):,})", ids, format_func=labels.__getitem__, key="qi_question")
+    labels = {
+        r[
+            "question_id"
+        ]: f"{i + 1}. {r['external_id'][:12]} · {r['question_type']} · {r['question'][:90]}"
+        for i, r in enumerate(index.iter_rows(named=True))
+    }
+    return st.selectbox(
+        f"Question ({len(ids):,})", ids, format_func=labels.__getitem__, key="qi_question"
+    )
 
 
 def _evidence(session: Session, question_id: str) -> None:
     evidence = Q.question_evidence(session.db, question_id)
-    st.markdown(f"**Evidence** ({evidence['evidence'].n_unique() if evidence.height else 0} statements)")
+    st.markdown(
+        f"**Evidence** ({evidence['evidence'].n_unique() if evidence.height else 0} statements)"
+    )
     if evidence.height == 0:
         st.caption("This question names no evidence.")
         return
@@ -127,8 +159,10 @@ def _systems(session: Session, question_id: str, evaluation: tuple[str, int] | N
         if Q.eval_runs(db, session.benchmark["benchmark_id"]).height:
             st.info("This evaluation recorded no metrics.")
         else:
-            st.info(f"Benchmark {session.benchmark['name']!r} has not been evaluated: "
-                    f"`clonemem evaluate {session.benchmark['name']} --systems bm25,random --k 5,10`.")
+            st.info(
+                f"Benchmark {session.benchmark['name']!r} has not been evaluated: "
+                f"`clonemem evaluate {session.benchmark['name']} --systems bm25,random --k 5,10`."
+            )
         return
     eval_run_id, k = evaluation
     models = models_of(db, eval_run_id, session.columns("eval_runs"))
@@ -139,28 +173,54 @@ def _systems(session: Session, question_id: str, evaluation: tuple[str, int] | N
     answers = Q.question_answers(db, eval_run_id, question_id).filter(pl.col("k") == k)
     judged = Q.question_judgments(db, eval_run_id, question_id).filter(pl.col("k") == k)
     diagnosis = Q.question_scores(db, eval_run_id, question_id).filter(pl.col("k") == k).drop("k")
-    scores = (judged.pivot(on="metric", index="system", values="score") if judged.height
-              else pl.DataFrame({"system": []}, schema={"system": pl.Utf8}))
-    overview = (summary.join(answers.select("system", "predicted_choice_id", "correct", "context_tokens"),
-                             on="system", how="left").join(diagnosis, on="system", how="left")
-                .join(scores, on="system", how="left"))
+    scores = (
+        judged.pivot(on="metric", index="system", values="score")
+        if judged.height
+        else pl.DataFrame({"system": []}, schema={"system": pl.Utf8})
+    )
+    overview = (
+        summary.join(
+            answers.select("system", "predicted_choice_id", "correct", "context_tokens"),
+            on="system",
+            how="left",
+        )
+        .join(diagnosis, on="system", how="left")
+        .join(scores, on="system", how="left")
+    )
     if models.banner():
         st.warning(models.banner())
-    st.markdown(f"**At k = {k}**: gold traces found, the choice made, where the system failed (diagnosis: "
-                f"the first failing step, write, read or use, else correct) and the judge's scores "
-                f"({len(gold)} gold trace(s))")
-    shown = {c: models.label(c) for c in overview.columns if c in ("diagnosis", *scores.columns) and c != "system"}
+    st.markdown(
+        f"**At k = {k}**: gold traces found, the choice made, where the system failed (diagnosis: "
+        f"the first failing step, write, read or use, else correct) and the judge's scores "
+        f"({len(gold)} gold trace(s))"
+    )
+    shown = {
+        c: models.label(c)
+        for c in overview.columns
+        if c in ("diagnosis", *scores.columns) and c != "system"
+    }
     if models.answerer_offline:
-        shown.update({"predicted_choice_id": "predicted_choice_id (offline answerer)",
-                      "correct": "correct (offline answerer)"})
+        shown.update(
+            {
+                "predicted_choice_id": "predicted_choice_id (offline answerer)",
+                "correct": "correct (offline answerer)",
+            }
+        )
     st.dataframe(overview.rename(shown), hide_index=True)
     if table.height:
         labels_of = Q.trace_labels(db, table["trace_id"].unique().to_list())
         ranked = table.join(labels_of, on="trace_id", how="left").sort("system", "rank")
-        st.markdown("**Retrieved at k** (gold marked; each cell names the trace by its id in the source file)")
+        st.markdown(
+            "**Retrieved at k** (gold marked; each cell names the trace by its id in the source file)"
+        )
         st.altair_chart(charts.retrieved(ranked))
-        st.dataframe(ranked.select("system", "rank", "gold", "external_id", "medium", "event_date", "excerpt"),
-                     hide_index=True, height=320)
+        st.dataframe(
+            ranked.select(
+                "system", "rank", "gold", "external_id", "medium", "event_date", "excerpt"
+            ),
+            hide_index=True,
+            height=320,
+        )
     _answers(answers, models)
     _protocols(session, eval_run_id, question_id, k, models)
     unscored = judged.filter(~pl.col("scored"))
@@ -170,8 +230,9 @@ def _systems(session: Session, question_id: str, evaluation: tuple[str, int] | N
     _exchanges(session, eval_run_id, question_id, k)
 
 
-def _protocols(session: Session, eval_run_id: str, question_id: str, k: int,
-               models: EvalModels) -> None:
+def _protocols(
+    session: Session, eval_run_id: str, question_id: str, k: int, models: EvalModels
+) -> None:
     """The question's scores under the benchmark's standard protocols (LoCoMo's F1, mem0's F1 /
     BLEU-1 / J, LongMemEval's judged accuracy and retrieval, PersonaMem's accuracy): answer scores
     at k with the answer each protocol scored, retrieval scores at every cut-off."""
@@ -181,10 +242,18 @@ def _protocols(session: Session, eval_run_id: str, question_id: str, k: int,
     scores = scores.filter((pl.col("granularity") != "qa") | (pl.col("k") == k))
     if scores.height == 0:
         return
-    by = [who for who, offline in (("offline answerer", models.answerer_offline),
-                                   ("offline judge", models.judge_offline)) if offline]
-    st.markdown(f"**Standard protocols**{' (' + ', '.join(by) + ')' if by else ''}: answer scores "
-                f"at k = {k} (granularity qa), retrieval scores at each cut-off k")
+    by = [
+        who
+        for who, offline in (
+            ("offline answerer", models.answerer_offline),
+            ("offline judge", models.judge_offline),
+        )
+        if offline
+    ]
+    st.markdown(
+        f"**Standard protocols**{' (' + ', '.join(by) + ')' if by else ''}: answer scores "
+        f"at k = {k} (granularity qa), retrieval scores at each cut-off k"
+    )
     index = ["protocol", "system", "granularity", "k", "answer_text", "judge_label"]
     wide = scores.pivot(on="metric", index=index, values="value", aggregate_function="first")
     st.dataframe(wide.rename({"answer_text": "answer scored"}), hide_index=True)
@@ -198,14 +267,20 @@ def _protocols(session: Session, eval_run_id: str, question_id: str, k: int,
 def _exchanges(session: Session, eval_run_id: str, question_id: str, k: int) -> None:
     """The LLM exchanges behind these figures: each system's answerer and judge calls for this question at k
     (and its retrieval step's), with the prompt and reply where stored."""
-    st.markdown(f"**LLM exchanges at k = {k}** (answerer, judge, and the retrieval step's support checks)")
+    st.markdown(
+        f"**LLM exchanges at k = {k}** (answerer, judge, and the retrieval step's support checks)"
+    )
     calls = Q.question_calls(session.db, eval_run_id, question_id, k, session.columns("llm_calls"))
     if calls.height == 0:
-        st.caption("No LLM call of this evaluation is labelled with this question (calls are labelled since "
-                   "migration 0018; a results file's given answers make none).")
+        st.caption(
+            "No LLM call of this evaluation is labelled with this question (calls are labelled since "
+            "migration 0018; a results file's given answers make none)."
+        )
         return
     if not calls["this_run"].all():
-        st.caption("Some steps were served from the cache: their calls are those of the earlier run that made them.")
+        st.caption(
+            "Some steps were served from the cache: their calls are those of the earlier run that made them."
+        )
     for r in calls.iter_rows(named=True):
         made = "" if r["this_run"] else f" · made by run {r['run_id'][:8]}"
         with st.expander(f"{r['system']} · {r['stage']} ({r['model']}) · {r['outcome']}{made}"):
@@ -220,8 +295,10 @@ def _answers(answers: pl.DataFrame, models: EvalModels) -> None:
             st.caption("No answers stored for this question at this k.")
         for r in answers.iter_rows(named=True):
             verdict = "" if r["correct"] is None else (" (correct)" if r["correct"] else " (wrong)")
-            st.markdown(f"**{r['system']}** chose {r['predicted_choice_id'] or 'no option'}{verdict} · "
-                        f"{r['context_tokens'] if r['context_tokens'] is not None else '?'} context tokens")
+            st.markdown(
+                f"**{r['system']}** chose {r['predicted_choice_id'] or 'no option'}{verdict} · "
+                f"{r['context_tokens'] if r['context_tokens'] is not None else '?'} context tokens"
+            )
             st.text(r["answer_text"] or "(no answer text)")
 
 
@@ -235,5 +312,9 @@ def _ks(value: object) -> list[int]:
 
 
 if __name__ == "__main__":
-    run_page(TITLE, render, about="One question end to end: evidence, traces, and every system's retrieval, "
-                                  "answer, choice and judge scores.")
+    run_page(
+        TITLE,
+        render,
+        about="One question end to end: evidence, traces, and every system's retrieval, "
+        "answer, choice and judge scores.",
+    )

@@ -28,8 +28,10 @@ def _funnel(session: Session) -> None:
     db, bench = session.db, session.benchmark
     st.subheader("Quality-control funnel")
     if bench["source"] != "generated":
-        st.info(f"Benchmark {bench['name']!r} was imported: its questions came through no quality control "
-                "here (no plans, sufficiency verdicts or distractor rounds are recorded), so there is no funnel.")
+        st.info(
+            f"Benchmark {bench['name']!r} was imported: its questions came through no quality control "
+            "here (no plans, sufficiency verdicts or distractor rounds are recorded), so there is no funnel."
+        )
         return
     funnel = Q.qc_funnel(db, bench["benchmark_id"])
     if funnel.height == 0:
@@ -40,9 +42,15 @@ def _funnel(session: Session) -> None:
     for col, row in zip(cols, stages.iter_rows(named=True)):
         col.metric(row["stage"].replace("_", " "), count(row["items"]))
     infeasible = Q.infeasible_plans(db, bench["benchmark_id"])["infeasible"][0]
-    st.caption("planned = items whose plan the writer judged feasible (every item that reached quality control); "
-               + (f"another {infeasible} candidate(s) were judged infeasible at planning (stage IV records them as "
-                  "a count only, not per type)." if infeasible else "no candidate was judged infeasible."))
+    st.caption(
+        "planned = items whose plan the writer judged feasible (every item that reached quality control); "
+        + (
+            f"another {infeasible} candidate(s) were judged infeasible at planning (stage IV records them as "
+            "a count only, not per type)."
+            if infeasible
+            else "no candidate was judged infeasible."
+        )
+    )
     st.altair_chart(charts.funnel(stages), width="stretch")
     st.markdown("**Outcome of every planned item, by question type and dimension**")
     st.altair_chart(charts.outcomes_by_type(funnel))
@@ -50,9 +58,13 @@ def _funnel(session: Session) -> None:
     st.dataframe(funnel, hide_index=True)
     rounds = Q.distractor_rounds(db, bench["benchmark_id"])
     if rounds.height:
-        st.markdown("**Distractor loop: checks per round** (the validator answering from the options alone, "
-                    "and from a single evidence item; an item that it solves is redrafted)")
-        st.dataframe(rounds.with_columns(pass_rate=pl.col("passed") / pl.col("items")), hide_index=True)
+        st.markdown(
+            "**Distractor loop: checks per round** (the validator answering from the options alone, "
+            "and from a single evidence item; an item that it solves is redrafted)"
+        )
+        st.dataframe(
+            rounds.with_columns(pass_rate=pl.col("passed") / pl.col("items")), hide_index=True
+        )
     with st.expander("Rejected items with their reasons"):
         st.dataframe(Q.rejections(db, bench["benchmark_id"]), hide_index=True)
 
@@ -65,14 +77,24 @@ def _cues(session: Session) -> None:
         return
     cues = A.cue_table(items)
     letters = A.letter_table(items)
-    st.caption("Would a test-taker who never read the traces find the correct option by picking the longest "
-               "one, or the one sharing most words with the question? Over items whose answer is among A–D "
-               "(a tie earns 1/ties); chance is 1/4. Intervals are Wilson 95%.")
+    st.caption(
+        "Would a test-taker who never read the traces find the correct option by picking the longest "
+        "one, or the one sharing most words with the question? Over items whose answer is among A–D "
+        "(a tie earns 1/ties); chance is 1/4. Intervals are Wilson 95%."
+    )
     left, right = st.columns(2)
-    left.altair_chart(charts.with_interval(cues, value="accuracy", category="cue", title="accuracy", chance=A.CHANCE),
-                      width="stretch")
-    right.altair_chart(charts.with_interval(letters, value="share", category="letter",
-                                            title="share of A–D answers", chance=A.CHANCE), width="stretch")
+    left.altair_chart(
+        charts.with_interval(
+            cues, value="accuracy", category="cue", title="accuracy", chance=A.CHANCE
+        ),
+        width="stretch",
+    )
+    right.altair_chart(
+        charts.with_interval(
+            letters, value="share", category="letter", title="share of A–D answers", chance=A.CHANCE
+        ),
+        width="stretch",
+    )
     left.dataframe(cues, hide_index=True)
     right.dataframe(letters, hide_index=True)
 
@@ -88,8 +110,10 @@ def _composition(session: Session) -> None:
         left.dataframe(comp, hide_index=True)
         unknown = comp.filter(~pl.col("question_type_known"))
         if unknown.height:
-            left.caption(f"{int(unknown['questions'].sum())} question(s) have a type outside the eight "
-                         f"({', '.join(unknown['question_type'].unique().sort().to_list())}), kept as the source wrote it.")
+            left.caption(
+                f"{int(unknown['questions'].sum())} question(s) have a type outside the eight "
+                f"({', '.join(unknown['question_type'].unique().sort().to_list())}), kept as the source wrote it."
+            )
     else:
         left.info("No questions.")
     if media.height:
@@ -104,8 +128,10 @@ def _gate(session: Session) -> None:
     st.subheader("Great Expectations gate")
     runs = Q.gate_runs(db, bench["benchmark_id"])
     if runs.height == 0:
-        st.info(f"Benchmark {bench['name']!r} has never been gated (gate status {bench['gate_status']}); "
-                f"run `clonemem gate {bench['name']}`.")
+        st.info(
+            f"Benchmark {bench['name']!r} has never been gated (gate status {bench['gate_status']}); "
+            f"run `clonemem gate {bench['name']}`."
+        )
         return
     gate_run_id, _labels = pick_run(runs, "gate_run_id", "status", "Gate run", key="qa_gate_run")
     run = runs.filter(pl.col("gate_run_id") == gate_run_id).row(0, named=True)
@@ -117,14 +143,23 @@ def _gate(session: Session) -> None:
     cols[2].metric("failed", count(failed.height))
     if run["data_docs_path"]:
         st.caption(f"Data Docs: `{run['data_docs_path']}`")
-    st.caption("measured: what a bounded expectation measured (a rate, a cue's accuracy, the largest media-mix "
-               "deviation); bound: the interval it must lie in. Other expectations count unexpected rows.")
+    st.caption(
+        "measured: what a bounded expectation measured (a rate, a cue's accuracy, the largest media-mix "
+        "deviation); bound: the interval it must lie in. Other expectations count unexpected rows."
+    )
     if bench["source"] == "generated" and results["measured"].is_null().all():
-        st.caption("This gate run predates stored measurements: its bounded expectations show no measured value.")
-    st.dataframe(results.drop("failing_sample"), hide_index=True,
-                 column_config={"measured": st.column_config.NumberColumn(format="%.4f")})
+        st.caption(
+            "This gate run predates stored measurements: its bounded expectations show no measured value."
+        )
+    st.dataframe(
+        results.drop("failing_sample"),
+        hide_index=True,
+        column_config={"measured": st.column_config.NumberColumn(format="%.4f")},
+    )
     for row in failed.iter_rows(named=True):
-        with st.expander(f"failed: {row['suite']} / {row['expectation']} ({row['unexpected_count']} unexpected)"):
+        with st.expander(
+            f"failed: {row['suite']} / {row['expectation']} ({row['unexpected_count']} unexpected)"
+        ):
             st.json(_json(row["failing_sample"]))
 
 
@@ -136,5 +171,9 @@ def _json(text: str | None) -> object:
 
 
 if __name__ == "__main__":
-    run_page(TITLE, render, about="How the questions were filtered, whether shallow cues give answers away, "
-                                  "and what the gate found.")
+    run_page(
+        TITLE,
+        render,
+        about="How the questions were filtered, whether shallow cues give answers away, "
+        "and what the gate found.",
+    )

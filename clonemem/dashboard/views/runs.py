@@ -19,21 +19,42 @@ from clonemem.warehouse.runs import orphaned
 TITLE = "Runs"
 # Summary fields worth a column of their own where a run's summary has them: generation counts the
 # steps it took from the cache (cached_steps), stage IV the items (cached_items).
-SUMMARY_FIELDS = ("cached_steps", "cached_items", "steps", "llm_calls", "landed", "unchanged", "personas", "traces",
-                  "seconds")
+SUMMARY_FIELDS = (
+    "cached_steps",
+    "cached_items",
+    "steps",
+    "llm_calls",
+    "landed",
+    "unchanged",
+    "personas",
+    "traces",
+    "seconds",
+)
 # A run of kind 'pipeline' is one `clonemem run`; its stages (generate, qa, gate) and imports are runs of their own.
 PIPELINE_KIND = "pipeline"
 # what a run that did not complete shows first (the rest of its row is in the table below)
 UNFINISHED = ("status", "kind", "benchmark", "started_at", "finished_at", "error", "flow_run_id")
 COMPLETED_OR_RUNNING = ("completed", "running")
-COUNTS = ("llm_calls", "failed_calls", "llm_tokens", "summary.cached_steps", "summary.cached_items", "summary.steps",
-          "summary.llm_calls", "summary.landed", "summary.unchanged", "summary.personas", "summary.traces")
+COUNTS = (
+    "llm_calls",
+    "failed_calls",
+    "llm_tokens",
+    "summary.cached_steps",
+    "summary.cached_items",
+    "summary.steps",
+    "summary.llm_calls",
+    "summary.landed",
+    "summary.unchanged",
+    "summary.personas",
+    "summary.traces",
+)
 
 
 def render(session: WarehouseSession) -> None:
     db = session.db
     only = session.chosen is not None and st.toggle(
-        f"Only benchmark {session.chosen['name']!r}", value=False, key="runs_only")
+        f"Only benchmark {session.chosen['name']!r}", value=False, key="runs_only"
+    )
     name = session.chosen["name"] if only and session.chosen is not None else None
     pipeline = _with_orphans(_only(Q.run_rows(db, "runs", session.columns("runs")), name))
     evaluations = _only(Q.run_rows(db, "eval_runs", session.columns("eval_runs")), name)
@@ -43,14 +64,23 @@ def render(session: WarehouseSession) -> None:
     whole = pipeline.filter(pl.col("kind") == PIPELINE_KIND).height if pipeline.height else 0
     cols = st.columns(4)
     cols[0].metric("pipeline runs", links.count(whole), help="`clonemem run` (kind 'pipeline')")
-    cols[1].metric("stage runs", links.count(pipeline.height - whole),
-                   help="generate, qa, gate and import runs, each recorded on its own (also inside a pipeline run)")
+    cols[1].metric(
+        "stage runs",
+        links.count(pipeline.height - whole),
+        help="generate, qa, gate and import runs, each recorded on its own (also inside a pipeline run)",
+    )
     cols[2].metric("evaluations", links.count(evaluations.height))
     cols[3].metric("LLM calls", links.count(int(calls["calls"].sum()) if calls.height else 0))
     ui = links.prefect_ui()
-    st.caption("Prefect ids shown: " + (", ".join(extra) if extra else "none recorded in this schema")
-               + (f"; flow-run ids link to the Prefect UI at {ui}" if ui else
-                  "; set PREFECT_UI_URL (or PREFECT_API_URL) to link flow-run ids to the Prefect UI"))
+    st.caption(
+        "Prefect ids shown: "
+        + (", ".join(extra) if extra else "none recorded in this schema")
+        + (
+            f"; flow-run ids link to the Prefect UI at {ui}"
+            if ui
+            else "; set PREFECT_UI_URL (or PREFECT_API_URL) to link flow-run ids to the Prefect UI"
+        )
+    )
 
     st.subheader("Runs that did not complete")
     _unfinished(pipeline, ui)
@@ -59,8 +89,11 @@ def render(session: WarehouseSession) -> None:
         table = pipeline.join(summaries, on="run_id", how="left") if summaries.height else pipeline
         _table(_with_calls(table, calls, "run_id"), ui)
     else:
-        st.info("No pipeline runs recorded" + (" for this benchmark" if name else "")
-                + " (imports and the gate record none of their own).")
+        st.info(
+            "No pipeline runs recorded"
+            + (" for this benchmark" if name else "")
+            + " (imports and the gate record none of their own)."
+        )
     st.subheader("Evaluations")
     if evaluations.height:
         _table(_with_calls(evaluations, calls, "eval_run_id"), ui)
@@ -75,8 +108,11 @@ def render(session: WarehouseSession) -> None:
         st.info("No LLM calls recorded.")
         return
     labels = _labels(pipeline, evaluations)
-    shown = calls.with_columns(run=pl.Series([labels.get(r, r or "(no run id)") for r in calls["run_id"].to_list()],
-                                             dtype=pl.Utf8))
+    shown = calls.with_columns(
+        run=pl.Series(
+            [labels.get(r, r or "(no run id)") for r in calls["run_id"].to_list()], dtype=pl.Utf8
+        )
+    )
     if name:
         shown = shown.filter(pl.col("run_id").is_in(list(labels)))
     st.altair_chart(charts.calls_per_stage(shown), width="stretch")
@@ -86,16 +122,25 @@ def render(session: WarehouseSession) -> None:
 def _with_orphans(frame: pl.DataFrame) -> pl.DataFrame:
     """``running`` rows whose process (``host``, ``pid``, ``process_start``) is known to have ended, as
     ``crashed`` with the error line that says so; the start token itself is not shown."""
-    if not {"status", "host", "pid", "process_start", "error"} <= set(frame.columns) or frame.height == 0:
+    if (
+        not {"status", "host", "pid", "process_start", "error"} <= set(frame.columns)
+        or frame.height == 0
+    ):
         return frame
-    running = frame.filter(pl.col("status") == "running").select("run_id", "host", "pid", "process_start")
-    dead = orphaned([(r, h, None if p is None else int(p), t) for r, h, p, t in running.iter_rows()])
+    running = frame.filter(pl.col("status") == "running").select(
+        "run_id", "host", "pid", "process_start"
+    )
+    dead = orphaned(
+        [(r, h, None if p is None else int(p), t) for r, h, p, t in running.iter_rows()]
+    )
     if dead:
         gone = pl.col("run_id").is_in(list(dead))
         frame = frame.with_columns(
             status=pl.when(gone).then(pl.lit("crashed")).otherwise(pl.col("status")),
-            error=pl.when(gone).then(pl.col("run_id").replace_strict(dead, default=None, return_dtype=pl.Utf8))
-            .otherwise(pl.col("error")))
+            error=pl.when(gone)
+            .then(pl.col("run_id").replace_strict(dead, default=None, return_dtype=pl.Utf8))
+            .otherwise(pl.col("error")),
+        )
     return frame.drop("process_start")
 
 
@@ -111,14 +156,19 @@ def _unfinished(runs: pl.DataFrame, ui: str | None) -> None:
         return
     shown = bad.select([c for c in UNFINISHED if c in bad.columns])
     linked, config = links.link_flow_runs(shown, ["flow_run_id"], ui)
-    st.dataframe(linked, hide_index=True, column_config={
-        **config, "error": st.column_config.TextColumn("error", width="large")})
+    st.dataframe(
+        linked,
+        hide_index=True,
+        column_config={**config, "error": st.column_config.TextColumn("error", width="large")},
+    )
 
 
 def _table(frame: pl.DataFrame, ui: str | None) -> None:
     """A run table: counts with thousands separators, flow-run ids as links to the Prefect UI."""
     linked, config = links.link_flow_runs(frame, [c for c in frame.columns if "flow_run" in c], ui)
-    st.dataframe(linked, hide_index=True, column_config={**links.count_columns(linked, COUNTS), **config})
+    st.dataframe(
+        linked, hide_index=True, column_config={**links.count_columns(linked, COUNTS), **config}
+    )
 
 
 def _only(frame: pl.DataFrame, name: str | None) -> pl.DataFrame:
@@ -134,7 +184,9 @@ def _summaries(frame: pl.DataFrame) -> pl.DataFrame:
     rows = []
     for r in frame.iter_rows(named=True):
         fields = A.flatten_summary(r["summary"])
-        rows.append({"run_id": r["run_id"], **{f"summary.{k}": fields.get(k) for k in SUMMARY_FIELDS}})
+        rows.append(
+            {"run_id": r["run_id"], **{f"summary.{k}": fields.get(k) for k in SUMMARY_FIELDS}}
+        )
     out = pl.DataFrame(rows, infer_schema_length=None)
     return out.select([c for c in out.columns if c == "run_id" or out[c].null_count() < out.height])
 
@@ -143,32 +195,57 @@ def _with_calls(frame: pl.DataFrame, calls: pl.DataFrame, key: str) -> pl.DataFr
     """Add the LLM calls, failed calls and tokens the warehouse recorded under each run (0 for a run that
     made none, e.g. a re-run served from the cache)."""
     if calls.height == 0:
-        return frame.with_columns(llm_calls=pl.lit(0, pl.Int64), failed_calls=pl.lit(0, pl.Int64),
-                                  llm_tokens=pl.lit(0, pl.Int64))
-    per_run = calls.group_by("run_id").agg(llm_calls=pl.col("calls").sum(), failed_calls=pl.col("failed_calls").sum(),
-                                           llm_tokens=pl.col("tokens").sum())
+        return frame.with_columns(
+            llm_calls=pl.lit(0, pl.Int64),
+            failed_calls=pl.lit(0, pl.Int64),
+            llm_tokens=pl.lit(0, pl.Int64),
+        )
+    per_run = calls.group_by("run_id").agg(
+        llm_calls=pl.col("calls").sum(),
+        failed_calls=pl.col("failed_calls").sum(),
+        llm_tokens=pl.col("tokens").sum(),
+    )
     return frame.join(per_run, left_on=key, right_on="run_id", how="left").with_columns(
-        pl.col("llm_calls", "failed_calls", "llm_tokens").fill_null(0).cast(pl.Int64))
+        pl.col("llm_calls", "failed_calls", "llm_tokens").fill_null(0).cast(pl.Int64)
+    )
 
 
 def _durations(pipeline: pl.DataFrame, evaluations: pl.DataFrame) -> pl.DataFrame:
     parts = []
     if pipeline.height:
-        parts.append(pipeline.select(label=_label_expr("kind"), kind=pl.col("kind"), seconds=pl.col("seconds")))
+        parts.append(
+            pipeline.select(
+                label=_label_expr("kind"), kind=pl.col("kind"), seconds=pl.col("seconds")
+            )
+        )
     if evaluations.height:
-        parts.append(evaluations.select(label=_label_expr(None), kind=pl.lit("evaluate"), seconds=pl.col("seconds")))
+        parts.append(
+            evaluations.select(
+                label=_label_expr(None), kind=pl.lit("evaluate"), seconds=pl.col("seconds")
+            )
+        )
     return pl.concat(parts).drop_nulls("seconds") if parts else pl.DataFrame()
 
 
 def _label_expr(kind: str | None) -> pl.Expr:
     what = pl.col(kind) if kind else pl.lit("evaluate")
-    return pl.format("{} {} {}", what, pl.col("benchmark").fill_null("?"), pl.col("started_at").dt.strftime("%m-%d %H:%M:%S"))
+    return pl.format(
+        "{} {} {}",
+        what,
+        pl.col("benchmark").fill_null("?"),
+        pl.col("started_at").dt.strftime("%m-%d %H:%M:%S"),
+    )
 
 
 def _labels(pipeline: pl.DataFrame, evaluations: pl.DataFrame) -> dict[str, str]:
     labels: dict[str, str] = {}
     if pipeline.height:
-        labels.update(zip(pipeline["run_id"].to_list(), pipeline.select(_label_expr("kind")).to_series().to_list()))
+        labels.update(
+            zip(
+                pipeline["run_id"].to_list(),
+                pipeline.select(_label_expr("kind")).to_series().to_list(),
+            )
+        )
     if evaluations.height:
         ids = evaluations["eval_run_id"].to_list()
         labels.update(zip(ids, evaluations.select(_label_expr(None)).to_series().to_list()))
@@ -176,5 +253,9 @@ def _labels(pipeline: pl.DataFrame, evaluations: pl.DataFrame) -> dict[str, str]
 
 
 if __name__ == "__main__":
-    run_page(TITLE, render, needs_benchmark=False,
-             about="What ran against this warehouse, how long it took, and which LLM calls each stage made.")
+    run_page(
+        TITLE,
+        render,
+        needs_benchmark=False,
+        about="What ran against this warehouse, how long it took, and which LLM calls each stage made.",
+    )

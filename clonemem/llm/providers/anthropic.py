@@ -14,7 +14,9 @@ class AnthropicAPI(LiveModelAPI):
     base_url_env = "ANTHROPIC_BASE_URL"
     default_base_url = "https://api.anthropic.com"
 
-    def __init__(self, model: str, settings: LiveProviderSettings, api_key: str | None, base_url: str) -> None:
+    def __init__(
+        self, model: str, settings: LiveProviderSettings, api_key: str | None, base_url: str
+    ) -> None:
         super().__init__(model, settings, api_key, base_url)
         # The wrapper owns retries and their accounting, so the SDK's own are off.
         self.client = anthropic.Anthropic(
@@ -32,7 +34,10 @@ class AnthropicAPI(LiveModelAPI):
         }
         if request.output_schema is not None and self.settings.structured_output == "native":
             kwargs["output_config"] = {
-                "format": {"type": "json_schema", "schema": anthropic.transform_schema(request.output_schema)}
+                "format": {
+                    "type": "json_schema",
+                    "schema": anthropic.transform_schema(request.output_schema),
+                }
             }
         try:
             msg = self.client.messages.create(**kwargs)

@@ -23,7 +23,9 @@ from clonemem.llm.types import (
     TransientError,
 )
 
-if TYPE_CHECKING:  # annotations only: the config's schema reads the provider registry, which reads this
+if (
+    TYPE_CHECKING
+):  # annotations only: the config's schema reads the provider registry, which reads this
     from clonemem.schemas.config import LiveProviderSettings, RunConfig
 
 TRANSIENT_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 529})
@@ -72,7 +74,9 @@ class LiveModelAPI(ModelAPI):
     base_url_env: ClassVar[str]
     default_base_url: ClassVar[str]
 
-    def __init__(self, model: str, settings: LiveProviderSettings, api_key: str | None, base_url: str) -> None:
+    def __init__(
+        self, model: str, settings: LiveProviderSettings, api_key: str | None, base_url: str
+    ) -> None:
         super().__init__(model)
         self.settings = settings
         self._api_key = api_key
@@ -95,27 +99,43 @@ class LiveModelAPI(ModelAPI):
     def key_hint(self) -> str:
         if self.settings.api_key_secret:
             return f"the Prefect Secret block {self.settings.api_key_secret!r}"
-        return f"${self.settings.api_key_env}" if self.settings.api_key_env else "the endpoint's key setting"
+        return (
+            f"${self.settings.api_key_env}"
+            if self.settings.api_key_env
+            else "the endpoint's key setting"
+        )
 
-    def status_error(self, status: int, headers: Mapping[str, str] | None, message: str) -> LLMError:
+    def status_error(
+        self, status: int, headers: Mapping[str, str] | None, message: str
+    ) -> LLMError:
         """Map an HTTP error status to a transient or permanent error with a clear, key-free message."""
         message = self.redact(message)
         if status in TRANSIENT_STATUS or status >= 500:
-            return TransientError(f"{self.ref}: HTTP {status}: {message}", retry_after=retry_after(headers), status=status)
+            return TransientError(
+                f"{self.ref}: HTTP {status}: {message}",
+                retry_after=retry_after(headers),
+                status=status,
+            )
         # Any other 4xx is about the request, the key or the model, not this moment: the run stops.
         if status in (401, 403):
             reason = "authentication failed" if status == 401 else "permission denied"
-            return ProviderRejected(f"{self.ref}: {reason} (HTTP {status}); check the API key in {self.key_hint()}",
-                                    status=status)
+            return ProviderRejected(
+                f"{self.ref}: {reason} (HTTP {status}); check the API key in {self.key_hint()}",
+                status=status,
+            )
         what = "model not found" if status == 404 else "request rejected"
-        return ProviderRejected(f"{self.ref}: {what} (HTTP {status}): {_short(message)} (key from {self.key_hint()})",
-                                status=status)
+        return ProviderRejected(
+            f"{self.ref}: {what} (HTTP {status}): {_short(message)} (key from {self.key_hint()})",
+            status=status,
+        )
 
     def connection_error(self, exc: Exception) -> TransientError:
         """No reply: a timeout (every SDK names its timeout errors so) or a failed connection."""
         kind = "timeout" if "timeout" in type(exc).__name__.lower() else "connection"
-        return TransientError(f"{self.ref}: {type(exc).__name__}: {self.redact(str(exc)) or 'connection failed'}",
-                              kind=kind)
+        return TransientError(
+            f"{self.ref}: {type(exc).__name__}: {self.redact(str(exc)) or 'connection failed'}",
+            kind=kind,
+        )
 
     def timeout_for(self, request: GenerateRequest) -> float:
         """The attempt's bound (the wrapper's, else the configured ``timeout_s``), for the SDK's request."""

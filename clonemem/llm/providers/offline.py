@@ -45,18 +45,27 @@ class OfflineAPI(ModelAPI):
     def generate(self, request: GenerateRequest) -> GenerateResult:
         if request.offline is None:
             raise PermanentError(f"{self.ref}: stage {request.stage!r} declares no offline handler")
-        faults = random.Random(stable_int(self.seed, "faults", request.inputs_hash, request.attempt))
+        faults = random.Random(
+            stable_int(self.seed, "faults", request.inputs_hash, request.attempt)
+        )
         if self.settings.latency_ms:
             time.sleep(self.settings.latency_ms / 1000.0)
         if faults.random() < self.settings.transient_failure_rate:
-            raise TransientError(f"{self.ref}: simulated transient failure (attempt {request.attempt})", status=503)
-        output = request.offline(random.Random(stable_int(self.seed, request.stage, request.inputs_hash)), self.model)
+            raise TransientError(
+                f"{self.ref}: simulated transient failure (attempt {request.attempt})", status=503
+            )
+        output = request.offline(
+            random.Random(stable_int(self.seed, request.stage, request.inputs_hash)), self.model
+        )
         text = output.model_dump_json() if isinstance(output, BaseModel) else str(output)
         if faults.random() < self.settings.malformed_rate:
             text = _malform(text, faults)
         prompt = request.system + "".join(m.content for m in request.messages)
         return GenerateResult(
-            text=text, input_tokens=estimate_tokens(prompt), output_tokens=estimate_tokens(text), finish_reason="stop"
+            text=text,
+            input_tokens=estimate_tokens(prompt),
+            output_tokens=estimate_tokens(text),
+            finish_reason="stop",
         )
 
 

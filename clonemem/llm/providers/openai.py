@@ -14,12 +14,17 @@ class OpenAIAPI(LiveModelAPI):
     base_url_env = "OPENAI_BASE_URL"
     default_base_url = "https://api.openai.com/v1"
 
-    def __init__(self, model: str, settings: LiveProviderSettings, api_key: str | None, base_url: str) -> None:
+    def __init__(
+        self, model: str, settings: LiveProviderSettings, api_key: str | None, base_url: str
+    ) -> None:
         super().__init__(model, settings, api_key, base_url)
         # Local servers need no key, but the SDK insists on a non-empty one. The wrapper owns retries (one
         # budget per call), so the SDK's own are off.
         self.client = openai.OpenAI(
-            api_key=api_key or "not-needed", base_url=base_url, max_retries=0, timeout=settings.timeout_s
+            api_key=api_key or "not-needed",
+            base_url=base_url,
+            max_retries=0,
+            timeout=settings.timeout_s,
         )
 
     def generate(self, request: GenerateRequest) -> GenerateResult:

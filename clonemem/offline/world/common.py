@@ -56,7 +56,9 @@ class People:
     def of(cls, relations: Sequence[Relation]) -> People:
         def first(kind: str, role_words: tuple[str, ...] = ()) -> str | None:
             for r in relations:
-                if r.relation_type == kind and (not role_words or any(w in r.role for w in role_words)):
+                if r.relation_type == kind and (
+                    not role_words or any(w in r.role for w in role_words)
+                ):
                     return r.name
             return None
 
@@ -65,14 +67,18 @@ class People:
         return cls(
             partner=first("partner") or friend,
             friend=friend,
-            manager=first("colleague", ("manager", "经理", "主管", "上司")) or first("colleague") or friend,
+            manager=first("colleague", ("manager", "经理", "主管", "上司"))
+            or first("colleague")
+            or friend,
             family_member=first("family") or friend,
             colleague=first("colleague") or friend,
             everyone=names,
         )
 
 
-def persona_slots(brief: PersonaBrief, relations: Sequence[Relation], lex: Lexicon, rng: random.Random) -> dict[str, str]:
+def persona_slots(
+    brief: PersonaBrief, relations: Sequence[Relation], lex: Lexicon, rng: random.Random
+) -> dict[str, str]:
     """Every slot a template may use, for this persona; random ones drawn from ``rng``."""
     occ = lex.occupation(brief.occupation)
     hobby = lex.hobby(brief.interests[0] if brief.interests else "")
@@ -133,7 +139,11 @@ def first_person(statement: str, brief: PersonaBrief, lex: Lexicon) -> str:
     fp = lex.first_person
     text = statement
     for name in {brief.name, first_name(brief, lex)}:
-        text = text.replace(name + fp.possessive_name_suffix, fp.possessive) if fp.possessive_name_suffix else text
+        text = (
+            text.replace(name + fp.possessive_name_suffix, fp.possessive)
+            if fp.possessive_name_suffix
+            else text
+        )
     for name in sorted({brief.name, first_name(brief, lex)}, key=len, reverse=True):
         if lex.language == "en":
             text = re.sub(rf"(^|(?<=[.!?]\s)){re.escape(name)}\b", fp.subject, text)

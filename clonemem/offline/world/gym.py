@@ -18,31 +18,78 @@ from clonemem.schemas.gym import values_in
 
 # (name, label, values): value phrases are unique across the lexicon and none is inside another
 VARIABLES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
-    ("exercise_routine", "exercise routine", ("morning runs", "swimming laps", "yoga classes", "cycling to work")),
-    ("living_situation", "living situation", ("living alone", "sharing a flat", "living with my partner",
-                                              "staying with family")),
-    ("work_arrangement", "work arrangement", ("fully remote", "in the office daily", "a hybrid schedule")),
-    ("eating_habits", "eating habits", ("vegetarian meals", "meal prepping", "eating out a lot", "a low-sugar diet")),
+    (
+        "exercise_routine",
+        "exercise routine",
+        ("morning runs", "swimming laps", "yoga classes", "cycling to work"),
+    ),
+    (
+        "living_situation",
+        "living situation",
+        ("living alone", "sharing a flat", "living with my partner", "staying with family"),
+    ),
+    (
+        "work_arrangement",
+        "work arrangement",
+        ("fully remote", "in the office daily", "a hybrid schedule"),
+    ),
+    (
+        "eating_habits",
+        "eating habits",
+        ("vegetarian meals", "meal prepping", "eating out a lot", "a low-sugar diet"),
+    ),
     ("spending_mood", "spending mood", ("saving hard", "a comfortable budget", "a tight month")),
-    ("learning_goal", "learning goal", ("learning spanish", "a data course", "guitar lessons", "a pottery class")),
+    (
+        "learning_goal",
+        "learning goal",
+        ("learning spanish", "a data course", "guitar lessons", "a pottery class"),
+    ),
     ("sleep_pattern", "sleep pattern", ("early nights", "late nights", "broken sleep")),
     ("commute", "commute", ("taking the train", "driving in", "walking over")),
-    ("social_life", "social life", ("quiet weekends", "busy weekends with friends", "weekly game nights")),
+    (
+        "social_life",
+        "social life",
+        ("quiet weekends", "busy weekends with friends", "weekly game nights"),
+    ),
     ("travel_plans", "travel plans", ("a beach trip", "a city break", "no trips this year")),
     ("stress_level", "stress level", ("feeling calm", "stretched thin", "completely overwhelmed")),
     ("pet_situation", "pet situation", ("no pets", "a new puppy", "an old cat")),
 )
 
-TOPICS = ("my next free weekend", "the coming month", "a small gift for myself", "my evenings this week",
-          "a birthday celebration", "my morning schedule", "a weekend getaway", "a new hobby budget",
-          "my health goals", "a dinner with friends", "my reading list", "my next day off")
-OPENERS = ("{event} has shifted a few things for me.", "With {event}, my days look different.",
-           "Since {event}, I've been adjusting.", "A quick update after {event}.")
-STATE_LINES = ("My {label} these days: {value}.", "On the {label} front, it's {value} now.",
-               "As for my {label}, it's {value} at the moment.", "Right now my {label} is {value}.")
-CHAT_LINES = ("I've been thinking about {interest} a lot lately.", "Do you have any thoughts on {interest}?",
-              "Honestly, {concern} is on my mind today.", "I might spend some time on {interest} tonight.",
-              "What would you suggest to keep {interest} fun?", "I keep coming back to {concern}.")
+TOPICS = (
+    "my next free weekend",
+    "the coming month",
+    "a small gift for myself",
+    "my evenings this week",
+    "a birthday celebration",
+    "my morning schedule",
+    "a weekend getaway",
+    "a new hobby budget",
+    "my health goals",
+    "a dinner with friends",
+    "my reading list",
+    "my next day off",
+)
+OPENERS = (
+    "{event} has shifted a few things for me.",
+    "With {event}, my days look different.",
+    "Since {event}, I've been adjusting.",
+    "A quick update after {event}.",
+)
+STATE_LINES = (
+    "My {label} these days: {value}.",
+    "On the {label} front, it's {value} now.",
+    "As for my {label}, it's {value} at the moment.",
+    "Right now my {label} is {value}.",
+)
+CHAT_LINES = (
+    "I've been thinking about {interest} a lot lately.",
+    "Do you have any thoughts on {interest}?",
+    "Honestly, {concern} is on my mind today.",
+    "I might spend some time on {interest} tonight.",
+    "What would you suggest to keep {interest} fun?",
+    "I keep coming back to {concern}.",
+)
 REMIND = "remind me"
 
 
@@ -53,8 +100,12 @@ def state_schema(call: OfflineCall) -> G.StateSchema:
     inp = call.inputs
     assert isinstance(inp, G.StateSchemaInput)
     chosen = call.rng.sample(VARIABLES, min(inp.count, len(VARIABLES)))
-    return G.StateSchema(variables=[G.StateVariable(name=n, label=label, values=list(values))
-                                    for n, label, values in sorted(chosen)])
+    return G.StateSchema(
+        variables=[
+            G.StateVariable(name=n, label=label, values=list(values))
+            for n, label, values in sorted(chosen)
+        ]
+    )
 
 
 def evolution(call: OfflineCall) -> G.Evolution:
@@ -68,8 +119,12 @@ def evolution(call: OfflineCall) -> G.Evolution:
         if period.period > 0:
             for v in rng.sample(variables, 2 if rng.random() < 0.3 else 1):
                 states[v.name] = rng.choice([x for x in v.values if x != states[v.name]])
-        out.append(G.PeriodStates(period=period.period,
-                                  states=[G.StateValue(variable=v.name, value=states[v.name]) for v in variables]))
+        out.append(
+            G.PeriodStates(
+                period=period.period,
+                states=[G.StateValue(variable=v.name, value=states[v.name]) for v in variables],
+            )
+        )
     return G.Evolution(periods=out)
 
 
@@ -84,8 +139,13 @@ def questions(call: OfflineCall) -> G.QuestionsOut:
     for i in range(inp.count):
         combo = combos[i % len(combos)]
         labels = " and my ".join(v.label for v in combo)
-        plans.append(G.QuestionPlan(question=f"Given my {labels} as they are now, what should I plan for "
-                                             f"{TOPICS[i % len(TOPICS)]}?", variables=[v.name for v in combo]))
+        plans.append(
+            G.QuestionPlan(
+                question=f"Given my {labels} as they are now, what should I plan for "
+                f"{TOPICS[i % len(TOPICS)]}?",
+                variables=[v.name for v in combo],
+            )
+        )
     return G.QuestionsOut(questions=plans)
 
 
@@ -96,7 +156,9 @@ def options(call: OfflineCall) -> G.OptionsOut:
     out = []
     for variant in inp.variants:
         because = " and ".join(f"your {labels[s.variable]} means {s.value}" for s in variant)
-        out.append(G.VariantOption(variant=variant, text=f"Since {because}, plan around exactly that."))
+        out.append(
+            G.VariantOption(variant=variant, text=f"Since {because}, plan around exactly that.")
+        )
     return G.OptionsOut(options=out)
 
 
@@ -141,8 +203,11 @@ def user_turn(call: OfflineCall) -> G.UserTurn:
         s = rng.choice(inp.states)
         return G.UserTurn(text=f"By the way, my {s.label} is still {s.value}.")
     line = rng.choice(CHAT_LINES)
-    return G.UserTurn(text=line.format(interest=rng.choice(inp.persona.interests),
-                                       concern=rng.choice(inp.persona.concerns)))
+    return G.UserTurn(
+        text=line.format(
+            interest=rng.choice(inp.persona.interests), concern=rng.choice(inp.persona.concerns)
+        )
+    )
 
 
 def _relevant(memory: str, said: set[str]) -> bool:
@@ -158,9 +223,13 @@ def assistant_reply(call: OfflineCall) -> G.AssistantReply:
     said = set(textutil.content_words(last))
     relevant = sum(1 for m in inp.memories if _relevant(m, said))
     if not relevant:
-        return G.AssistantReply(text="Thanks for telling me. Could you remind me where things stand with that?")
-    return G.AssistantReply(text=f"Thanks, that fits with {relevant} thing(s) you told me before. "
-                                 "How are you feeling about it?")
+        return G.AssistantReply(
+            text="Thanks for telling me. Could you remind me where things stand with that?"
+        )
+    return G.AssistantReply(
+        text=f"Thanks, that fits with {relevant} thing(s) you told me before. "
+        "How are you feeling about it?"
+    )
 
 
 def answer(call: OfflineCall) -> G.GymAnswer:
@@ -181,7 +250,13 @@ def answer(call: OfflineCall) -> G.GymAnswer:
             if named:
                 believed[variable] = named[-1]
                 break
-    agreeing = [c for c in inp.choices if all(believed.get(s.variable, s.value) == s.value for s in c.variant)]
+    agreeing = [
+        c
+        for c in inp.choices
+        if all(believed.get(s.variable, s.value) == s.value for s in c.variant)
+    ]
     pool = agreeing or list(inp.choices)
     choice = pool[0] if len(pool) == 1 else call.rng.choice(pool)
-    return G.GymAnswer(choice_id=choice.id, reason=f"memory settles {len(believed)} of {len(candidates)} states")
+    return G.GymAnswer(
+        choice_id=choice.id, reason=f"memory settles {len(believed)} of {len(candidates)} states"
+    )

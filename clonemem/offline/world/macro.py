@@ -39,9 +39,16 @@ HIGH, LOW = 0.62, 0.38
 
 
 def brief_of(profile: Profile) -> PersonaBrief:
-    return PersonaBrief(name=profile.name, age=profile.age, gender=profile.gender, occupation=profile.occupation,
-                        employer=profile.employer, city=profile.city, interests=profile.interests,
-                        personality=profile.personality)
+    return PersonaBrief(
+        name=profile.name,
+        age=profile.age,
+        gender=profile.gender,
+        occupation=profile.occupation,
+        employer=profile.employer,
+        city=profile.city,
+        interests=profile.interests,
+        personality=profile.personality,
+    )
 
 
 def _full_name(given: str, family: str, lex) -> str:
@@ -69,25 +76,56 @@ def enrich_persona(call: OfflineCall) -> Profile:
         if b5[trait] >= HIGH:
             concerns.append(pick(rng, lex.concerns[trait]))
     concerns += rng.sample(lex.concerns["general"], 2 if len(concerns) < 2 else 1)
-    roles = lex.relation_roles["family"]  # [mother, father, sister, brother]: the profile names mother and sister
+    roles = lex.relation_roles[
+        "family"
+    ]  # [mother, father, sister, brother]: the profile names mother and sister
     family_names = rng.sample([n for n in lex.names.female if n != given], 2)
     # in Chinese families the mother keeps her own surname
-    mother_surname = pick(rng, [s for s in lex.names.surnames if s != surname]) if lex.language == "zh" else surname
-    family = [fill(lex.s("family_item"), {"role": roles[i * 2 % len(roles)],
-                                          "name": _full_name(family_names[i], mother_surname if i == 0 else surname, lex)})
-              for i in range(2)]
+    mother_surname = (
+        pick(rng, [s for s in lex.names.surnames if s != surname])
+        if lex.language == "zh"
+        else surname
+    )
+    family = [
+        fill(
+            lex.s("family_item"),
+            {
+                "role": roles[i * 2 % len(roles)],
+                "name": _full_name(family_names[i], mother_surname if i == 0 else surname, lex),
+            },
+        )
+        for i in range(2)
+    ]
     name = _full_name(given, surname, lex)
     first = given if not lex.first_is_full_name else name
     pron = lex.pronouns[gender]
-    slots = {"first": first, "traits": join_list(traits, lex), "hometown": hometown.name, "city": city.name,
-             "education": occ.education, "subj": pron.subj, "occupation": occ.title,
-             "occupation_a": with_article(occ.title, lex), "employer": occ.employers[0],
-             "interest": hobbies[0].name,
-             "family_member": family[0].replace(" ", "") if lex.language == "zh" else family[0], "year": str(spec.timeline_start.year)}
+    slots = {
+        "first": first,
+        "traits": join_list(traits, lex),
+        "hometown": hometown.name,
+        "city": city.name,
+        "education": occ.education,
+        "subj": pron.subj,
+        "occupation": occ.title,
+        "occupation_a": with_article(occ.title, lex),
+        "employer": occ.employers[0],
+        "interest": hobbies[0].name,
+        "family_member": family[0].replace(" ", "") if lex.language == "zh" else family[0],
+        "year": str(spec.timeline_start.year),
+    }
     return Profile(
-        name=name, age=rng.randint(24, 52), gender=gender, personality=fill(lex.s("personality"), slots),
-        family=family, education=occ.education, occupation=occ.title, employer=occ.employers[0], city=city.name,
-        concerns=concerns, interests=[h.name for h in hobbies], narrative=fill(lex.s("narrative"), slots),
+        name=name,
+        age=rng.randint(24, 52),
+        gender=gender,
+        personality=fill(lex.s("personality"), slots),
+        family=family,
+        education=occ.education,
+        occupation=occ.title,
+        employer=occ.employers[0],
+        city=city.name,
+        concerns=concerns,
+        interests=[h.name for h in hobbies],
+        narrative=fill(lex.s("narrative"), slots),
     )
 
 
@@ -103,8 +141,10 @@ def relations(call: OfflineCall) -> RelationsOut:
 
     def add(kind: str, role: str, name: str) -> None:
         taken.add(name)
-        desc = fill(lex.s("relation_description"), {"name": name, "first": first, "role": role,
-                                                    "bond": pick(rng, bonds[kind])})
+        desc = fill(
+            lex.s("relation_description"),
+            {"name": name, "first": first, "role": role, "bond": pick(rng, bonds[kind])},
+        )
         out.append(Relation(name=name, relation_type=kind, role=role, description=desc))
 
     for item in profile.family:  # the family named in the profile, as "role name"
@@ -126,8 +166,12 @@ def relations(call: OfflineCall) -> RelationsOut:
 def _compatible(concept: str, profile: Profile, has_partner: bool) -> bool:
     age = profile.age
     rules = {
-        "graduation": age <= 27, "retirement": age >= 58, "marriage": has_partner,
-        "moving_in_together": has_partner, "breakup": has_partner, "layoff": age < 60,
+        "graduation": age <= 27,
+        "retirement": age >= 58,
+        "marriage": has_partner,
+        "moving_in_together": has_partner,
+        "breakup": has_partner,
+        "layoff": age < 60,
     }
     return rules.get(concept, True)
 
@@ -142,10 +186,23 @@ def select_seeds(call: OfflineCall) -> SeedsOut:
     rng.shuffle(candidates)
     candidates.sort(key=lambda c: c.concept not in themed)
     first = first_name(brief_of(profile), lex)
-    seeds = [ChosenSeed(concept=c.concept, label=c.label, origin="pool",
-                        rationale=fill(lex.s("seed_rationale_pool"), {"label": cap(c.label), "first": first,
-                                                                        "occupation": profile.occupation, "city": profile.city}))
-             for c in candidates[: inp.max_from_pool]]
+    seeds = [
+        ChosenSeed(
+            concept=c.concept,
+            label=c.label,
+            origin="pool",
+            rationale=fill(
+                lex.s("seed_rationale_pool"),
+                {
+                    "label": cap(c.label),
+                    "first": first,
+                    "occupation": profile.occupation,
+                    "city": profile.city,
+                },
+            ),
+        )
+        for c in candidates[: inp.max_from_pool]
+    ]
     added = [("new_hobby", profile.interests[0])]
     if any("parent" in c or "父" in c or "母" in c for c in profile.concerns):
         added.append(("parent_illness", profile.concerns[0]))
@@ -153,10 +210,21 @@ def select_seeds(call: OfflineCall) -> SeedsOut:
         if any(s.concept == concept for s in seeds):
             continue
         label = next((c.label for c in inp.pool if c.concept == concept), concept.replace("_", " "))
-        seeds.append(ChosenSeed(concept=concept, label=label, origin="persona",
-                                rationale=fill(lex.s("seed_rationale_persona"),
-                                               {"first": first, "interest": profile.interests[0],
-                                                "concern": profile.concerns[0]})))
+        seeds.append(
+            ChosenSeed(
+                concept=concept,
+                label=label,
+                origin="persona",
+                rationale=fill(
+                    lex.s("seed_rationale_persona"),
+                    {
+                        "first": first,
+                        "interest": profile.interests[0],
+                        "concern": profile.concerns[0],
+                    },
+                ),
+            )
+        )
     return SeedsOut(seeds=seeds)
 
 
@@ -171,20 +239,47 @@ def life_arcs(call: OfflineCall) -> ArcsOut:
     for dimension in ("experience", "emotion", "opinion"):
         pool = [a for a in lex.archetypes if a.dimension == dimension]
         # archetypes reachable from the chosen seeds first, in seed order
-        pool.sort(key=lambda a: min((seed_rank[s] for s in a.seeds if s in seed_rank), default=len(seed_rank) + 1))
+        pool.sort(
+            key=lambda a: min(
+                (seed_rank[s] for s in a.seeds if s in seed_rank), default=len(seed_rank) + 1
+            )
+        )
         for arche in pool[: inp.arcs_per_dimension]:
             seed = next((s for s in arche.seeds if s in seed_rank), arche.seeds[0])
-            states = [AnchorState(state=fill(st.state, slots), trigger_logic=cap(fill(st.trigger, slots)),
-                                  behavioural_cues=cap(fill(st.cues, slots))) for st in arche.states]
-            dim_word = {"experience": "experience", "emotion": "emotional life", "opinion": "views"}[dimension]
+            states = [
+                AnchorState(
+                    state=fill(st.state, slots),
+                    trigger_logic=cap(fill(st.trigger, slots)),
+                    behavioural_cues=cap(fill(st.cues, slots)),
+                )
+                for st in arche.states
+            ]
+            dim_word = {
+                "experience": "experience",
+                "emotion": "emotional life",
+                "opinion": "views",
+            }[dimension]
             if lex.language == "zh":
                 dim_word = {"experience": "经历", "emotion": "情绪", "opinion": "看法"}[dimension]
-            arcs.append(LifeArc(
-                key=f"A{len(arcs) + 1}", dimension=dimension, theme=arche.key, title=fill(arche.title, slots),
-                description=fill(lex.s("arc_description"), {"first": slots["first"], "dimension": dim_word,
-                                                            "first_state": states[0].state, "last_state": states[-1].state}),
-                seed_concept=seed, anchor_states=states,
-            ))
+            arcs.append(
+                LifeArc(
+                    key=f"A{len(arcs) + 1}",
+                    dimension=dimension,
+                    theme=arche.key,
+                    title=fill(arche.title, slots),
+                    description=fill(
+                        lex.s("arc_description"),
+                        {
+                            "first": slots["first"],
+                            "dimension": dim_word,
+                            "first_state": states[0].state,
+                            "last_state": states[-1].state,
+                        },
+                    ),
+                    seed_concept=seed,
+                    anchor_states=states,
+                )
+            )
     return ArcsOut(arcs=arcs)
 
 
@@ -205,13 +300,24 @@ def major_events(call: OfflineCall) -> MajorEventsOut:
     for i in range(inp.count):
         date = inp.timeline_start + dt.timedelta(days=int(span * i / inp.count) + rng.randint(0, 6))
         primary = inp.arcs[i % len(inp.arcs)]
-        aligns = [ArcAlignment(arc_key=a.key, anchor_index=anchor_index(i, inp.count, len(a.anchor_states)))
-                  for a in inp.arcs]
+        aligns = [
+            ArcAlignment(
+                arc_key=a.key, anchor_index=anchor_index(i, inp.count, len(a.anchor_states))
+            )
+            for a in inp.arcs
+        ]
         idx = next(al.anchor_index for al in aligns if al.arc_key == primary.key)
         here = primary.anchor_states[idx]
-        events.append(MajorEvent(
-            date=date, title=here.trigger_logic, primary_arc=primary.key, alignments=aligns,
-            description=fill(lex.s("major_event_description"), {"first": first, "state": here.state,
-                                                                 "trigger": here.trigger_logic}),
-        ))
+        events.append(
+            MajorEvent(
+                date=date,
+                title=here.trigger_logic,
+                primary_arc=primary.key,
+                alignments=aligns,
+                description=fill(
+                    lex.s("major_event_description"),
+                    {"first": first, "state": here.state, "trigger": here.trigger_logic},
+                ),
+            )
+        )
     return MajorEventsOut(events=events)

@@ -72,7 +72,9 @@ PER_TRACE = 24  # statements kept from one trace
 
 # -- statements ---------------------------------------------------------------------------------
 
-_FIRST_PERSON_EN = re.compile(r"\b(i|i'm|i've|i'd|i'll|me|my|mine|myself|we|we're|we've|us|our|ours|let's)\b", re.I)
+_FIRST_PERSON_EN = re.compile(
+    r"\b(i|i'm|i've|i'd|i'll|me|my|mine|myself|we|we're|we've|us|our|ours|let's)\b", re.I
+)
 _SECOND_PERSON_EN = re.compile(r"\b(you|you're|you've|you'd|you'll|your|yours|yourself|ya)\b", re.I)
 _SPEAKER = re.compile(r"^\s*([^:：\n]{1,30}?)(?::\s+|：\s*)(.*)$")
 _WRITER = {"me", "i", "myself", "我", "我自己"}
@@ -80,8 +82,11 @@ _WRITER_LINE = re.compile(r"^\s*(?:me|i|myself|我|我自己)\s*[:：]", re.I | 
 _LEADIN_EN = re.compile(
     r"^(also|and|but|so|then|later|afterwards|after that|on top of that|meanwhile|honestly|anyway|mostly|"
     r"frankly|to be honest|small update|quick update|update|btw|ps|p\.s\.|well|okay|ok|oh|today)\b[,:;!]?\s+",
-    re.I)
-_LEADIN_ZH = re.compile(r"^(另外|说实话|其实|总之|还有|而且|不过|所以|然后|后来|此外|小更新|更新|今天)[，,：:]?\s*")
+    re.I,
+)
+_LEADIN_ZH = re.compile(
+    r"^(另外|说实话|其实|总之|还有|而且|不过|所以|然后|后来|此外|小更新|更新|今天)[，,：:]?\s*"
+)
 _HASHTAG = re.compile(r"#[^\s#]+")
 _BULLET = re.compile(r"^\s*(?:[-*•·]|\d+[.)])\s+")
 _PHOTO = re.compile(r"\[shares a photo:\s*([^\]]*)\]", re.I)
@@ -91,7 +96,8 @@ _SMALL_TALK_EN = frozenset(
     "wow great amazing awesome thanks thank cool nice glad sweet lovely congrats congratulations haha hahaha lol "
     "yeah yes yep sure totally definitely sounds hey hello bye good luck fun incredible fantastic wonderful "
     "beautiful cute true agree absolutely exactly right omg aww awww woohoo yay sorry hear happy super "
-    "that's it's what's there's here's".split())
+    "that's it's what's there's here's".split()
+)
 _SMALL_TALK_ZH = ("哇", "太好了", "谢谢", "真棒", "好的", "哈哈", "加油", "恭喜")
 
 
@@ -111,7 +117,7 @@ def _clean(s: str, language: str) -> str:
         m = lead.match(s)
         if not m:
             break
-        s = s[m.end():]
+        s = s[m.end() :]
     s = " ".join(s.split()).strip(" ,;:，；：")
     if not s:
         return ""
@@ -157,7 +163,9 @@ def _dialog_statements(speaker: str, line: str, language: str) -> list[str]:
     for caption in photos:
         caption = " ".join(caption.split()).rstrip(".")
         if caption:
-            out.append(("分享了照片：" if zh else "Shared a photo: ") + caption + ("。" if zh else "."))
+            out.append(
+                ("分享了照片：" if zh else "Shared a photo: ") + caption + ("。" if zh else ".")
+            )
     sep = "：" if zh else ": "
     return [f"{speaker}{sep}{s}" for s in out]
 
@@ -181,10 +189,15 @@ def statements(content: str, medium: str, language: str = "en") -> list[str]:
 
 
 # Media whose entries are not sentences (a query, an appointment): one statement each, so prefixed.
-_ENTRY_PREFIX = {"search_history": ("搜索了：", "Searched for: "), "calendar_event": ("日程：", "Scheduled: ")}
+_ENTRY_PREFIX = {
+    "search_history": ("搜索了：", "Searched for: "),
+    "calendar_event": ("日程：", "Scheduled: "),
+}
 
 
-def _line_statements(line: str, medium: str, language: str, chat: bool, dialog: bool) -> Iterator[str]:
+def _line_statements(
+    line: str, medium: str, language: str, chat: bool, dialog: bool
+) -> Iterator[str]:
     """The candidate statements of one line: a speaker's turn in a dialogue, or the writer's own line
     (``Me:``, or a lead-in such as ``Subject:`` dropped); nothing from someone else's line in a chat."""
     if not line:
@@ -225,13 +238,16 @@ def _own_statements(line: str, medium: str, language: str) -> Iterator[str]:
 
 _REVERSAL_EN = re.compile(
     r"\b(no longer|not any ?more|any ?more|stopped|quit|gave up|changed my mind|no more|never again|"
-    r"(?:don't|do not|didn't|did not|doesn't|does not) (?:think|believe|feel|like|love|want|enjoy|care))\b", re.I)
+    r"(?:don't|do not|didn't|did not|doesn't|does not) (?:think|believe|feel|like|love|want|enjoy|care))\b",
+    re.I,
+)
 _REVERSAL_ZH = re.compile(r"不再|再也不|改变了想法|改变主意|放弃了|不想再|已经不")
 # Left out when comparing statements: reversal markers, the framing of searches and calendar entries, and
 # pronouns with their contractions ("I'm", "that's"), which two unrelated short statements share.
 _MARKER_WORDS = frozenset(
     "longer anymore any more stopped quit gave changed mind never again don't didn't doesn't "
-    "searched scheduled".split())
+    "searched scheduled".split()
+)
 _MARKER_ZH = re.compile(r"不再|再也不|已经不|改变了想法|改变主意|搜索了：|日程：")
 _ATTRIBUTION = re.compile(r"^([^:：\n]{1,30}?)(?::\s+|：)")
 
@@ -318,8 +334,11 @@ class _Pool:
 def mem0_extract(call: OfflineCall) -> Mem0Facts:
     inp = call.inputs
     assert isinstance(inp, Mem0ExtractIn), "memory.mem0_extract needs Mem0ExtractIn inputs"
-    facts = [Mem0Fact(trace=t.id, text=s) for t in inp.traces
-             for s in statements(t.content, t.medium, inp.language)[:PER_TRACE]]
+    facts = [
+        Mem0Fact(trace=t.id, text=s)
+        for t in inp.traces
+        for s in statements(t.content, t.medium, inp.language)[:PER_TRACE]
+    ]
     return Mem0Facts(facts=facts[:GROUP_ITEMS])
 
 
@@ -336,7 +355,9 @@ def mem0_update(call: OfflineCall) -> Mem0Operations:
             new_id = f"new{len(ops)}"
             pool.put(new_id, fact.text)
             ops.append(Mem0Operation(event="ADD", id=new_id, text=fact.text, facts=[fact.id]))
-        elif reversed_statement(fact.text, inp.language) != reversed_statement(pool.text[best], inp.language):
+        elif reversed_statement(fact.text, inp.language) != reversed_statement(
+            pool.text[best], inp.language
+        ):
             pool.drop(best)  # the new fact contradicts the memory
             ops.append(Mem0Operation(event="DELETE", id=best, facts=[fact.id]))
         elif pool.adds_nothing(fact.text, best, sim):
@@ -349,29 +370,73 @@ def mem0_update(call: OfflineCall) -> Mem0Operations:
 
 # -- A-Mem --------------------------------------------------------------------------------------
 
-_DOMAINS_EN: dict[str, frozenset[str]] = {k: frozenset(v.split()) for k, v in {
-    "work": "work working job team meeting manager colleague colleagues office project deadline workload emails "
-            "email boss promotion career client clients shift hours salary company companies report reports "
-            "presented presentation weekends overtime resign hired interview",
-    "family": "family mum mom dad father mother sister brother parents son daughter grandmother grandfather "
-              "grandma grandpa aunt uncle cousin wife husband",
-    "relationships": "partner friend friends boyfriend girlfriend date dating together relationship",
-    "social": "party dinner drinks group club catch visit visited invited neighbours neighbors",
-    "health": "health doctor sleep slept tired exercise gym ill sick hospital dentist run running therapy",
-    "emotion": "felt feel feeling anxious worried happy sad angry guilty proud resentful restless overwhelmed "
-               "confident drained stressed lonely relieved grateful nervous excited frustrated",
-    "beliefs": "believe believed think thought opinion convinced realised realized learned values matter",
-    "money": "money pay paid salary rent bill bills budget savings cost price loan",
-    "hobbies": "hobby sketch sketching painting watercolour watercolor guitar music reading book books cooking "
-               "recipe garden gardening hiking choir photography football match",
-    "home": "home house flat apartment moving laundry grocery groceries shopping cleaning",
-    "travel": "travel trip flight train ferry holiday journey abroad",
-    "education": "school class course exam study studying university lesson students teacher",
-}.items()}
+_DOMAINS_EN: dict[str, frozenset[str]] = {
+    k: frozenset(v.split())
+    for k, v in {
+        "work": "work working job team meeting manager colleague colleagues office project deadline workload emails "
+        "email boss promotion career client clients shift hours salary company companies report reports "
+        "presented presentation weekends overtime resign hired interview",
+        "family": "family mum mom dad father mother sister brother parents son daughter grandmother grandfather "
+        "grandma grandpa aunt uncle cousin wife husband",
+        "relationships": "partner friend friends boyfriend girlfriend date dating together relationship",
+        "social": "party dinner drinks group club catch visit visited invited neighbours neighbors",
+        "health": "health doctor sleep slept tired exercise gym ill sick hospital dentist run running therapy",
+        "emotion": "felt feel feeling anxious worried happy sad angry guilty proud resentful restless overwhelmed "
+        "confident drained stressed lonely relieved grateful nervous excited frustrated",
+        "beliefs": "believe believed think thought opinion convinced realised realized learned values matter",
+        "money": "money pay paid salary rent bill bills budget savings cost price loan",
+        "hobbies": "hobby sketch sketching painting watercolour watercolor guitar music reading book books cooking "
+        "recipe garden gardening hiking choir photography football match",
+        "home": "home house flat apartment moving laundry grocery groceries shopping cleaning",
+        "travel": "travel trip flight train ferry holiday journey abroad",
+        "education": "school class course exam study studying university lesson students teacher",
+    }.items()
+}
 _DOMAINS_ZH: dict[str, tuple[str, ...]] = {
-    "工作": ("工作", "同事", "经理", "会议", "项目", "加班", "邮件", "老板", "公司", "工资", "汇报", "客户", "上司"),
-    "家庭": ("家人", "妈妈", "爸爸", "父母", "姐姐", "哥哥", "弟弟", "妹妹", "孩子", "母亲", "父亲", "爷爷", "奶奶"),
-    "情绪": ("感到", "焦虑", "开心", "难过", "生气", "内疚", "疲惫", "烦躁", "不满", "自信", "紧张", "心情"),
+    "工作": (
+        "工作",
+        "同事",
+        "经理",
+        "会议",
+        "项目",
+        "加班",
+        "邮件",
+        "老板",
+        "公司",
+        "工资",
+        "汇报",
+        "客户",
+        "上司",
+    ),
+    "家庭": (
+        "家人",
+        "妈妈",
+        "爸爸",
+        "父母",
+        "姐姐",
+        "哥哥",
+        "弟弟",
+        "妹妹",
+        "孩子",
+        "母亲",
+        "父亲",
+        "爷爷",
+        "奶奶",
+    ),
+    "情绪": (
+        "感到",
+        "焦虑",
+        "开心",
+        "难过",
+        "生气",
+        "内疚",
+        "疲惫",
+        "烦躁",
+        "不满",
+        "自信",
+        "紧张",
+        "心情",
+    ),
     "观点": ("认为", "相信", "觉得", "看法"),
     "社交": ("朋友", "聚会", "合唱团", "聚餐", "见面"),
     "健康": ("医生", "睡", "运动", "身体", "医院", "健身"),
@@ -379,8 +444,16 @@ _DOMAINS_ZH: dict[str, tuple[str, ...]] = {
     "爱好": ("下厨", "菜谱", "画", "唱", "音乐", "读书", "摄影"),
     "家务": ("购物", "洗衣", "打扫", "买菜"),
 }
-MEDIUM_ZH = {"diary": "日记", "chat_private": "私聊", "chat_group": "群聊", "memo": "备忘", "social_media": "社交动态",
-             "calendar_event": "日程", "email": "邮件", "search_history": "搜索记录"}
+MEDIUM_ZH = {
+    "diary": "日记",
+    "chat_private": "私聊",
+    "chat_group": "群聊",
+    "memo": "备忘",
+    "social_media": "社交动态",
+    "calendar_event": "日程",
+    "email": "邮件",
+    "search_history": "搜索记录",
+}
 _FORMAT_TAGS = frozenset(MEDIUM_ZH) | frozenset(MEDIUM_ZH.values())
 _LATER = {"en": " | Later: ", "zh": " | 后来："}
 
@@ -389,7 +462,9 @@ def _domains(content: str, language: str) -> list[str]:
     if _lang(language) == "zh":
         return [d for d, cues in _DOMAINS_ZH.items() if any(c in content for c in cues)]
     toks = set(tx.words(content))
-    hits = [(len(toks & cues), i, d) for i, (d, cues) in enumerate(_DOMAINS_EN.items()) if toks & cues]
+    hits = [
+        (len(toks & cues), i, d) for i, (d, cues) in enumerate(_DOMAINS_EN.items()) if toks & cues
+    ]
     return [d for _, _, d in sorted(hits, key=lambda h: (-h[0], h[1]))]
 
 
@@ -404,7 +479,11 @@ def _hashtags(content: str) -> list[str]:
 
 def _lead(content: str, medium: str, language: str) -> str:
     found = statements(content, medium, language)
-    lead = found[0] if found else next((s for s in tx.sentences(" ".join(content.split())) if s), content.strip())
+    lead = (
+        found[0]
+        if found
+        else next((s for s in tx.sentences(" ".join(content.split())) if s), content.strip())
+    )
     lead = _HASHTAG.sub("", lead).strip() or content.strip()
     return lead if len(lead) <= 160 else lead[:157].rstrip() + "..."
 
@@ -423,7 +502,9 @@ def _note(trace: TraceView, language: str) -> AMemNote:
     for tag in [*_domains(trace.content, language), *_hashtags(trace.content), fmt]:
         if tag not in tags:
             tags.append(tag)
-    return AMemNote(id=trace.id, keywords=tx.keyphrases(trace.content, limit=6), context=context, tags=tags[:8])
+    return AMemNote(
+        id=trace.id, keywords=tx.keyphrases(trace.content, limit=6), context=context, tags=tags[:8]
+    )
 
 
 def amem_note(call: OfflineCall) -> AMemNotes:
@@ -446,9 +527,15 @@ def amem_links(call: OfflineCall) -> AMemLinks:
     out = []
     for item in inp.items:
         mine = {k.lower() for k in item.note.keywords}
-        related = [n.id for n in item.neighbours if n.id != item.note.id and (
-            len(mine & {k.lower() for k in n.keywords}) >= LINK_SHARED_KEYWORDS
-            or _jaccard(core(item.note), core(n)) >= LINK_OVERLAP)]
+        related = [
+            n.id
+            for n in item.neighbours
+            if n.id != item.note.id
+            and (
+                len(mine & {k.lower() for k in n.keywords}) >= LINK_SHARED_KEYWORDS
+                or _jaccard(core(item.note), core(n)) >= LINK_OVERLAP
+            )
+        ]
         out.append(AMemLinkSet(note=item.note.id, links=related))
     return AMemLinks(links=out)
 
@@ -459,7 +546,9 @@ def amem_evolve(call: OfflineCall) -> AMemEvolution:
     inp = call.inputs
     assert isinstance(inp, AMemEvolveIn), "memory.amem_evolve needs AMemEvolveIn inputs"
     marker = _LATER[_lang(inp.language)]
-    state: dict[str, tuple[str, list[str]]] = {}  # neighbour -> its context and tags after this reply's updates
+    state: dict[
+        str, tuple[str, list[str]]
+    ] = {}  # neighbour -> its context and tags after this reply's updates
     updates = []
     for item in inp.items:
         linked = set(item.linked)
@@ -477,7 +566,9 @@ def amem_evolve(call: OfflineCall) -> AMemEvolution:
                 context = context[:397].rstrip() + "..."
             if tags != tags0 or context != context0:
                 state[n.id] = (context, tags)
-                updates.append(AMemNeighbourUpdate(note=item.note.id, id=n.id, context=context, tags=tags))
+                updates.append(
+                    AMemNeighbourUpdate(note=item.note.id, id=n.id, context=context, tags=tags)
+                )
     return AMemEvolution(updates=updates[:GROUP_ITEMS])
 
 
@@ -487,8 +578,12 @@ _ATTRIBUTE_EN = re.compile(
     r"\b(think|thinks|thought|believe|believes|believed|came to believe|convinced|value|values|valued|love|loves|"
     r"like|likes|hate|hates|prefer|prefers|enjoy|enjoys|dislike|dislikes|want|wants|wish|hope|always|never|"
     r"no longer|i am|i'm|my favou?rite|realised|realized|learned that|worry|worried about|care about|"
-    r"told [\w' ]{1,30}? that|said that|i feel|i've become|i have become|i tend)\b", re.I)
-_ATTRIBUTE_ZH = re.compile(r"觉得|认为|相信|喜欢|讨厌|热爱|希望|想要|总是|从不|不再|我是|最爱|在乎|担心|说，|说:|说：|意识到|我感觉|习惯")
+    r"told [\w' ]{1,30}? that|said that|i feel|i've become|i have become|i tend)\b",
+    re.I,
+)
+_ATTRIBUTE_ZH = re.compile(
+    r"觉得|认为|相信|喜欢|讨厌|热爱|希望|想要|总是|从不|不再|我是|最爱|在乎|担心|说，|说:|说：|意识到|我感觉|习惯"
+)
 _FUNCTION_ZH = set("的了是在我你他她它们和就也都很又还这那说对把被着过吗呢吧啊")
 _FRAMING_ZH = ("感到", "觉得", "开始", "认为", "时候", "相信")
 
@@ -501,7 +596,12 @@ def is_attribute(s: str, language: str = "en") -> bool:
 def _runs_en(s: str) -> list[tuple[str, ...]]:
     runs, cur = [], []
     for w in tx.words(s):
-        if w not in tx.STOPWORDS_EN and len(w) > 2 and not w.isdigit() and not _FIRST_PERSON_EN.fullmatch(w):
+        if (
+            w not in tx.STOPWORDS_EN
+            and len(w) > 2
+            and not w.isdigit()
+            and not _FIRST_PERSON_EN.fullmatch(w)
+        ):
             cur.append(w)
         else:
             if cur:
@@ -521,8 +621,11 @@ def topics(texts: list[str], language: str = "en", limit: int = 2) -> list[str]:
         if _lang(language) == "zh":
             grams = []
             for run in re.findall(r"[\u4e00-\u9fff]+", text):
-                grams += [g for g in (run[i:i + 4] for i in range(len(run) - 3))
-                          if not (_FUNCTION_ZH & set(g)) and not any(f in g for f in _FRAMING_ZH)]
+                grams += [
+                    g
+                    for g in (run[i : i + 4] for i in range(len(run) - 3))
+                    if not (_FUNCTION_ZH & set(g)) and not any(f in g for f in _FRAMING_ZH)
+                ]
             phrases = [(g, 4) for g in grams]
         else:
             phrases = [(" ".join(r), len(r)) for r in _runs_en(text) if len(r) >= 2]
@@ -560,7 +663,10 @@ def omem_route(call: OfflineCall) -> OMemRoutes:
     existing entries of its kind and those this reply has already added or changed."""
     inp = call.inputs
     assert isinstance(inp, OMemRouteIn), "memory.omem_route needs OMemRouteIn inputs"
-    pools = {"attribute": _Pool(inp.attributes, inp.language), "fact": _Pool(inp.facts, inp.language)}
+    pools = {
+        "attribute": _Pool(inp.attributes, inp.language),
+        "fact": _Pool(inp.facts, inp.language),
+    }
     routes = []
     for item in inp.items:
         pool = pools[item.kind]
@@ -569,7 +675,9 @@ def omem_route(call: OfflineCall) -> OMemRoutes:
             pool.put(item.id, item.text)
             routes.append(OMemRoute(item=item.id, op="ADD"))
             continue
-        changed = reversed_statement(item.text, inp.language) != reversed_statement(pool.text[best], inp.language)
+        changed = reversed_statement(item.text, inp.language) != reversed_statement(
+            pool.text[best], inp.language
+        )
         if not changed and pool.adds_nothing(item.text, best, sim):
             routes.append(OMemRoute(item=item.id, op="IGNORE"))
         else:

@@ -26,8 +26,12 @@ from clonemem.schemas.generation import (
 
 # How a phase's tone moves the carried state: (stress delta, energy delta).
 TONE_EFFECT = {
-    "stressful": (2, -1), "strained": (1, -1), "steady": (-1, 1),
-    "hopeful": (-1, 1), "relieved": (-2, 1), "joyful": (-2, 2),
+    "stressful": (2, -1),
+    "strained": (1, -1),
+    "steady": (-1, 1),
+    "hopeful": (-1, 1),
+    "relieved": (-2, 1),
+    "joyful": (-2, 2),
 }
 
 
@@ -59,7 +63,8 @@ def initial_snapshot(call: OfflineCall) -> Snapshot:
     stress, energy = 4 + (lean > 0) - (lean < 0), 6 - (lean > 0)
     slots = persona_slots(inp.persona, [], lex, rng)
     return Snapshot(
-        energy=clamp(energy), stress=clamp(stress),
+        energy=clamp(energy),
+        stress=clamp(stress),
         dominant_emotion=pick(rng, lex.tone_emotions[state.tone]),
         attentional_focus=focus_text(primary, lex, slots),
         arc_status=[ArcStatus(arc_key=a.key, status=a.current_state) for a in inp.arcs],
@@ -74,24 +79,46 @@ def phase(call: OfflineCall) -> Phase:
     primary = next((a for a in inp.arcs if a.key == inp.event.primary_arc), inp.arcs[0])
     idx = phase_state_index(primary, inp.phase_index, inp.phase_count)
     _, state = arc_state(primary, lex, idx)
-    stage = "early" if inp.phase_index == 0 else "late" if inp.phase_index == inp.phase_count - 1 else "middle"
+    stage = (
+        "early"
+        if inp.phase_index == 0
+        else "late"
+        if inp.phase_index == inp.phase_count - 1
+        else "middle"
+    )
     developments = []
     for arc in inp.arcs:
         i = phase_state_index(arc, inp.phase_index, inp.phase_count)
         if i != arc.current_index and arc.next_state:
-            text = fill(lex.s("development"), {"arc_title": arc.title, "from_state": arc.current_state,
-                                               "to_state": arc.next_state})
+            text = fill(
+                lex.s("development"),
+                {
+                    "arc_title": arc.title,
+                    "from_state": arc.current_state,
+                    "to_state": arc.next_state,
+                },
+            )
         else:
-            text = fill(lex.s("development_hold"), {"arc_title": arc.title, "state": arc.current_state})
+            text = fill(
+                lex.s("development_hold"), {"arc_title": arc.title, "state": arc.current_state}
+            )
         developments.append(ArcDevelopment(arc_key=arc.key, development=text))
     primary_dev = next(d.development for d in developments if d.arc_key == primary.key)
     return Phase(
         title=fill(lex.s(f"phase_title_{stage}"), {"event": inp.event.title}),
-        description=fill(lex.s("phase_description"), {
-            "first": first_name(inp.persona, lex), "state": fill(state.state, slots),
-            "focus": focus_text(primary, lex, slots), "development": primary_dev,
-        }),
-        start_date=inp.start_date, end_date=inp.end_date, tone=state.tone, arc_developments=developments,
+        description=fill(
+            lex.s("phase_description"),
+            {
+                "first": first_name(inp.persona, lex),
+                "state": fill(state.state, slots),
+                "focus": focus_text(primary, lex, slots),
+                "development": primary_dev,
+            },
+        ),
+        start_date=inp.start_date,
+        end_date=inp.end_date,
+        tone=state.tone,
+        arc_developments=developments,
     )
 
 
@@ -103,17 +130,22 @@ def update_snapshot(call: OfflineCall) -> Snapshot:
     moved = {d.arc_key: d.development for d in inp.phase.arc_developments}
     status = []
     for arc in inp.arcs:
-        old = next((s.status for s in inp.snapshot.arc_status if s.arc_key == arc.key), arc.current_state)
+        old = next(
+            (s.status for s in inp.snapshot.arc_status if s.arc_key == arc.key), arc.current_state
+        )
         # an arc whose phase development moves it on now reports its next state
         if arc.next_state and arc.next_state in moved.get(arc.key, "") and old != arc.next_state:
             status.append(ArcStatus(arc_key=arc.key, status=arc.next_state))
         else:
             status.append(ArcStatus(arc_key=arc.key, status=old))
     # attention goes to the arc that is moving, else to the first one
-    primary = next((a for a in inp.arcs if a.next_state and a.next_state in moved.get(a.key, "")), inp.arcs[0])
+    primary = next(
+        (a for a in inp.arcs if a.next_state and a.next_state in moved.get(a.key, "")), inp.arcs[0]
+    )
     slots = persona_slots(inp.persona, [], lex, rng)
     return Snapshot(
-        energy=clamp(inp.snapshot.energy + d_energy), stress=clamp(inp.snapshot.stress + d_stress),
+        energy=clamp(inp.snapshot.energy + d_energy),
+        stress=clamp(inp.snapshot.stress + d_stress),
         dominant_emotion=pick(rng, lex.tone_emotions[inp.phase.tone]),
         attentional_focus=cap(focus_text(primary, lex, slots)),
         arc_status=status,

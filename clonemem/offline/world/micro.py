@@ -57,41 +57,88 @@ def detailed_events(call: OfflineCall) -> DetailedEventsOut:
         slots = persona_slots(inp.persona, inp.relations, lex, rng)
         # most days of a phase are about its primary arc; some about the persona's other threads
         focus = primary if rng.random() < 0.6 else pick(rng, inp.arcs)
-        arche, state = arc_state(focus, lex, phase_state_index(focus, inp.phase_index, inp.phase_count))
+        arche, state = arc_state(
+            focus, lex, phase_state_index(focus, inp.phase_index, inp.phase_count)
+        )
         if rng.random() < 0.5 and state.facts:
             fact = fill(pick(rng, state.facts), slots)
             activity = fact.removeprefix(slots["first"]).strip()
         else:
-            activity = fill(pick(rng, lex.domain_activities.get(arche.domain, lex.domain_activities["hobby"])), slots)
+            activity = fill(
+                pick(rng, lex.domain_activities.get(arche.domain, lex.domain_activities["hobby"])),
+                slots,
+            )
             fact = fill(lex.s("evidence_fact_activity"), {**slots, "activity": activity})
         evidence = [EvidenceDraft(kind="fact", statement=_sentence(fact), arc_keys=[focus.key])]
         emo_arc = pick(rng, by_dim.get("emotion", [focus]))
-        _, emo_state = arc_state(emo_arc, lex, phase_state_index(emo_arc, inp.phase_index, inp.phase_count))
+        _, emo_state = arc_state(
+            emo_arc, lex, phase_state_index(emo_arc, inp.phase_index, inp.phase_count)
+        )
         feeling = pick(rng, emo_state.feelings + state.feelings)
-        evidence.append(EvidenceDraft(
-            kind="emotion", arc_keys=sorted({emo_arc.key, focus.key}),
-            statement=_sentence(fill(lex.s("evidence_emotion"), {**slots, "feeling": feeling,
-                                                                 "context": slots["subj"] + ("" if lex.language == "zh" else " ") + activity})),
-        ))
+        evidence.append(
+            EvidenceDraft(
+                kind="emotion",
+                arc_keys=sorted({emo_arc.key, focus.key}),
+                statement=_sentence(
+                    fill(
+                        lex.s("evidence_emotion"),
+                        {
+                            **slots,
+                            "feeling": feeling,
+                            "context": slots["subj"]
+                            + ("" if lex.language == "zh" else " ")
+                            + activity,
+                        },
+                    )
+                ),
+            )
+        )
         op_arc = pick(rng, by_dim.get("opinion", [focus]))
-        _, op_state = arc_state(op_arc, lex, phase_state_index(op_arc, inp.phase_index, inp.phase_count))
-        template = lex.s("evidence_opinion") if rng.random() < 0.6 else lex.s("evidence_opinion_alt")
-        evidence.append(EvidenceDraft(kind="opinion", arc_keys=[op_arc.key],
-                                      statement=_sentence(fill(template, {**slots, "belief": pick(rng, op_state.beliefs)}))))
+        _, op_state = arc_state(
+            op_arc, lex, phase_state_index(op_arc, inp.phase_index, inp.phase_count)
+        )
+        template = (
+            lex.s("evidence_opinion") if rng.random() < 0.6 else lex.s("evidence_opinion_alt")
+        )
+        evidence.append(
+            EvidenceDraft(
+                kind="opinion",
+                arc_keys=[op_arc.key],
+                statement=_sentence(
+                    fill(template, {**slots, "belief": pick(rng, op_state.beliefs)})
+                ),
+            )
+        )
         for extra in state.facts[: max(0, inp.evidence_per_event - 3)]:
-            evidence.append(EvidenceDraft(kind="fact", arc_keys=[focus.key], statement=_sentence(fill(extra, slots))))
+            evidence.append(
+                EvidenceDraft(
+                    kind="fact", arc_keys=[focus.key], statement=_sentence(fill(extra, slots))
+                )
+            )
         people = sorted({p for p in People.of(inp.relations).everyone if p in fact + activity})
-        events.append(DetailedEvent(
-            date=date, title=cap(_clip(activity)), people=people, place=slots["place"],
-            description=fill(lex.s("detailed_event_description"), {**slots, "date": date.isoformat(), "activity": activity}),
-            evidence=evidence[: max(inp.evidence_per_event, 1)],
-        ))
+        events.append(
+            DetailedEvent(
+                date=date,
+                title=cap(_clip(activity)),
+                people=people,
+                place=slots["place"],
+                description=fill(
+                    lex.s("detailed_event_description"),
+                    {**slots, "date": date.isoformat(), "activity": activity},
+                ),
+                evidence=evidence[: max(inp.evidence_per_event, 1)],
+            )
+        )
     return DetailedEventsOut(events=events)
 
 
 def _sentence(text: str) -> str:
     text = text.strip()
-    return text if text.endswith((".", "!", "?", "。", "！", "？")) else text + ("。" if _is_cjk(text) else ".")
+    return (
+        text
+        if text.endswith((".", "!", "?", "。", "！", "？"))
+        else text + ("。" if _is_cjk(text) else ".")
+    )
 
 
 def _is_cjk(text: str) -> bool:
@@ -122,15 +169,23 @@ def trace_plans(call: OfflineCall) -> TracePlansOut:
     slots = persona_slots(inp.persona, inp.relations, lex, rng)
     ev = inp.event.evidence
     media = _media(inp.media_mix, rng, inp.count)
-    rich = [m for m in sorted(inp.media_mix) if m not in FACT_ONLY and inp.media_mix[m] > 0] or ["diary"]
+    rich = [m for m in sorted(inp.media_mix) if m not in FACT_ONLY and inp.media_mix[m] > 0] or [
+        "diary"
+    ]
     if media[0] in FACT_ONLY:  # the first trace carries everything, so it needs room for feelings
         media[0] = pick(rng, rich)
     every = [m for e in ev for m in privacy.matters_of(e.kind, e.arc_keys, inp.boundaries)]
     if every and not _fits(media[0], privacy.allowed_audience(every)):
         # the trace that carries everything goes out on a medium within the boundary: swapped with a later
         # one when possible, so the event's media (and the run's media mix) stay as drawn
-        swap = next((j for j, m in enumerate(media) if m not in FACT_ONLY and _fits(m, privacy.allowed_audience(every))),
-                    None)
+        swap = next(
+            (
+                j
+                for j, m in enumerate(media)
+                if m not in FACT_ONLY and _fits(m, privacy.allowed_audience(every))
+            ),
+            None,
+        )
         if swap is not None:
             media[0], media[swap] = media[swap], media[0]
     plans = []
@@ -141,32 +196,58 @@ def trace_plans(call: OfflineCall) -> TracePlansOut:
             carried = [j for j, e in enumerate(ev) if e.kind == "fact"][:1]
         else:
             carried = sorted(rng.sample(range(len(ev)), k=min(len(ev), rng.randint(1, 2))))
-        sensitive = [m for j in carried for m in privacy.matters_of(ev[j].kind, ev[j].arc_keys, inp.boundaries)]
+        sensitive = [
+            m
+            for j in carried
+            for m in privacy.matters_of(ev[j].kind, ev[j].arc_keys, inp.boundaries)
+        ]
         if sensitive and i > 0 and not _fits(medium, privacy.allowed_audience(sensitive)):
             # a later trace that would overshare carries what may be shared instead (the first one carries all)
-            shareable = [j for j, e in enumerate(ev) if not privacy.matters_of(e.kind, e.arc_keys, inp.boundaries)]
+            shareable = [
+                j
+                for j, e in enumerate(ev)
+                if not privacy.matters_of(e.kind, e.arc_keys, inp.boundaries)
+            ]
             safe = [j for j in carried if j in shareable] or shareable[:1]
             if safe:
                 carried, sensitive = safe, []
         if sensitive:  # a sensitive matter goes only to someone who may know it, or stays private
-            medium, audience = _within_boundary(medium, privacy.allowed_audience(sensitive), inp.media_mix, lex, rng)
+            medium, audience = _within_boundary(
+                medium, privacy.allowed_audience(sensitive), inp.media_mix, lex, rng
+            )
         else:
             audience = _audience(medium, inp.event.people, slots, lex, rng)
-        intent_key = {"search_history": "plan_intent_ask", "calendar_event": "plan_intent_schedule",
-                      "memo": "plan_intent_note", "diary": "plan_intent_evidence"}.get(medium, "plan_intent_share")
-        when = dt.datetime.combine(inp.event.date, dt.time(8, 0)) + dt.timedelta(minutes=rng.randint(0, 60 * 60))
-        plans.append(TracePlan(
-            medium=medium, timestamp=when, audience=audience,
-            intent=fill(lex.s(intent_key), {"audience": audience, "topic": inp.event.title.lower()}),
-            key_information=[first_person(ev[j].statement, inp.persona, lex) for j in carried],
-            evidence_indices=carried,
-        ))
+        intent_key = {
+            "search_history": "plan_intent_ask",
+            "calendar_event": "plan_intent_schedule",
+            "memo": "plan_intent_note",
+            "diary": "plan_intent_evidence",
+        }.get(medium, "plan_intent_share")
+        when = dt.datetime.combine(inp.event.date, dt.time(8, 0)) + dt.timedelta(
+            minutes=rng.randint(0, 60 * 60)
+        )
+        plans.append(
+            TracePlan(
+                medium=medium,
+                timestamp=when,
+                audience=audience,
+                intent=fill(
+                    lex.s(intent_key), {"audience": audience, "topic": inp.event.title.lower()}
+                ),
+                key_information=[first_person(ev[j].statement, inp.persona, lex) for j in carried],
+                evidence_indices=carried,
+            )
+        )
     return TracePlansOut(traces=plans)
 
 
-def _audience(medium: str, people: list[str], slots: dict[str, str], lex, rng: random.Random) -> str:
+def _audience(
+    medium: str, people: list[str], slots: dict[str, str], lex, rng: random.Random
+) -> str:
     if medium in ("chat_private", "email"):
-        return fill(lex.s("audience_person"), {"person": pick(rng, people) if people else slots["friend"]})
+        return fill(
+            lex.s("audience_person"), {"person": pick(rng, people) if people else slots["friend"]}
+        )
     if medium == "chat_group":
         return fill(lex.s("audience_group"), {"group": slots["group"]})
     if medium == "social_media":
@@ -177,11 +258,14 @@ def _audience(medium: str, people: list[str], slots: dict[str, str], lex, rng: r
 def _fits(medium: str, allowed: list[str]) -> bool:
     """Can a trace on this medium carry a matter only ``allowed`` may know? Never a post or a group chat;
     a message only when someone may know it."""
-    return medium not in privacy.WIDE_MEDIA and (medium not in privacy.PERSON_MEDIA or bool(allowed))
+    return medium not in privacy.WIDE_MEDIA and (
+        medium not in privacy.PERSON_MEDIA or bool(allowed)
+    )
 
 
-def _within_boundary(medium: str, allowed: list[str], mix: dict[str, float], lex,
-                     rng: random.Random) -> tuple[str, str]:
+def _within_boundary(
+    medium: str, allowed: list[str], mix: dict[str, float], lex, rng: random.Random
+) -> tuple[str, str]:
     """The medium and audience of a trace that carries a sensitive matter: a message to one of the people who
     may know it, or a private note (a public post or group chat, the one case left, becomes one of those)."""
     personal = [m for m in privacy.PERSON_MEDIA if mix.get(m, 0) > 0]
@@ -200,11 +284,23 @@ def noise_plans(call: OfflineCall) -> TracePlansOut:
     lex, rng = lexicon(inp.language), call.rng
     slots = persona_slots(inp.persona, inp.relations, lex, rng)
     plans = []
-    for medium, date in zip(_media(inp.media_mix, rng, inp.count), _dates(inp.phase.start_date, inp.phase.end_date, inp.count, rng)):
-        when = dt.datetime.combine(date, dt.time(7, 0)) + dt.timedelta(minutes=rng.randint(0, 15 * 60))
-        plans.append(TracePlan(medium=medium, timestamp=when, evidence_indices=[], key_information=[],
-                               audience=_audience(medium, [slots["person"]], slots, lex, rng),
-                               intent=fill(lex.s("plan_intent_note"), {"topic": medium.replace("_", " ")})))
+    for medium, date in zip(
+        _media(inp.media_mix, rng, inp.count),
+        _dates(inp.phase.start_date, inp.phase.end_date, inp.count, rng),
+    ):
+        when = dt.datetime.combine(date, dt.time(7, 0)) + dt.timedelta(
+            minutes=rng.randint(0, 15 * 60)
+        )
+        plans.append(
+            TracePlan(
+                medium=medium,
+                timestamp=when,
+                evidence_indices=[],
+                key_information=[],
+                audience=_audience(medium, [slots["person"]], slots, lex, rng),
+                intent=fill(lex.s("plan_intent_note"), {"topic": medium.replace("_", " ")}),
+            )
+        )
     return TracePlansOut(traces=plans)
 
 
@@ -235,7 +331,9 @@ def write_trace(call: OfflineCall) -> TraceContent:
     slots.update(_time_slots(inp.plan.timestamp, lex))
     people = [p for p in inp.people if p != inp.persona.name] or [slots["friend"]]
     slots["person"] = pick(rng, people)
-    others = [p for p in People.of(inp.relations).everyone if p not in (slots["person"], inp.persona.name)]
+    others = [
+        p for p in People.of(inp.relations).everyone if p not in (slots["person"], inp.persona.name)
+    ]
     slots["person2"] = pick(rng, others) if others else slots["person"]
     medium = inp.plan.medium
     if not inp.plan.key_information:  # a noise trace: everyday life that carries no evidence
@@ -249,8 +347,11 @@ def _time_slots(ts: dt.datetime, lex) -> dict[str, str]:
     if lex.language == "zh":
         weekday = "周" + "一二三四五六日"[ts.weekday()]
         return {"weekday": weekday, "date_words": f"{ts.month}月{ts.day}日", "day_short": weekday}
-    return {"weekday": ts.strftime("%A"), "date_words": ts.strftime("%d %B").lstrip("0"),
-            "day_short": ts.strftime("%a %d %b").replace(" 0", " ")}
+    return {
+        "weekday": ts.strftime("%A"),
+        "date_words": ts.strftime("%d %B").lstrip("0"),
+        "day_short": ts.strftime("%a %d %b").replace(" 0", " "),
+    }
 
 
 def _m(lex, medium: str, key: str):
@@ -288,8 +389,13 @@ def _pattern(template: str, lex) -> re.Pattern[str]:
 
 def _said(inp: TraceWriteInput, lex) -> list[_Said]:
     lines = inp.plan.key_information
-    kinds = [e.kind for e in inp.evidence] if len(inp.evidence) == len(lines) else ["fact"] * len(lines)
-    forms = {"emotion": ["evidence_emotion"], "opinion": ["evidence_opinion", "evidence_opinion_alt"]}
+    kinds = (
+        [e.kind for e in inp.evidence] if len(inp.evidence) == len(lines) else ["fact"] * len(lines)
+    )
+    forms = {
+        "emotion": ["evidence_emotion"],
+        "opinion": ["evidence_opinion", "evidence_opinion_alt"],
+    }
     out = []
     for kind, line in zip(kinds, lines):
         parts = None
@@ -315,23 +421,35 @@ def _sentences(said: list[_Said], slots: dict[str, str], lex, rng: random.Random
             j = facts.get(_bare(context).lower())
             if j is not None:
                 fact = _bare(said[j].text)
-                out[j] = fill(pick(rng, _forms(lex, "fact_feeling")), {**slots, "fact": fact, "feeling": feeling,
-                                                                       "pred": _predicate(fact, lex)})
+                out[j] = fill(
+                    pick(rng, _forms(lex, "fact_feeling")),
+                    {**slots, "fact": fact, "feeling": feeling, "pred": _predicate(fact, lex)},
+                )
                 del out[i]
             else:
-                out[i] = fill(pick(rng, _forms(lex, "feeling")), {**slots, "context": context, "feeling": feeling,
-                                                                  "pred": _predicate(context, lex)})
+                out[i] = fill(
+                    pick(rng, _forms(lex, "feeling")),
+                    {
+                        **slots,
+                        "context": context,
+                        "feeling": feeling,
+                        "pred": _predicate(context, lex),
+                    },
+                )
         elif s.parts["form"] == "evidence_opinion":
             out[i] = fill(pick(rng, _forms(lex, "belief")), {**slots, "belief": s.parts["belief"]})
         else:
-            out[i] = fill(pick(rng, _forms(lex, "told")), {**slots, "belief": s.parts["belief"], "person": s.parts["person"]})
+            out[i] = fill(
+                pick(rng, _forms(lex, "told")),
+                {**slots, "belief": s.parts["belief"], "person": s.parts["person"]},
+            )
     return [_sentence(out[i]) for i in sorted(out)]
 
 
 def _predicate(clause: str, lex) -> str:
     """A first-person clause without its subject ("I finished X" -> "finished X")."""
     subject = lex.first_person.subject
-    return clause[len(subject):].lstrip() if clause.startswith(subject) else clause
+    return clause[len(subject) :].lstrip() if clause.startswith(subject) else clause
 
 
 def _after_joiner(sentence: str, lex) -> str:
@@ -341,7 +459,9 @@ def _after_joiner(sentence: str, lex) -> str:
     return sentence[:1].lower() + sentence[1:]
 
 
-def _join(joiners: list[str], sentences: list[str], lex, rng: random.Random, chance: float = 0.5) -> str:
+def _join(
+    joiners: list[str], sentences: list[str], lex, rng: random.Random, chance: float = 0.5
+) -> str:
     """Sentences as running prose, some continued with a joiner, no joiner used twice in a row."""
     sep, out, last = _sep(lex), [sentences[0]], None
     for s in sentences[1:]:
@@ -376,8 +496,13 @@ def _hashtags(slots, lex, rng: random.Random) -> str:
 
 
 def _write_social(inp, said, slots, lex, rng) -> str:
-    line = _join(_m(lex, "social_media", "joiners"), _sentences(said, slots, lex, rng), lex, rng, 0.4)
-    return fill(pick(rng, _m(lex, "social_media", "templates")), {**slots, "line": line, "hashtags": _hashtags(slots, lex, rng)})
+    line = _join(
+        _m(lex, "social_media", "joiners"), _sentences(said, slots, lex, rng), lex, rng, 0.4
+    )
+    return fill(
+        pick(rng, _m(lex, "social_media", "templates")),
+        {**slots, "line": line, "hashtags": _hashtags(slots, lex, rng)},
+    )
 
 
 def _write_chat_private(inp, said, slots, lex, rng) -> str:
@@ -409,9 +534,16 @@ def _write_chat_group(inp, said, slots, lex, rng) -> str:
 
 
 def _write_email(inp, said, slots, lex, rng) -> str:
-    person = inp.plan.audience if inp.plan.audience in People.of(inp.relations).everyone else slots["person"]
+    person = (
+        inp.plan.audience
+        if inp.plan.audience in People.of(inp.relations).everyone
+        else slots["person"]
+    )
     slots = {**slots, "person": person}
-    subject = fill(_m(lex, "email", "subject"), {"subject": fill(pick(rng, _m(lex, "email", "subjects")), slots)})
+    subject = fill(
+        _m(lex, "email", "subject"),
+        {"subject": fill(pick(rng, _m(lex, "email", "subjects")), slots)},
+    )
     body = _join(_m(lex, "diary", "joiners"), _sentences(said, slots, lex, rng), lex, rng, 0.3)
     parts = [subject, fill(pick(rng, _m(lex, "email", "greetings")), slots)]
     if rng.random() < 0.7:
@@ -428,7 +560,9 @@ def _write_memo(inp, said, slots, lex, rng) -> str:
     out = [fill(pick(rng, _m(lex, "memo", "headers")), slots)]
     out += [bullet + line for line in _sentences(said, slots, lex, rng)]
     if rng.random() < 0.5:  # a memo often ends with something still to do
-        out.append(f"{_m(lex, 'memo', 'todo_box')} {fill(pick(rng, lex.noise['todo_items']), slots)}")
+        out.append(
+            f"{_m(lex, 'memo', 'todo_box')} {fill(pick(rng, lex.noise['todo_items']), slots)}"
+        )
     return "\n".join(out)
 
 
@@ -452,18 +586,29 @@ def _write_search(inp, said, slots, lex, rng) -> str:
     queries = []
     for s in said:
         query = _query(s.text, lex)
-        queries.append(fill(pick(rng, _m(lex, "search_history", "prefixes")), slots) + query
-                       + fill(pick(rng, _m(lex, "search_history", "suffixes")), slots))
-    related = lex.hobby(slots["hobby"]).searches + [fill(q, slots) for q in lex.noise["search_queries"]]
+        queries.append(
+            fill(pick(rng, _m(lex, "search_history", "prefixes")), slots)
+            + query
+            + fill(pick(rng, _m(lex, "search_history", "suffixes")), slots)
+        )
+    related = lex.hobby(slots["hobby"]).searches + [
+        fill(q, slots) for q in lex.noise["search_queries"]
+    ]
     queries += rng.sample(related, rng.randint(1, 2))
     return _search_lines(queries, inp.plan.timestamp, lex, rng)
 
 
-def _calendar(title: str, place: str, ts: dt.datetime, slots, lex, rng: random.Random, extra: bool = True) -> str:
+def _calendar(
+    title: str, place: str, ts: dt.datetime, slots, lex, rng: random.Random, extra: bool = True
+) -> str:
     start = ts.replace(hour=rng.randint(7, 20), minute=rng.choice([0, 15, 30, 45]))
     end = start + dt.timedelta(minutes=rng.choice([30, 45, 60, 90, 120, 180]))
-    lines = [fill(pick(rng, _m(lex, "calendar_event", "templates")), {
-        **slots, "title": title, "place": place, "start": _clock(start), "end": _clock(end)})]
+    lines = [
+        fill(
+            pick(rng, _m(lex, "calendar_event", "templates")),
+            {**slots, "title": title, "place": place, "start": _clock(start), "end": _clock(end)},
+        )
+    ]
     if extra and rng.random() < 0.5:
         lines.append(fill(pick(rng, _m(lex, "calendar_event", "extras")), slots))
     return "\n".join(lines)
@@ -471,7 +616,11 @@ def _calendar(title: str, place: str, ts: dt.datetime, slots, lex, rng: random.R
 
 def _write_calendar(inp, said, slots, lex, rng) -> str:
     title = _bare(said[0].text)
-    title = cap(_predicate(title, lex)) if lex.language == "en" else title.removeprefix(lex.first_person.subject)
+    title = (
+        cap(_predicate(title, lex))
+        if lex.language == "en"
+        else title.removeprefix(lex.first_person.subject)
+    )
     return _calendar(title, inp.place or slots["place"], inp.plan.timestamp, slots, lex, rng)
 
 
@@ -479,7 +628,9 @@ def _noise(medium: str, ts: dt.datetime, slots: dict[str, str], lex, rng: random
     """Everyday life in the medium's own form; searches, to-do lists and appointments are composed
     from pools so that no two days look the same."""
     if medium == "search_history":
-        queries = [fill(q, slots) for q in rng.sample(lex.noise["search_queries"], rng.randint(2, 4))]
+        queries = [
+            fill(q, slots) for q in rng.sample(lex.noise["search_queries"], rng.randint(2, 4))
+        ]
         return _search_lines(queries, ts, lex, rng)
     if medium == "memo" and rng.random() < 0.6:
         items = rng.sample(lex.noise["todo_items"], rng.randint(3, 5))
@@ -491,11 +642,20 @@ def _noise(medium: str, ts: dt.datetime, slots: dict[str, str], lex, rng: random
         return _calendar(title, place, ts, slots, lex, rng, extra=rng.random() < 0.5)
     templates = lex.noise.get(medium) or lex.noise["diary"]
     text = fill(pick(rng, templates), slots)
-    return fill(_m(lex, "chat_group", "header"), slots) + "\n" + text if medium == "chat_group" else text
+    return (
+        fill(_m(lex, "chat_group", "header"), slots) + "\n" + text
+        if medium == "chat_group"
+        else text
+    )
 
 
 _WRITERS = {
-    "diary": _write_diary, "social_media": _write_social, "chat_private": _write_chat_private,
-    "chat_group": _write_chat_group, "email": _write_email, "memo": _write_memo,
-    "search_history": _write_search, "calendar_event": _write_calendar,
+    "diary": _write_diary,
+    "social_media": _write_social,
+    "chat_private": _write_chat_private,
+    "chat_group": _write_chat_group,
+    "email": _write_email,
+    "memo": _write_memo,
+    "search_history": _write_search,
+    "calendar_event": _write_calendar,
 }

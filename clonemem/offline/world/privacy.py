@@ -38,8 +38,11 @@ SENSITIVE_THEMES: dict[str, tuple[str, tuple[str, ...]]] = {
 
 # who hears about a matter of each category, by relation type, in order of preference (the first present)
 CONFIDANTS: dict[str, tuple[str, ...]] = {
-    "health": ("partner", "family"), "money": ("partner", "family"), "unshared_plan": ("partner", "friend"),
-    "opinion_about": ("friend",), "conflict": ("friend",),
+    "health": ("partner", "family"),
+    "money": ("partner", "family"),
+    "unshared_plan": ("partner", "friend"),
+    "opinion_about": ("friend",),
+    "conflict": ("friend",),
 }
 
 
@@ -59,9 +62,18 @@ def boundaries(call: OfflineCall) -> PrivacyOut:
         if arc.theme not in SENSITIVE_THEMES:
             continue
         category, kinds = SENSITIVE_THEMES[arc.theme]
-        matters.append(PrivacyMatter.model_validate({
-            "key": f"S{len(matters) + 1}", "category": category, "arc_key": arc.key, "kinds": list(kinds),
-            "subject": arc.title, "may_know": _confidant(category, inp.relations)}))
+        matters.append(
+            PrivacyMatter.model_validate(
+                {
+                    "key": f"S{len(matters) + 1}",
+                    "category": category,
+                    "arc_key": arc.key,
+                    "kinds": list(kinds),
+                    "subject": arc.title,
+                    "may_know": _confidant(category, inp.relations),
+                }
+            )
+        )
     return PrivacyOut(matters=matters)
 
 
@@ -80,7 +92,9 @@ def sensitive_for(recipient: str, e: SegmentEvidence, matters: list[PrivacyMatte
     return privacy.outside_scope(recipient, e.matters, e.disclosed_to, matters)
 
 
-def choose(seg: Segment, qtype: str) -> tuple[str, list[SegmentEvidence], list[SegmentEvidence]] | None:
+def choose(
+    seg: Segment, qtype: str
+) -> tuple[str, list[SegmentEvidence], list[SegmentEvidence]] | None:
     """(recipient, necessary, sensitive) for a task of ``qtype`` on ``seg``, or None when no one fits."""
     new = set(seg.new_evidence_ids)
     window = [e for e in seg.evidence if e.evidence_id in new]
@@ -94,7 +108,9 @@ def choose(seg: Segment, qtype: str) -> tuple[str, list[SegmentEvidence], list[S
             continue
         shareable = [e for e in window if not sensitive_for(recipient, e, seg.privacy)]
         facts = [e for e in shareable if e.kind == "fact"] or shareable
-        if question_types.spec(qtype).adversarial:  # the request may refer to something they may know
+        if question_types.spec(
+            qtype
+        ).adversarial:  # the request may refer to something they may know
             return recipient, facts[-1:], hidden[-2:]
         if facts:
             return recipient, facts[-2:], hidden[-2:]
@@ -131,16 +147,32 @@ def plan(call: OfflineCall) -> PrivacyPlan:
     seg, qa = inp.segment, qa_lexicon(inp.segment.language)
     chosen = choose(seg, inp.question_type)
     if chosen is None:
-        return PrivacyPlan(feasible=False, reason=qa["privacy_plan_infeasible"], recipient="", purpose="",
-                           necessary_ids=[], sensitive_ids=[])
+        return PrivacyPlan(
+            feasible=False,
+            reason=qa["privacy_plan_infeasible"],
+            recipient="",
+            purpose="",
+            necessary_ids=[],
+            sensitive_ids=[],
+        )
     recipient, necessary, sensitive = chosen
     purposes = qa["privacy_purposes"]
     purpose = purposes.get(_relation_type(seg, recipient), purposes["friend"])
     return PrivacyPlan(
-        feasible=True, recipient=recipient, purpose=purpose,
-        reason=fill(qa["privacy_plan_feasible"], {"recipient": recipient, "necessary": str(len(necessary)),
-                                                  "sensitive": str(len(sensitive))}),
-        necessary_ids=[e.evidence_id for e in necessary], sensitive_ids=[e.evidence_id for e in sensitive])
+        feasible=True,
+        recipient=recipient,
+        purpose=purpose,
+        reason=fill(
+            qa["privacy_plan_feasible"],
+            {
+                "recipient": recipient,
+                "necessary": str(len(necessary)),
+                "sensitive": str(len(sensitive)),
+            },
+        ),
+        necessary_ids=[e.evidence_id for e in necessary],
+        sensitive_ids=[e.evidence_id for e in sensitive],
+    )
 
 
 def write(call: OfflineCall) -> PrivacyDraft:
@@ -151,12 +183,21 @@ def write(call: OfflineCall) -> PrivacyDraft:
     slots = persona_slots(seg.persona, seg.relations, lex, rng)
     others = [r.name for r in seg.relations if r.name != inp.plan.recipient] or [inp.plan.recipient]
     purpose = inp.plan.purpose
-    words = {**slots, "recipient": inp.plan.recipient, "purpose": purpose, "purpose_cap": cap(purpose),
-             "topic": fill(qa["topics"].get(seg.arc.theme, "{hobby}"), slots)}
+    words = {
+        **slots,
+        "recipient": inp.plan.recipient,
+        "purpose": purpose,
+        "purpose_cap": cap(purpose),
+        "topic": fill(qa["topics"].get(seg.arc.theme, "{hobby}"), slots),
+    }
     if inp.tactic is not None:
         words["pressure"] = fill(qa["privacy_tactics"][inp.tactic], {"other": pick(rng, others)})
     # the request refers to what the recipient may know (the first necessary item), in the second person
-    words["hint"] = _second_person(first_person(inp.necessary[0], seg.persona, lex), seg.language) if inp.necessary else ""
+    words["hint"] = (
+        _second_person(first_person(inp.necessary[0], seg.persona, lex), seg.language)
+        if inp.necessary
+        else ""
+    )
     words["known"] = fill(qa["privacy_known"], {"hint": words["hint"]}) if inp.necessary else ""
     request = fill(pick(rng, qa["questions"][inp.question_type]), words)
     # the lexicon's answer template of the family: what may be shared, or a refusal

@@ -82,7 +82,11 @@ def select_comparison(seg: Segment) -> tuple[list[SegmentEvidence], str]:
     new = set(seg.new_evidence_ids)
     for kind in ("opinion", "emotion", "fact"):
         same = [e for e in seg.evidence if e.kind == kind]
-        if _spread(same, 45) and same[-1].statement != same[0].statement and same[-1].evidence_id in new:
+        if (
+            _spread(same, 45)
+            and same[-1].statement != same[0].statement
+            and same[-1].evidence_id in new
+        ):
             return [same[0], same[-1]], ""
     return [], "kinds"
 
@@ -98,14 +102,19 @@ def select_pattern(seg: Segment) -> tuple[list[SegmentEvidence], str]:
     for kind in ("emotion", "fact", "opinion"):
         same = [e for e in seg.evidence if e.kind == kind]
         if _spread(same, 14):
-            return [same[-2], same[-1]] if (same[-1].date - same[-2].date).days >= 14 else [same[0], same[-1]], ""
+            return [same[-2], same[-1]] if (same[-1].date - same[-2].date).days >= 14 else [
+                same[0],
+                same[-1],
+            ], ""
     return [], "few"
 
 
 def _cause_then_state(seg: Segment, gap_days: int) -> tuple[list[SegmentEvidence], str]:
     later = [e for e in _in_window(seg) if e.kind in ("emotion", "opinion")]
     for late in reversed(later):
-        causes = [e for e in seg.evidence if e.kind == "fact" and (late.date - e.date).days >= gap_days]
+        causes = [
+            e for e in seg.evidence if e.kind == "fact" and (late.date - e.date).days >= gap_days
+        ]
         if causes:
             return [causes[-1], late], ""
     return [], "kinds"
@@ -144,14 +153,32 @@ def plan(call: OfflineCall) -> QAPlan:
     topic = _topic(seg, qa, slots)
     qtype = inp.question_type.replace("_", " ")
     if not chosen:
-        return QAPlan(feasible=False, reason=fill(qa["plan_infeasible"], {"qtype": qtype, "why": qa["why"][why]}),
-                      evidence_ids=[], temporal_scope="", outline="")
+        return QAPlan(
+            feasible=False,
+            reason=fill(qa["plan_infeasible"], {"qtype": qtype, "why": qa["why"][why]}),
+            evidence_ids=[],
+            temporal_scope="",
+            outline="",
+        )
     scope = f"{chosen[0].date.isoformat()}..{chosen[-1].date.isoformat()}"
     return QAPlan(
-        feasible=True, evidence_ids=[e.evidence_id for e in chosen], temporal_scope=scope,
-        reason=fill(qa["plan_feasible"], {"n": str(len(chosen)), "start": chosen[0].date.isoformat(),
-                                          "end": chosen[-1].date.isoformat(), "qtype": qtype, "topic": topic}),
-        outline=fill(qa["outline"], {"topic": topic, "month1": _month(chosen[0].date, qa), "n": str(len(chosen))}),
+        feasible=True,
+        evidence_ids=[e.evidence_id for e in chosen],
+        temporal_scope=scope,
+        reason=fill(
+            qa["plan_feasible"],
+            {
+                "n": str(len(chosen)),
+                "start": chosen[0].date.isoformat(),
+                "end": chosen[-1].date.isoformat(),
+                "qtype": qtype,
+                "topic": topic,
+            },
+        ),
+        outline=fill(
+            qa["outline"],
+            {"topic": topic, "month1": _month(chosen[0].date, qa), "n": str(len(chosen))},
+        ),
     )
 
 
@@ -165,7 +192,9 @@ def _hint(statement: str, name: str, language: str, people: list[str] | None = N
         named = [p for p in (people or []) if p in body]
         return "、".join(named[:2]) if named else "那件事"
     words = body.split()
-    proper = [w.strip(",.'") for w in words[1:] if w[:1].isupper() and w.strip(",.'") not in name.split()]
+    proper = [
+        w.strip(",.'") for w in words[1:] if w[:1].isupper() and w.strip(",.'") not in name.split()
+    ]
     return " ".join(dict.fromkeys(proper)) if proper else " ".join(words[-3:]) or "that"
 
 
@@ -177,13 +206,24 @@ def write(call: OfflineCall) -> QADraft:
     by_id = {e.evidence_id: e for e in seg.evidence}
     chosen = [by_id[i] for i in inp.plan.evidence_ids if i in by_id]
     slots = _slots(seg, rng)
-    fill_slots = {**slots, "topic": _topic(seg, qa, slots), "month1": _month(chosen[0].date, qa),
-                  "month2": _month(chosen[-1].date, qa), "hint": _hint(chosen[0].statement, first_name(seg.persona, lex), seg.language,
-                                [r.name for r in seg.relations]),
-                  "first": first_name(seg.persona, lex)}
+    fill_slots = {
+        **slots,
+        "topic": _topic(seg, qa, slots),
+        "month1": _month(chosen[0].date, qa),
+        "month2": _month(chosen[-1].date, qa),
+        "hint": _hint(
+            chosen[0].statement,
+            first_name(seg.persona, lex),
+            seg.language,
+            [r.name for r in seg.relations],
+        ),
+        "first": first_name(seg.persona, lex),
+    }
     questions, answer_template = _wording(qa, inp.question_type, seg.language)
     question = fill(pick(rng, list(questions)), fill_slots)
-    sentences = {f"s{i + 1}": first_person(e.statement, seg.persona, lex) for i, e in enumerate(chosen)}
+    sentences = {
+        f"s{i + 1}": first_person(e.statement, seg.persona, lex) for i, e in enumerate(chosen)
+    }
     answer = fill(answer_template, {**fill_slots, **sentences})
     if not question_types.spec(inp.question_type).abstains and rng.random() < 0.12:
         # the writer sometimes adds what the evidence never said; the sufficiency check must catch it
@@ -204,8 +244,10 @@ def _wording(qa: dict, qtype: str, language: str) -> tuple[tuple[str, ...], str]
 
 def _template_words(qa: dict, language: str = "en") -> set[str]:
     words: set[str] = set(w.lower() for w in qa["months"])
-    templates = [*qa["answers"].values(), *(question_types.spec(n).offline_answer.get(language, "")
-                                             for n in question_types.names())]
+    templates = [
+        *qa["answers"].values(),
+        *(question_types.spec(n).offline_answer.get(language, "") for n in question_types.names()),
+    ]
     for template in templates:
         words |= set(textutil.content_words(template.replace("{", " ").replace("}", " ")))
     return words
@@ -218,11 +260,18 @@ def sufficiency(call: OfflineCall) -> SufficiencyVerdict:
     name_words = {w.lower() for w in inp.persona_name.split()} | {"i", "me", "my"}
     evidence_words = set(textutil.content_words(" ".join(inp.evidence)))
     if question_types.spec(inp.question_type).abstains:
-        asked = set(textutil.content_words(inp.question)) - name_words - _template_words(qa, inp.language)
+        asked = (
+            set(textutil.content_words(inp.question))
+            - name_words
+            - _template_words(qa, inp.language)
+        )
         settled = len(asked & evidence_words) / max(1, len(asked))
         ok = settled < 0.5
-        return SufficiencyVerdict(verdict="sufficient" if ok else "insufficient", score=round(1 - settled, 3),
-                                  reason=qa["unanswerable_ok" if ok else "unanswerable_bad"])
+        return SufficiencyVerdict(
+            verdict="sufficient" if ok else "insufficient",
+            score=round(1 - settled, 3),
+            reason=qa["unanswerable_ok" if ok else "unanswerable_bad"],
+        )
     # sentence by sentence: one unsupported sentence is enough to make the answer insufficient
     skip = name_words | _template_words(qa, inp.language)
     coverages = []
@@ -232,8 +281,11 @@ def sufficiency(call: OfflineCall) -> SufficiencyVerdict:
             coverages.append(sum(w in evidence_words for w in claimed) / len(claimed))
     covered = min(coverages, default=1.0)
     ok = covered >= SUFFICIENT
-    return SufficiencyVerdict(verdict="sufficient" if ok else "insufficient", score=round(covered, 3),
-                              reason=fill(qa["sufficient" if ok else "insufficient"], {"covered": covered}))
+    return SufficiencyVerdict(
+        verdict="sufficient" if ok else "insufficient",
+        score=round(covered, 3),
+        reason=fill(qa["sufficient" if ok else "insufficient"], {"covered": covered}),
+    )
 
 
 # -- distractors --------------------------------------------------------------------------------
@@ -254,8 +306,16 @@ def _alternatives(inp: DistractorInput, rng: random.Random) -> list[str]:
             out += [fill(f, slots) for f in st.facts]
             out += [fill(lex.s("evidence_opinion"), {**slots, "belief": b}) for b in st.beliefs]
             for feeling in st.feelings:
-                context = slots["subj"] + ("" if lex.language == "zh" else " ") + fill(pick(rng, activities), slots)
-                out.append(fill(lex.s("evidence_emotion"), {**slots, "feeling": feeling, "context": context}))
+                context = (
+                    slots["subj"]
+                    + ("" if lex.language == "zh" else " ")
+                    + fill(pick(rng, activities), slots)
+                )
+                out.append(
+                    fill(
+                        lex.s("evidence_emotion"), {**slots, "feeling": feeling, "context": context}
+                    )
+                )
     evidence = set(inp.evidence)
     seen, unique = set(), []
     for s in out:
@@ -267,12 +327,15 @@ def _alternatives(inp: DistractorInput, rng: random.Random) -> list[str]:
     return unique
 
 
-def _like(sentence: str, pool: list[str], used: set[str], rng: random.Random, question: set[str]) -> str:
+def _like(
+    sentence: str, pool: list[str], used: set[str], rng: random.Random, question: set[str]
+) -> str:
     """A pool statement of about the same length as ``sentence`` that shares the question's words as
     much as the answer may: neither length nor word overlap may give the answer away."""
     free = [p for p in pool if p not in used] or pool
     close = [p for p in free if abs(len(p) - len(sentence)) <= 0.2 * len(sentence)]
     close = close or sorted(free, key=lambda p: abs(len(p) - len(sentence)))[:6]
+
     def shared(p: str) -> float:
         ws = set(textutil.content_words(p))
         # Chinese bigrams make long sentences share more words: count per word there
@@ -297,7 +360,9 @@ def distractors(call: OfflineCall) -> Distractors:
     pool = _alternatives(inp, random.Random(rng.random()))
     own = [first_person(s, inp.persona, lex) for s in inp.evidence]
     # a first draft is sometimes weak: too short, or with no partial truth to compete with the answer
-    defect = None if inp.round > 1 or inp.feedback else rng.choice([None, None, "short", "no_partial"])
+    defect = (
+        None if inp.round > 1 or inp.feedback else rng.choice([None, None, "short", "no_partial"])
+    )
     options = []
     used: set[str] = set()
     question = set(textutil.content_words(inp.question))
@@ -306,7 +371,9 @@ def distractors(call: OfflineCall) -> Distractors:
         if abstains:
             target = " ".join(own) if own else inp.answer
             joiner = "" if inp.language == "zh" else " "
-            text = joiner.join(_like(target[: len(target) // 2], pool, used, rng, question) for _ in range(2))
+            text = joiner.join(
+                _like(target[: len(target) // 2], pool, used, rng, question) for _ in range(2)
+            )
         else:
             parts = [_like(sentence, pool, used, rng, question) for sentence in own]
             if j == 0 and len(own) >= 2 and defect != "no_partial":
@@ -325,7 +392,11 @@ def _recompose(answer: str, own: list[str], parts: list[str]) -> str:
     out = answer
     for mine, theirs in zip(own, parts):
         out = out.replace(mine, theirs, 1)
-    return out if out != answer else ("" if any("\u4e00" <= ch <= "\u9fff" for ch in answer) else " ").join(parts)
+    return (
+        out
+        if out != answer
+        else ("" if any("\u4e00" <= ch <= "\u9fff" for ch in answer) else " ").join(parts)
+    )
 
 
 # -- the distractor validator -------------------------------------------------------------------
@@ -339,19 +410,37 @@ def check_choice(call: OfflineCall) -> ChoiceAttempt:
     if inp.mode == "blind":
         lengths = sorted(((len(c.text), c.id) for c in options), reverse=True)
         if len(lengths) > 1 and lengths[0][0] >= 1.35 * lengths[1][0]:
-            return ChoiceAttempt(choice_id=lengths[0][1], confidence=0.8,
-                                 reason=fill(qa["blind_reason_length"], {"choice": lengths[0][1]}))
+            return ChoiceAttempt(
+                choice_id=lengths[0][1],
+                confidence=0.8,
+                reason=fill(qa["blind_reason_length"], {"choice": lengths[0][1]}),
+            )
         q = set(textutil.content_words(inp.question))
-        overlaps = sorted(((len(q & set(textutil.content_words(c.text))), c.id) for c in options), reverse=True)
+        overlaps = sorted(
+            ((len(q & set(textutil.content_words(c.text))), c.id) for c in options), reverse=True
+        )
         if len(overlaps) > 1 and overlaps[0][0] >= overlaps[1][0] + 2:
-            return ChoiceAttempt(choice_id=overlaps[0][1], confidence=0.7,
-                                 reason=fill(qa["blind_reason_overlap"], {"choice": overlaps[0][1]}))
+            return ChoiceAttempt(
+                choice_id=overlaps[0][1],
+                confidence=0.7,
+                reason=fill(qa["blind_reason_overlap"], {"choice": overlaps[0][1]}),
+            )
     else:
         ev = set(textutil.content_words(inp.evidence or ""))
-        scores = sorted(((len(ev & set(textutil.content_words(c.text))) / max(1, len(ev)), c.id) for c in options),
-                        reverse=True)
+        scores = sorted(
+            (
+                (len(ev & set(textutil.content_words(c.text))) / max(1, len(ev)), c.id)
+                for c in options
+            ),
+            reverse=True,
+        )
         if len(scores) > 1 and scores[0][0] >= 0.6 and scores[0][0] - scores[1][0] >= 0.25:
-            return ChoiceAttempt(choice_id=scores[0][1], confidence=0.8,
-                                 reason=fill(qa["single_reason"], {"choice": scores[0][1]}))
+            return ChoiceAttempt(
+                choice_id=scores[0][1],
+                confidence=0.8,
+                reason=fill(qa["single_reason"], {"choice": scores[0][1]}),
+            )
     guess = pick(rng, [c.id for c in options])
-    return ChoiceAttempt(choice_id=guess, confidence=round(1 / max(1, len(options)), 3), reason=qa["guess_reason"])
+    return ChoiceAttempt(
+        choice_id=guess, confidence=round(1 / max(1, len(options)), 3), reason=qa["guess_reason"]
+    )

@@ -49,8 +49,14 @@ class KeyFact(BaseModel):
     fact: str = Field(min_length=1, max_length=400)
 
 
-KEYFACT = define("example.keyfact", "clonemem_example_plugin:keyfacts", "extractor", KeyFactIn, KeyFact,
-                 offline="clonemem_example_plugin.keyfacts:offline_keyfacts")
+KEYFACT = define(
+    "example.keyfact",
+    "clonemem_example_plugin:keyfacts",
+    "extractor",
+    KeyFactIn,
+    KeyFact,
+    offline="clonemem_example_plugin.keyfacts:offline_keyfacts",
+)
 
 _SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s*")
 _MAX_WORDS = 40
@@ -91,23 +97,39 @@ class KeyFactsMemory(MemorySystem):
         if not hasattr(self, "_notes"):
             self.reset(ctx)
         for t in sorted(traces, key=lambda t: (t.event_date, t.trace_id)):
-            out = ctx.llm(KEYFACT.name, KeyFactIn(trace_id=t.trace_id, medium=t.medium,
-                                                  event_date=t.event_date.isoformat(), content=t.content,
-                                                  language=ctx.language))
+            out = ctx.llm(
+                KEYFACT.name,
+                KeyFactIn(
+                    trace_id=t.trace_id,
+                    medium=t.medium,
+                    event_date=t.event_date.isoformat(),
+                    content=t.content,
+                    language=ctx.language,
+                ),
+            )
             assert isinstance(out, KeyFact)
-            self._notes.append(_Note(out.fact, t.trace_id, t.event_date, frozenset(terms(out.fact))))
+            self._notes.append(
+                _Note(out.fact, t.trace_id, t.event_date, frozenset(terms(out.fact)))
+            )
         self._notes.sort(key=lambda n: (n.when, n.trace_id))
-        ctx.stats.update(items=len(self._notes), llm_calls=ctx.stats.get("llm_calls", 0) + len(traces))
+        ctx.stats.update(
+            items=len(self._notes), llm_calls=ctx.stats.get("llm_calls", 0) + len(traces)
+        )
 
     def retrieve(self, question: QuestionView, k: int) -> list[Retrieved]:
         """Visible notes sharing the most distinct words with the question (ties: the newer first)."""
         asked = frozenset(terms(question.question))
-        scored = [(len(asked & n.terms), n) for n in self._notes if n.when <= question.question_time]
+        scored = [
+            (len(asked & n.terms), n) for n in self._notes if n.when <= question.question_time
+        ]
         scored = [(s, n) for s, n in scored if s > 0]
         scored.sort(key=lambda sn: (-sn[0], -sn[1].when.timestamp(), sn[1].trace_id))
         return [Retrieved(n.text, (n.trace_id,), float(s), "note") for s, n in scored[:k]]
 
     def stored(self, as_of: dt.datetime | None = None) -> list[Retrieved]:
         """Every note valid at ``as_of`` (all of them for None), in time order."""
-        return [Retrieved(n.text, (n.trace_id,), 0.0, "note") for n in self._notes
-                if as_of is None or n.when <= as_of]
+        return [
+            Retrieved(n.text, (n.trace_id,), 0.0, "note")
+            for n in self._notes
+            if as_of is None or n.when <= as_of
+        ]

@@ -25,7 +25,7 @@ def terms(text: str) -> list[str]:
     out = []
     for w in words:
         if any("\u4e00" <= ch <= "\u9fff" for ch in w) and len(w) > 1:
-            out += [w[i:i + 2] for i in range(len(w) - 1)]
+            out += [w[i : i + 2] for i in range(len(w) - 1)]
         else:
             out.append(w)
     return out
@@ -62,4 +62,6 @@ class TfidfMemory(MemorySystem):
                 if doc < visible:
                     scores[doc] += q * w
         ranked = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))[:k]
-        return [Retrieved(self._traces[d].content, (self._traces[d].trace_id,), s) for d, s in ranked]
+        return [
+            Retrieved(self._traces[d].content, (self._traces[d].trace_id,), s) for d, s in ranked
+        ]
