@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -16,7 +17,10 @@ from clonemem.cli.options import name as checked_name
 from clonemem.errors import ExitCode
 
 if TYPE_CHECKING:
+    from clonemem.evaluation.results_file import ResolvedFile
     from clonemem.schemas.config import RunConfig
+    from clonemem.schemas.results_file import ResultsFileScored
+    from clonemem.warehouse import Warehouse
 
 
 @app.command("evaluate")
@@ -209,13 +213,8 @@ def evaluate_results_file(
     """`evaluate --retrievals FILE --name NAME`: the file is checked whole before anything runs; a
     bad file is bad input (exit 1, nothing stored), not a failed system: no system of ours ran. A
     name that holds another file's results on the benchmark needs ``--replace`` (exit 2 without)."""
-    from clonemem.evaluation.names import NameTaken, refuse_reuse
-    from clonemem.evaluation.results_file import ResultsFileError, file_ks, read_and_resolve
-    from clonemem.flows.results_file import evaluate_results_file_flow
+    from clonemem.evaluation.results_file import read_and_resolve
     from clonemem.memory import SYSTEMS
-    from clonemem.progress import shown
-    from clonemem.warehouse import Warehouse
-    from clonemem.warehouse.catalog import require_gate_passed
 
     if name is not None:
         name = checked_name(name, "--name")
@@ -230,22 +229,17 @@ def evaluate_results_file(
         )
     if name in SYSTEMS.names():
         usage(f"--name {name!r} is a registered memory system: name the file's system otherwise")
-    depths = ks(k) if k else None
-    warehouse = str(State.warehouse.expanduser().resolve())
-    try:
-        with Warehouse.open_reader(State.warehouse) as wh:
-            bid, bname = require_gate_passed(wh, benchmark, force)
-            resolved = read_and_resolve(wh, bid, path, allow_missing)
-            file_ks(resolved, depths)
-            refuse_reuse(wh, bid, bname, name, resolved.provenance, "--name", replace)
-        with writing(State.warehouse), shown():
-            scored = evaluate_results_file_flow(
-                warehouse, benchmark, str(path), name, depths, force, cfg, allow_missing, replace
-            )
-    except ResultsFileError as exc:
-        fail(f"{exc}; nothing was stored")
-    except NameTaken as exc:
-        usage(f"{exc}; nothing was stored")
+    scored = score_file(
+        benchmark,
+        path,
+        name,
+        ks(k) if k else None,
+        force,
+        cfg,
+        allow_missing,
+        replace,
+        lambda wh, bid: read_and_resolve(wh, bid, path, allow_missing),
+    )
     missing = (
         f"; {scored.missing} questions without a line scored as retrieving nothing"
         if scored.missing
@@ -276,14 +270,8 @@ def evaluate_predictions(
 ) -> None:
     """`evaluate --predictions FILE --format F --name NAME`: read and mapped whole before anything
     runs; a bad file is one line naming file, line and field (exit 1, nothing stored)."""
-    from clonemem.evaluation.names import refuse_reuse
     from clonemem.evaluation.predictions import FORMATS, read_predictions
-    from clonemem.evaluation.results_file import ResultsFileError, file_ks
-    from clonemem.flows.results_file import evaluate_results_file_flow
     from clonemem.memory import SYSTEMS
-    from clonemem.progress import shown
-    from clonemem.warehouse import Warehouse
-    from clonemem.warehouse.catalog import require_gate_passed
 
     if name is not None:
         name = checked_name(name, "--name")
@@ -300,17 +288,63 @@ def evaluate_predictions(
         )
     if name in SYSTEMS.names():
         usage(f"--name {name!r} is a registered memory system: name the file's system otherwise")
-    depths = ks(k) if k else None
-    warehouse = str(State.warehouse.expanduser().resolve())
+    scored = score_file(
+        benchmark,
+        path,
+        name,
+        ks(k) if k else None,
+        force,
+        cfg,
+        allow_missing,
+        replace,
+        lambda wh, bid: read_predictions(wh, bid, path, fmt, key, allow_missing),
+        fmt,
+        key,
+    )
+    missing = (
+        f"; {scored.missing} questions without a prediction left unscored" if scored.missing else ""
+    )
+    render.err(
+        f"predictions file {scored.file} ({fmt}, sha256 {scored.sha256}) scored as {name!r}: "
+        f"{scored.lines} predictions{missing}"
+    )
+    render.evaluation(scored.evaluation)
+    if json_out is not None:
+        write_json(json_out, scored.evaluation)
+
+
+def score_file(
+    benchmark: str,
+    path: Path,
+    name: str,
+    depths: list[int] | None,
+    force: bool,
+    cfg: RunConfig,
+    allow_missing: bool,
+    replace: bool,
+    read: Callable[[Warehouse, str], ResolvedFile],
+    fmt: str | None = None,
+    key: str | None = None,
+) -> ResultsFileScored:
+    """A file made elsewhere (a results file, or predictions in a benchmark's layout), read whole by
+    ``read`` and checked before the flow runs: a bad file is exit 1, a name holding other results
+    exit 2, nothing stored either way."""
+    from clonemem.evaluation.names import NameTaken, refuse_reuse
+    from clonemem.evaluation.results_file import ResultsFileError, file_ks
+    from clonemem.flows.results_file import evaluate_results_file_flow
+    from clonemem.progress import shown
+    from clonemem.warehouse import Warehouse
+    from clonemem.warehouse.catalog import require_gate_passed
+
     try:
         with Warehouse.open_reader(State.warehouse) as wh:
             bid, bname = require_gate_passed(wh, benchmark, force)
-            resolved = read_predictions(wh, bid, path, fmt, key, allow_missing)
+            resolved = read(wh, bid)
             file_ks(resolved, depths)
             refuse_reuse(wh, bid, bname, name, resolved.provenance, "--name", replace)
         with writing(State.warehouse), shown():
-            scored = evaluate_results_file_flow(
-                warehouse,
+            return evaluate_results_file_flow(
+                str(State.warehouse.expanduser().resolve()),
                 benchmark,
                 str(path),
                 name,
@@ -324,16 +358,8 @@ def evaluate_predictions(
             )
     except ResultsFileError as exc:
         fail(f"{exc}; nothing was stored")
-    missing = (
-        f"; {scored.missing} questions without a prediction left unscored" if scored.missing else ""
-    )
-    render.err(
-        f"predictions file {scored.file} ({fmt}, sha256 {scored.sha256}) scored as {name!r}: "
-        f"{scored.lines} predictions{missing}"
-    )
-    render.evaluation(scored.evaluation)
-    if json_out is not None:
-        write_json(json_out, scored.evaluation)
+    except NameTaken as exc:
+        usage(f"{exc}; nothing was stored")
 
 
 def precheck(benchmark: str, names: list[str], force: bool, cfg: RunConfig) -> None:
