@@ -169,3 +169,66 @@ def test_per_question_metrics_are_a_column_each_and_old_rows_keep_their_long_vie
         )
         # every metric of every (run, system, k, question) is a row of the view, NULL where not computed
         assert wh.scalar("SELECT count(*) FROM eval_question_metrics") == 3 * len(AGGREGATED)
+
+
+def test_pending_migrations_and_views_land_in_one_transaction(monkeypatch, tmp_path: Path) -> None:
+    """A reader copies the file at any moment, so an upgrade is all or nothing: a migration that fails
+    after others were pending leaves none of them (and no view) applied."""
+    from clonemem.warehouse import migrate
+
+    path = tmp_path / "old.duckdb"
+    every = migrate.available_migrations()
+    con = duckdb.connect(str(path))
+    monkeypatch.setattr(
+        migrate, "available_migrations", lambda: [m for m in every if m.version < 20]
+    )
+    apply_migrations(con)
+    views = "SELECT view_name FROM duckdb_views() WHERE NOT internal ORDER BY ALL"
+    before = con.execute(views).fetchall()
+    broken = migrate.Migration(every[-1].version + 1, "broken", "SELECT * FROM no_such_table;")
+    monkeypatch.setattr(migrate, "available_migrations", lambda: [*every, broken])
+    with pytest.raises(MigrationError, match=f"{broken.version:04d}_broken.sql failed"):
+        migrate.apply_schema(con)
+    assert con.execute("SELECT max(version) FROM schema_migrations").fetchone() == (19,)
+    assert con.execute(views).fetchall() == before
+    con.close()
+
+
+def test_a_reader_refuses_a_file_without_the_schema_it_reads(monkeypatch, tmp_path: Path) -> None:
+    """An empty file (a first writer still setting it up), an older schema and a newer one each get a
+    line that says so, never a DuckDB binder error from deep inside a query."""
+    from clonemem.warehouse import migrate
+
+    empty = tmp_path / "empty.duckdb"
+    duckdb.connect(str(empty)).close()
+    with pytest.raises(
+        WarehouseError,
+        match=r"empty.duckdb is not a clonemem warehouse yet: it has no clonemem schema",
+    ):
+        Warehouse.open_reader(empty)
+
+    old = tmp_path / "old.duckdb"
+    every = migrate.available_migrations()
+    con = duckdb.connect(str(old))
+    monkeypatch.setattr(
+        migrate, "available_migrations", lambda: [m for m in every if m.version < 20]
+    )
+    apply_migrations(con)
+    con.close()
+    monkeypatch.undo()
+    latest = every[-1].version
+    with pytest.raises(
+        WarehouseError, match=f"has schema version 19; this clonemem reads version {latest}"
+    ):
+        Warehouse.open_reader(old)
+    Warehouse.open_writer(old).close()  # a writer brings it up to date
+    with Warehouse.open_reader(old) as wh:
+        assert wh.scalar("SELECT count(*) FROM v_benchmarks") == 0
+
+    con = duckdb.connect(str(old))
+    con.execute(
+        "INSERT INTO schema_migrations (version, name, checksum) VALUES (?, 'x', 'x')", [latest + 1]
+    )
+    con.close()
+    with pytest.raises(WarehouseError, match=f"has schema version {latest + 1}, made by a newer"):
+        Warehouse.open_reader(old)

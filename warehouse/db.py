@@ -24,7 +24,7 @@ import polars as pl
 from clonemem.errors import UserError
 from clonemem.warehouse import scratch
 from clonemem.warehouse.lock import WarehouseBusy, default_wait, is_held_elsewhere, writer_lock
-from clonemem.warehouse.migrate import apply_migrations, apply_views
+from clonemem.warehouse.migrate import apply_schema, latest_version, schema_version
 
 # A bulk writer's row groups (see ``open_writer(bulk=True)``). DuckDB writes a transaction's appended rows to
 # the file once a row group of them is full and keeps the rest in memory until the commit, which copies them
@@ -92,8 +92,7 @@ class Warehouse:
         try:
             con = _connect_writer(path, wait, bulk)
             try:
-                apply_migrations(con)
-                apply_views(con)
+                apply_schema(con)
             except BaseException:
                 con.close()
                 raise
@@ -326,16 +325,50 @@ def connect_reader(
             file = snap / path.name
         try:
             settings = config(file) if callable(config) else dict(config or {})
-            return duckdb.connect(str(file), read_only=True, config=settings), snap
+            con = duckdb.connect(str(file), read_only=True, config=settings)
         except duckdb.Error as exc:
             scratch.release(snap)
             last = exc
             if snap is None and not _is_lock_conflict(exc):
                 raise WarehouseError(f"cannot open warehouse {path}: {_first_line(exc)}") from None
             time.sleep(0.2 * attempt)
+            continue
+        try:
+            _check_schema(con, path)
+        except BaseException:
+            con.close()
+            scratch.release(snap)
+            raise
+        return con, snap
     raise WarehouseError(
         f"cannot open warehouse {path}: {_first_line(last) if last else 'unknown error'}"
     )
+
+
+def _check_schema(con: duckdb.DuckDBPyConnection, path: Path) -> None:
+    """A reader's file must carry the schema this code reads: not an empty file a first writer is still
+    setting up (or some other DuckDB file), not an older schema only a writer brings up to date, not a
+    newer one made by a later clonemem."""
+    try:
+        found = schema_version(con)
+    except duckdb.Error as exc:
+        raise WarehouseError(f"cannot read warehouse {path}: {_first_line(exc)}") from None
+    want = latest_version()
+    if found is None:
+        raise WarehouseError(
+            f"{path} is not a clonemem warehouse yet: it has no clonemem schema (a first writer may "
+            "still be setting it up); fill it with `clonemem demo` or `clonemem import FORMAT ...`"
+        )
+    if found < want:
+        raise WarehouseError(
+            f"warehouse {path} has schema version {found}; this clonemem reads version {want}. Any "
+            "command that writes (e.g. `clonemem import ...`, `clonemem generate`) brings it up to date"
+        )
+    if found > want:
+        raise WarehouseError(
+            f"warehouse {path} has schema version {found}, made by a newer clonemem; this one reads "
+            f"up to version {want}: upgrade clonemem to read it"
+        )
 
 
 def _first_line(exc: BaseException) -> str:

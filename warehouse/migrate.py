@@ -1,16 +1,21 @@
 """Schema: versioned DDL and view files.
 
-Tables change through ``ddl/NNNN_name.sql`` migrations, applied once each, in order, each in a
-transaction (an applied migration is never edited). Views are not history but the current answer to
+Tables change through ``ddl/NNNN_name.sql`` migrations, applied once each, in order (an applied
+migration is never edited). Views are not history but the current answer to
 a question, so each lives in one file ``views/<view name>.sql`` (``CREATE OR REPLACE VIEW``) that is
 edited in place: a writer re-creates a view whenever its file differs from the one last applied.
-Views are applied after all migrations, in file-name order.
+Views are applied after all migrations, in file-name order. A writer applies what is pending, migrations
+and views together, in one transaction (:func:`apply_schema`); a reader refuses a file whose schema is
+not the one this code knows (:func:`schema_version`).
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from importlib import resources
 
@@ -46,8 +51,32 @@ def available_migrations() -> list[Migration]:
     return sorted(found, key=lambda m: m.version)
 
 
-def apply_migrations(con: duckdb.DuckDBPyConnection) -> list[int]:
-    """Apply every migration not yet recorded; returns the versions applied now."""
+@functools.cache
+def latest_version() -> int:
+    """The schema version this code writes and reads: its newest migration."""
+    return max(m.version for m in available_migrations())
+
+
+def apply_schema(con: duckdb.DuckDBPyConnection) -> tuple[list[int], list[str]]:
+    """Every pending migration and every changed view in one transaction; returns what was applied.
+
+    One transaction because readers copy the file at any moment (a snapshot beside a writer): they must
+    see the schema before the upgrade or after it, never a table of one version with views of another.
+    """
+    con.execute("BEGIN TRANSACTION")
+    try:
+        done = apply_migrations(con, in_transaction=True)
+        views = apply_views(con, in_transaction=True)
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+    con.execute("COMMIT")
+    return done, views
+
+
+def apply_migrations(con: duckdb.DuckDBPyConnection, *, in_transaction: bool = False) -> list[int]:
+    """Apply every migration not yet recorded (each in a transaction of its own, unless the caller
+    holds one: :func:`apply_schema`); returns the versions applied now."""
     con.execute(
         "CREATE TABLE IF NOT EXISTS schema_migrations ("
         " version INTEGER PRIMARY KEY, name VARCHAR NOT NULL, checksum VARCHAR NOT NULL,"
@@ -65,21 +94,42 @@ def apply_migrations(con: duckdb.DuckDBPyConnection) -> list[int]:
                     "add a new migration instead of editing an applied one"
                 )
             continue
-        con.execute("BEGIN TRANSACTION")
-        try:
+        with _step(con, in_transaction, f"migration {mig.version:04d}_{mig.name}.sql failed"):
             con.execute(mig.sql)
             con.execute(
                 "INSERT INTO schema_migrations (version, name, checksum) VALUES (?, ?, ?)",
                 [mig.version, mig.name, mig.checksum],
             )
-        except duckdb.Error as exc:
-            con.execute("ROLLBACK")
-            raise MigrationError(
-                f"migration {mig.version:04d}_{mig.name}.sql failed: {exc}"
-            ) from exc
-        con.execute("COMMIT")
         done.append(mig.version)
     return done
+
+
+def schema_version(con: duckdb.DuckDBPyConnection) -> int | None:
+    """The newest migration applied to the file ``con`` reads (0 for none), or None when the file has no
+    clonemem schema at all."""
+    known = con.execute(
+        "SELECT count(*) FROM duckdb_tables() WHERE table_name = 'schema_migrations'"
+        " AND schema_name = 'main' AND database_name = current_database()"
+    ).fetchall()[0][0]
+    if not known:
+        return None
+    got = con.execute("SELECT max(version) FROM schema_migrations").fetchall()[0][0]
+    return 0 if got is None else int(got)
+
+
+@contextmanager
+def _step(con: duckdb.DuckDBPyConnection, in_transaction: bool, failed: str) -> Iterator[None]:
+    """One schema change: in a transaction of its own, or in the caller's; a DuckDB error named."""
+    if not in_transaction:
+        con.execute("BEGIN TRANSACTION")
+    try:
+        yield
+    except duckdb.Error as exc:
+        if not in_transaction:
+            con.execute("ROLLBACK")
+        raise MigrationError(f"{failed}: {exc}") from exc
+    if not in_transaction:
+        con.execute("COMMIT")
 
 
 # -- views ---------------------------------------------------------------------------------------
@@ -115,7 +165,9 @@ def available_views() -> list[View]:
     return sorted(found, key=lambda v: v.name)
 
 
-def apply_views(con: duckdb.DuckDBPyConnection, views: list[View] | None = None) -> list[str]:
+def apply_views(
+    con: duckdb.DuckDBPyConnection, views: list[View] | None = None, *, in_transaction: bool = False
+) -> list[str]:
     """(Re)create every view whose file changed since it was last applied; returns their names."""
     con.execute(
         "CREATE TABLE IF NOT EXISTS schema_views ("
@@ -131,16 +183,11 @@ def apply_views(con: duckdb.DuckDBPyConnection, views: list[View] | None = None)
     for view in available_views() if views is None else views:
         if applied.get(view.name) == view.checksum and view.name in existing:
             continue
-        con.execute("BEGIN TRANSACTION")
-        try:
+        with _step(con, in_transaction, f"view file views/{view.name}.sql failed"):
             con.execute(view.sql)
             con.execute(
                 "INSERT OR REPLACE INTO schema_views (name, checksum, applied_at) VALUES (?, ?, current_timestamp)",
                 [view.name, view.checksum],
             )
-        except duckdb.Error as exc:
-            con.execute("ROLLBACK")
-            raise MigrationError(f"view file views/{view.name}.sql failed: {exc}") from exc
-        con.execute("COMMIT")
         done.append(view.name)
     return done

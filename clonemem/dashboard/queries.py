@@ -15,7 +15,6 @@ from clonemem.warehouse import leaderboard as W
 from clonemem.warehouse.guard import GuardedConnection as Db
 
 # The tables every page relies on; a warehouse without them was not made by clonemem (or is empty).
-CORE_TABLES = ("benchmarks", "personas", "traces", "questions")
 
 # Each run row that can own LLM calls, with the benchmark it belongs to: pipeline runs, evaluations
 # (whose run id is the evaluation id) and gate runs.
