@@ -6,7 +6,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 DEV    := $(VENV)/.installed-dev
 
-.PHONY: demo test test-slow lint bench clean
+.PHONY: demo test test-slow test-ci lint bench clean
 
 $(STAMP): pyproject.toml constraints.txt
 	python3 -m venv $(VENV)
@@ -33,6 +33,10 @@ test: $(DEV)
 test-slow: $(DEV)
 	$(PY) -m pytest -m "slow and not timing" -n 2 --dist loadfile --durations=20
 	$(PY) -m pytest -m "slow and timing" --durations=5
+
+# CI's share of the long scenarios (marked `ci`): one of each kind, so CI stays within its time budget
+test-ci: $(DEV)
+	$(PY) -m pytest -m "slow and ci" -n 2 --dist loadfile --durations=10
 
 # static checks: ruff's lint and format (configured in pyproject.toml) and mypy with no error (tools/check_types.py)
 lint: $(DEV)

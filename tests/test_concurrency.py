@@ -160,6 +160,7 @@ def test_a_writer_waits_for_a_long_reader(tmp_path: Path, demo_file: Path) -> No
 
 
 @pytest.mark.slow
+@pytest.mark.ci
 @pytest.mark.prefect
 @pytest.mark.timeout(1200)
 def test_two_writers_and_a_reader_at_once(tmp_path: Path) -> None:

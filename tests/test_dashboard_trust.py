@@ -288,6 +288,7 @@ def serve_attacker(port: int) -> tuple[http.server.ThreadingHTTPServer, int]:
 
 
 @pytest.mark.slow
+@pytest.mark.ci
 @pytest.mark.prefect
 def test_every_page_in_chromium_with_no_outbound_request_and_other_origins_refused(
     tmp_path: Path,

@@ -187,6 +187,7 @@ def test_a_failed_phase_is_skipped_and_the_chain_goes_on() -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.ci
 @pytest.mark.prefect
 def test_generate_killed_at_a_landing_resumes_to_the_uninterrupted_state(tmp_path: Path) -> None:
     """Two small personas; the run is SIGKILLed right after the first persona landed (a fault hook, not a

@@ -116,6 +116,7 @@ def test_schedules_create_scheduled_runs(stack: Stack) -> None:
             ), run
 
 
+@pytest.mark.ci
 def test_pipeline_deployment_run_lands_a_gated_evaluated_benchmark(stack: Stack) -> None:
     from clonemem.warehouse import Warehouse
 
