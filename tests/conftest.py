@@ -51,6 +51,22 @@ def wh(wh_path: Path):
         yield w
 
 
+@pytest.fixture(scope="session")
+def tiny_gated_once(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Built once per test process: copy it (``shared_kit.copy_warehouse``) before writing to it."""
+    from tests.shared_kit import build_tiny_gated
+
+    return build_tiny_gated(tmp_path_factory.mktemp("shared-tiny-gated"))
+
+
+@pytest.fixture(scope="session")
+def full_once(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """``dashboard_kit.full_warehouse``, built once per test process: copy it before writing to it."""
+    from tests.dashboard_kit import full_warehouse
+
+    return full_warehouse(tmp_path_factory.mktemp("shared-full"))
+
+
 def write_json(path: Path, doc: object) -> Path:
     path.write_text(json.dumps(doc, ensure_ascii=False), "utf-8")
     return path

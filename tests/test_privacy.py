@@ -25,7 +25,7 @@ from clonemem.schemas.generation import (
     Snapshot,
     TracePlansInput,
 )
-from tests.pipeline_kit import clonemem, tiny_config
+from tests.shared_kit import build_tiny_gated, cli, copy_warehouse
 
 FAMILIES = ("contextual_disclosure", "boundary_defense")
 
@@ -144,28 +144,27 @@ def test_the_offline_planner_keeps_sensitive_evidence_within_its_boundary(langua
 
 
 @pytest.fixture(scope="module", params=["en", "zh"])
-def generated(request, tmp_path_factory) -> tuple[Path, Path, str]:
-    """A tiny benchmark generated offline through the CLI (stages I–IV and the gate), in each language."""
+def generated(request, tmp_path_factory, tiny_gated_once: Path) -> tuple[Path, str]:
+    """A tiny benchmark generated offline (stages I–IV and the gate), in each language."""
     language = request.param
     folder = tmp_path_factory.mktemp(f"privacy-{language}")
-    config = tiny_config(folder, name=f"tiny-{language}")
-    if (
-        language == "zh"
-    ):  # (one tiny zh persona has no counterfactual item: no per-type minimum here)
-        config.write_text(
-            config.read_text("utf-8")
-            .replace("[generation]\n", '[generation]\nlanguage = "zh"\n', 1)
-            .replace("[gate]\n", "[gate]\nmin_questions_per_type = 0\n", 1),
-            "utf-8",
-        )
-    wh, home = folder / "wh.duckdb", folder / "prefect"
-    got = clonemem(wh, home, "generate", "--config", str(config))
-    assert got.returncode == 0, got.stderr[-3000:]
-    return wh, home, language
+    if language == "en":
+        return copy_warehouse(tiny_gated_once, folder / "wh.duckdb"), language
+    return build_tiny_gated(folder, language), language
+
+
+@pytest.fixture(scope="module")
+def exported(generated, tmp_path_factory) -> Path:
+    """The benchmark exported in the release format (`clonemem export-release`)."""
+    wh, language = generated
+    out = tmp_path_factory.mktemp(f"privacy-release-{language}")
+    got = cli(wh, "export-release", "tiny", "--out", out)
+    assert got.exit_code == 0, got.stderr[-2000:]
+    return out
 
 
 def test_the_world_has_boundaries_and_evidence_carries_them(generated) -> None:
-    wh, _, language = generated
+    wh, language = generated
     assert _rows(wh, "SELECT DISTINCT language FROM personas") == [(language,)]
     matters = _rows(wh, "SELECT category, may_know::VARCHAR FROM privacy_matters")
     assert matters and {c for c, _ in matters} <= set(privacy_categories())
@@ -197,7 +196,7 @@ def privacy_categories() -> tuple[str, ...]:
 
 
 def test_both_families_are_generated_with_their_fields_and_pass_the_gate(generated) -> None:
-    wh, _, _ = generated
+    wh, _ = generated
     counts = dict(_rows(wh, "SELECT question_type, count(*) FROM questions GROUP BY 1"))
     assert all(counts.get(f, 0) > 0 for f in FAMILIES), counts
     assert _rows(wh, "SELECT gate_status FROM benchmarks") == [("passed",)]
@@ -225,7 +224,7 @@ def test_both_families_are_generated_with_their_fields_and_pass_the_gate(generat
 
 
 def test_the_gate_fails_a_sensitive_item_the_recipient_may_know(generated, tmp_path) -> None:
-    wh, home, _ = generated
+    wh, _ = generated
     broken = tmp_path / "broken.duckdb"
     shutil.copy(wh, broken)
     with duckdb.connect(str(broken)) as con:
@@ -238,8 +237,8 @@ def test_the_gate_fails_a_sensitive_item_the_recipient_may_know(generated, tmp_p
             "UPDATE evidence_privacy SET disclosed_to = ?::JSON WHERE evidence_id = ?",
             [json.dumps([recipient]), eid],
         )
-    got = clonemem(broken, home, "gate", "tiny")
-    assert got.returncode == 3, got.stderr[-2000:]
+    got = cli(broken, "gate", "tiny")
+    assert got.exit_code == 3, got.stderr[-2000:]
     assert "sensitive items are outside the recipient's scope" in got.stdout + got.stderr
 
 
@@ -263,13 +262,13 @@ def _tasks(wh: Path) -> dict[str, tuple]:
     return out
 
 
-def test_a_family_goes_from_generation_to_the_release_format_and_back(generated, tmp_path) -> None:
-    wh, home, _ = generated
-    out, back = tmp_path / "release", tmp_path / "back.duckdb"
-    got = clonemem(wh, home, "export-release", "tiny", "--out", str(out))
-    assert got.returncode == 0, got.stderr[-2000:]
-    (exported,) = out.glob("*.json")
-    doc = json.loads(exported.read_text("utf-8"))
+def test_a_family_goes_from_generation_to_the_release_format_and_back(
+    generated, exported: Path, tmp_path
+) -> None:
+    wh, _ = generated
+    out, back = exported, tmp_path / "back.duckdb"
+    (file,) = out.glob("*.json")
+    doc = json.loads(file.read_text("utf-8"))
     tasks = [q for q in doc["questions"] if q["question_type"] in FAMILIES]
     assert {q["question_type"] for q in tasks} == set(FAMILIES)
     for q in (
@@ -288,12 +287,12 @@ def test_a_family_goes_from_generation_to_the_release_format_and_back(generated,
             )
         positions = [i["evidence"] for i in p["necessary"] + p["sensitive"]]
         assert sorted(positions) == list(range(len(q["evidence"])))
-    got = clonemem(back, home, "import", "release", str(out), "--name", "back")
-    assert got.returncode == 0, got.stderr[-2000:]
+    got = cli(back, "import", "release", out, "--name", "back")
+    assert got.exit_code == 0, got.stderr[-2000:]
     assert _tasks(back) == _tasks(wh)  # import restores every field
     again = tmp_path / "again"
-    assert clonemem(back, home, "export-release", "back", "--out", str(again)).returncode == 0
-    assert json.loads((again / exported.name).read_text("utf-8"))["questions"] == doc["questions"]
+    assert cli(back, "export-release", "back", "--out", again).exit_code == 0
+    assert json.loads((again / file.name).read_text("utf-8"))["questions"] == doc["questions"]
 
 
 def _reach(path: Path, name: str) -> dict[str, tuple[str, ...]]:
@@ -309,13 +308,12 @@ def _reach(path: Path, name: str) -> dict[str, tuple[str, ...]]:
 
 
 def test_an_exported_and_imported_benchmark_keeps_who_each_trace_reached(
-    generated, tmp_path
+    generated, exported: Path, tmp_path
 ) -> None:
     """Else a boundary-aware system scores differently on the imported copy (a private message to a friend
     read as reaching nobody), without a word."""
-    wh, home, _ = generated
-    out, back = tmp_path / "release", tmp_path / "back.duckdb"
-    assert clonemem(wh, home, "export-release", "tiny", "--out", str(out)).returncode == 0
+    wh, _ = generated
+    out, back = exported, tmp_path / "back.duckdb"
     original = _reach(wh, "tiny")
     exported = {
         c["id"]: tuple(c["reached"])
@@ -327,49 +325,45 @@ def test_an_exported_and_imported_benchmark_keeps_who_each_trace_reached(
         r and r != (privacy.PUBLIC,) for r in original.values()
     )  # some reached named people only
     assert () in original.values() and (privacy.PUBLIC,) in original.values()
-    got = clonemem(back, home, "import", "release", str(out), "--name", "back")
-    assert got.returncode == 0, got.stderr[-2000:]
+    got = cli(back, "import", "release", out, "--name", "back")
+    assert got.exit_code == 0, got.stderr[-2000:]
     assert _reach(back, "back") == original
 
 
 def _import_altered(
-    generated, tmp_path: Path, pick: Callable[[dict], bool], alter: Callable[[dict], None]
+    exported: Path, tmp_path: Path, pick: Callable[[dict], bool], alter: Callable[[dict], None]
 ):
-    """Export the benchmark, alter the first question ``pick`` accepts, import it into a new warehouse:
-    (the question's index, the import's result)."""
-    wh, home, _ = generated
-    out = tmp_path / "release"
-    assert clonemem(wh, home, "export-release", "tiny", "--out", str(out)).returncode == 0
-    (exported,) = out.glob("*.json")
-    doc = json.loads(exported.read_text("utf-8"))
+    """The exported benchmark with the first question ``pick`` accepts altered, imported into a new
+    warehouse: (the question's index, the import's result)."""
+    out = shutil.copytree(exported, tmp_path / "release")
+    (file,) = out.glob("*.json")
+    doc = json.loads(file.read_text("utf-8"))
     qi, q = next((i, q) for i, q in enumerate(doc["questions"]) if pick(q))
     alter(q)
-    exported.write_text(json.dumps(doc), "utf-8")
-    return qi, clonemem(
-        tmp_path / "none.duckdb", home, "import", "release", str(out), "--name", "bad"
-    )
+    file.write_text(json.dumps(doc), "utf-8")
+    return qi, cli(tmp_path / "none.duckdb", "import", "release", out, "--name", "bad")
 
 
-def test_an_imported_privacy_item_naming_missing_evidence_is_refused(generated, tmp_path) -> None:
+def test_an_imported_privacy_item_naming_missing_evidence_is_refused(exported, tmp_path) -> None:
     qi, got = _import_altered(
-        generated,
+        exported,
         tmp_path,
         lambda q: "privacy" in q,
         lambda q: q["privacy"]["sensitive"][0].update(evidence=99),
     )
-    assert got.returncode != 0 and not (tmp_path / "none.duckdb").exists()
+    assert got.exit_code != 0 and not (tmp_path / "none.duckdb").exists()
     assert (
         f"$.questions[{qi}].privacy.sensitive[0].evidence" in got.stderr
         and "not in the question's evidence" in got.stderr
     )
 
 
-def test_an_imported_privacy_task_with_an_unknown_tactic_is_refused(generated, tmp_path) -> None:
+def test_an_imported_privacy_task_with_an_unknown_tactic_is_refused(exported, tmp_path) -> None:
     qi, got = _import_altered(
-        generated,
+        exported,
         tmp_path,
         lambda q: q.get("privacy", {}).get("tactic"),
         lambda q: q["privacy"].update(tactic="flattery"),
     )
-    assert got.returncode != 0 and not (tmp_path / "none.duckdb").exists()
+    assert got.exit_code != 0 and not (tmp_path / "none.duckdb").exists()
     assert f"$.questions[{qi}].privacy.tactic" in got.stderr, got.stderr[-1500:]
