@@ -3,6 +3,7 @@ inside its Altair charts) next to what SQL says over the same warehouse."""
 
 from __future__ import annotations
 
+import functools
 import io
 import json
 import os
@@ -12,6 +13,7 @@ import subprocess
 import time
 import urllib.request
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import polars as pl
@@ -93,9 +95,23 @@ def benchmark_id(path: Path, name: str) -> str:
 # -- the app under AppTest ------------------------------------------------------------------------------
 
 
+@functools.cache
+def _components() -> Any:
+    """Streamlit's server discovers the installed components once per process, when its runtime starts;
+    AppTest does it for every app (reading the metadata of every installed distribution: 1.2 of a page's
+    1.7 s here). The tests share one discovery, as the pages of one server do."""
+    from streamlit.components.v2.component_manager import BidiComponentManager
+
+    manager = BidiComponentManager()
+    manager.discover_and_register_components(start_file_watching=False)
+    return manager
+
+
 def app(page: str = "Benchmarks", benchmark: str | None = None, **query: str) -> AppTest:
     """Run the app (warehouse from $CLONEMEM_WAREHOUSE) on one page, optionally with ?benchmark=NAME."""
     at = AppTest.from_file(str(APP), default_timeout=60)
+    if hasattr(at, "_bidi_component_manager"):  # (Streamlit 1.5x's AppTest; otherwise it discovers)
+        at._bidi_component_manager = _components()
     if benchmark:
         at.query_params["benchmark"] = benchmark
     for k, v in query.items():

@@ -29,7 +29,6 @@ from tests.dashboard_kit import (
     descendants,
     frame,
     free_port,
-    full_warehouse,
     imported_warehouse,
     metrics,
     sql,
@@ -37,6 +36,7 @@ from tests.dashboard_kit import (
     texts,
     wait_healthy,
 )
+from tests.shared_kit import copy_warehouse
 
 TITLES = [title for title, _script, _url in PAGES]
 
@@ -47,8 +47,8 @@ def imported(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def full(tmp_path_factory) -> Path:
-    return full_warehouse(tmp_path_factory.mktemp("dash-full"))
+def full(tmp_path_factory, full_once: Path) -> Path:
+    return copy_warehouse(full_once, tmp_path_factory.mktemp("dash-full") / "wh.duckdb")
 
 
 @pytest.fixture

@@ -22,17 +22,17 @@ from tests.dashboard_kit import (
     benchmark_id,
     charts,
     frame,
-    full_warehouse,
     imported_warehouse,
     metrics,
     sql,
 )
+from tests.shared_kit import copy_warehouse
 
 WIDE_TRACES = 1_234
 
 
 @pytest.fixture(scope="module")
-def full(tmp_path_factory) -> Path:
+def full(tmp_path_factory, full_once: Path) -> Path:
     """``dashboard_kit.full_warehouse``, then `clonemem run` of 'tiny' again with only its gate bounds
     changed (a new config: generation and stage IV run again with every step from the cache and record
     their runs with no LLM call; the pipeline evaluates again and records its own run), and 'locomo'
@@ -43,7 +43,7 @@ def full(tmp_path_factory) -> Path:
     from tests.pipeline_kit import tiny_config
 
     folder = tmp_path_factory.mktemp("dash-figures")
-    path = full_warehouse(folder)
+    path = copy_warehouse(full_once, folder / "wh.duckdb")
     cfg = load_config(tiny_config(folder))
     again = cfg.model_copy(
         update={"gate": cfg.gate.model_copy(update={"max_rejection_rate": 0.99})}

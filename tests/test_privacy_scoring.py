@@ -23,7 +23,7 @@ from clonemem.evaluation.run import (
 )
 from clonemem.schemas.evaluation import FreeAnswer, PrivacyVerdict
 from tests.dashboard_kit import app, charts, frame
-from tests.pipeline_kit import clonemem, tiny_config
+from tests.shared_kit import cli, copy_warehouse
 
 SYSTEMS = ("bm25", "bm25_boundary", "oracle")
 
@@ -34,24 +34,13 @@ def _rows(wh: Path, sql: str, params: list | None = None) -> list[tuple]:
 
 
 @pytest.fixture(scope="module")
-def evaluated(tmp_path_factory) -> tuple[Path, dict, str]:
-    """`clonemem run` of a tiny offline benchmark with bm25, the boundary-aware baseline and the oracle."""
+def evaluated(tmp_path_factory, tiny_gated_once: Path) -> tuple[Path, dict, str]:
+    """`clonemem evaluate` of a tiny offline benchmark with bm25, the boundary-aware baseline and the
+    oracle."""
     folder = tmp_path_factory.mktemp("privacy-scoring")
-    wh, out = folder / "wh.duckdb", folder / "result.json"
-    got = clonemem(
-        wh,
-        folder / "prefect",
-        "run",
-        "--config",
-        str(tiny_config(folder)),
-        "--systems",
-        ",".join(SYSTEMS),
-        "--k",
-        "5",
-        "--json",
-        str(out),
-    )
-    assert got.returncode == 0, got.stderr[-3000:]
+    wh, out = copy_warehouse(tiny_gated_once, folder / "wh.duckdb"), folder / "result.json"
+    got = cli(wh, "evaluate", "tiny", "--systems", ",".join(SYSTEMS), "--k", "5", "--json", out)
+    assert got.exit_code == 0, got.stderr[-3000:]
     return wh, json.loads(out.read_text("utf-8")), got.stdout
 
 
@@ -153,9 +142,8 @@ def test_a_remote_system_is_told_who_traces_reached_and_who_asks(evaluated, tmp_
     shutil.copy(evaluated[0], wh)  # the module's warehouse stays as its tests read it
     log, out = tmp_path / "served.jsonl", tmp_path / "result.json"
     with serve_memory("bm25_boundary", log) as url:
-        got = clonemem(
+        got = cli(
             wh,
-            tmp_path / "prefect",
             "evaluate",
             "tiny",
             "--systems",
@@ -163,9 +151,9 @@ def test_a_remote_system_is_told_who_traces_reached_and_who_asks(evaluated, tmp_
             "--k",
             "5",
             "--json",
-            str(out),
+            out,
         )
-    assert got.returncode == 0, got.stderr[-3000:]
+    assert got.exit_code == 0, got.stderr[-3000:]
     recipients = dict(
         _rows(
             wh,

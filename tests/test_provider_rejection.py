@@ -18,6 +18,7 @@ from clonemem.llm.types import ProviderRejected
 from clonemem.warehouse import Warehouse
 from tests.fakeapi import FakeAPIServer
 from tests.pipeline_kit import TINY
+from tests.shared_kit import copy_warehouse
 from tests.test_providers_http import FLAVORS, SECRET, ask, model_for
 
 pytestmark = [pytest.mark.prefect, pytest.mark.timeout(900)]
@@ -204,15 +205,9 @@ def test_the_real_cli_prints_the_one_line_and_exits_1(tmp_path: Path) -> None:
 
 
 @pytest.fixture(scope="module")
-def gated(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def gated(tmp_path_factory: pytest.TempPathFactory, tiny_gated_once: Path) -> Path:
     """A tiny benchmark generated offline and passed by the gate (evaluated by the tests below)."""
-    from clonemem.flows.pipeline import pipeline_flow
-
-    d = tmp_path_factory.mktemp("gated")
-    cfg = d / "tiny.toml"
-    cfg.write_text(TINY.replace("{personas}", "1"), "utf-8")
-    assert pipeline_flow(str(d / "wh.duckdb"), str(cfg), evaluate=False).gate_status == "passed"
-    return d / "wh.duckdb"
+    return copy_warehouse(tiny_gated_once, tmp_path_factory.mktemp("gated") / "wh.duckdb")
 
 
 EVAL_ROLES = {"answerer": "bm25", "judge": "bm25", "extractor": "mem0"}
