@@ -318,6 +318,10 @@ class SystemProvenance(_R):
         default_factory=dict
     )  # stage name -> "provider/model" of its role
     extra: dict[str, str] = Field(default_factory=dict)
+    # how it was fed: ``replay`` (each question's answer from what it was given up to that question's
+    # date), ``in_process`` (the whole history at once, the retriever filtering by date); None for a
+    # result written before evaluations recorded it (format 1.0)
+    retrieval_mode: Literal["replay", "in_process"] | None = None
 
 
 class Provenance(_R):

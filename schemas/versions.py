@@ -88,5 +88,5 @@ class Format:
 
 RELEASE = Format("release file", "1.0")
 RESULTS_FILE = Format("results file", "1.0")
-EVALUATION = Format("evaluation result", "1.0")  # `evaluate --json`
+EVALUATION = Format("evaluation result", "1.1")  # `evaluate --json` (1.1: systems' retrieval_mode)
 GYM = Format("gym report", "1.0")  # `gym --json`

@@ -239,7 +239,7 @@ def land_task(
         by=ev.aggregate,
         exclude_no_evidence=ev.exclude_no_evidence,
     )
-    prov = provenance.collect(run.systems, run.config, run.provenance)
+    prov = provenance.collect(run.systems, run.config, run.provenance, run.modes)
     landing = None
     if protocols is not None and protocols.names:
         landing = protocol_landing(

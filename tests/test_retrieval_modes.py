@@ -193,3 +193,30 @@ def test_a_limit_takes_the_first_questions_and_shares_round_fairly() -> None:
     assert sum(shares({"a": 7, "b": 3, "c": 2}, 2).values()) == 2
     with pytest.raises(ValueError, match="--limit and --sample go apart"):
         quick_run([PERSONA], limit=1, sample=1)
+
+
+def test_evaluate_json_names_how_each_system_was_fed(tmp_path) -> None:
+    """The mode that decides what a leaderboard may rank together is in `evaluate --json` too (format 1.1),
+    per system in its provenance, as it is stored."""
+    import json
+
+    from clonemem.demo import fixture_files
+    from clonemem.importers import import_files
+    from clonemem.warehouse import Warehouse
+    from tests.shared_kit import cli
+
+    wh = tmp_path / "wh.duckdb"
+    with Warehouse.open_writer(wh) as writer:
+        import_files(writer, "release", fixture_files()[:1], "demo")
+    out = tmp_path / "result.json"
+    got = cli(
+        wh, "evaluate", "demo", "--systems", "bm25,mem0", "--k", "3", "--force", "--json", out
+    )
+    assert got.exit_code == 0, got.stderr[-2000:]
+    doc = json.loads(out.read_text("utf-8"))
+    assert doc["format_version"] == "1.1"
+    fed = {s["system"]: s["retrieval_mode"] for s in doc["provenance"]["systems"]}
+    assert fed == {"bm25": "replay", "mem0": "in_process"}
+    with Warehouse.open_reader(wh) as r:
+        stored = dict(r.rows("SELECT system, retrieval_mode FROM eval_system_stats"))
+    assert stored == fed

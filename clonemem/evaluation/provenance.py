@@ -40,10 +40,14 @@ KEY_PACKAGES = (
 
 
 def collect(
-    systems: Sequence[str], config: RunConfig, extra: Mapping[str, Mapping[str, str]] | None = None
+    systems: Sequence[str],
+    config: RunConfig,
+    extra: Mapping[str, Mapping[str, str]] | None = None,
+    modes: Mapping[str, str] | None = None,
 ) -> Provenance:
     """The provenance of evaluating ``systems`` under ``config`` with the code of this process; ``extra``:
-    per system, what its class cannot say (a results file's name and sha256)."""
+    per system, what its class cannot say (a results file's name and sha256); ``modes``: per system, how
+    it was fed (``replay.retrieval_mode``)."""
     commit, dirty = git_state()
     return Provenance(
         project_version=_version("clonemem"),
@@ -52,7 +56,12 @@ def collect(
         answerer=str(config.models.ref("answerer")),
         judge=str(config.models.ref("judge")),
         packages={name: _version(name) for name in KEY_PACKAGES},
-        systems=[system_provenance(s, config, (extra or {}).get(s, {})) for s in systems],
+        systems=[
+            system_provenance(s, config, (extra or {}).get(s, {})).model_copy(
+                update={"retrieval_mode": (modes or {}).get(s)}
+            )
+            for s in systems
+        ],
         aggregation=AggregationSettings(
             aggregate=config.evaluation.aggregate,
             exclude_no_evidence=config.evaluation.exclude_no_evidence,
