@@ -12,7 +12,9 @@ import pytest
 from typer.testing import CliRunner
 
 from clonemem.cli import app
+from tests.cli_kit import command_built_once  # noqa: F401  # a fixture
 
+pytestmark = pytest.mark.usefixtures("command_built_once")
 runner = CliRunner()
 
 
