@@ -12,12 +12,26 @@ import pytest
 from typer.testing import CliRunner
 
 from clonemem.cli import app
+from tests.cli_kit import command_built_once  # noqa: F401  # a fixture
 
+pytestmark = pytest.mark.usefixtures("command_built_once")
 runner = CliRunner()
 
 
 def cli(*args: str, env: dict | None = None):
     return runner.invoke(app, list(args), env=env)
+
+
+def imported(wh: Path, demo_file: Path, *names: str) -> str:
+    """``demo_file`` imported under each of ``names`` into ``wh``, directly (no Prefect flow): for the
+    tests of other commands; `import` itself is tested through the CLI above and below."""
+    from clonemem.importers import import_files
+    from clonemem.warehouse import Warehouse
+
+    with Warehouse.open_writer(wh) as w:
+        for name in names:
+            import_files(w, "release", [demo_file], name)
+    return str(wh)
 
 
 def test_import_export_round_trip(tmp_path: Path, demo_file: Path) -> None:
@@ -51,8 +65,7 @@ def test_import_export_round_trip(tmp_path: Path, demo_file: Path) -> None:
 
 
 def test_sql_counts_and_refuses_writes(tmp_path: Path, demo_file: Path) -> None:
-    wh = str(tmp_path / "wh.duckdb")
-    cli("--warehouse", wh, "import", "release", str(demo_file), "--name", "X")
+    wh = imported(tmp_path / "wh.duckdb", demo_file, "X")
     got = cli("--warehouse", wh, "sql", "SELECT count(*) AS n FROM traces", "--format", "csv")
     assert got.exit_code == 0 and got.output.strip() == "n\n16"
     for statement in (
@@ -169,17 +182,12 @@ def test_unexpected_errors_are_one_line_and_debug_keeps_the_traceback(
     def boom(*_a, **_k):
         raise KeyError("surprise")
 
-    monkeypatch.setattr(release, "export_release", boom)
-    wh = str(tmp_path / "wh.duckdb")
-    cli(
-        "--warehouse",
-        wh,
-        "import",
-        "release",
-        str(Path(__file__).parents[1] / "clonemem/data/demo_release/lin_chen.json"),
-        "--name",
+    wh = imported(
+        tmp_path / "wh.duckdb",
+        Path(__file__).parents[1] / "clonemem/data/demo_release/lin_chen.json",
         "X",
     )
+    monkeypatch.setattr(release, "export_release", boom)
     got = cli("--warehouse", wh, "export-release", "X", "--out", str(tmp_path / "o"))
     assert got.exit_code == 1
     assert _error_lines(got.output) == [
@@ -190,12 +198,7 @@ def test_unexpected_errors_are_one_line_and_debug_keeps_the_traceback(
 
 
 def test_drop_removes_a_benchmark_in_one_go(tmp_path: Path, demo_file: Path) -> None:
-    wh = str(tmp_path / "wh.duckdb")
-    for name in ("A", "B"):
-        assert (
-            cli("--warehouse", wh, "import", "release", str(demo_file), "--name", name).exit_code
-            == 0
-        )
+    wh = imported(tmp_path / "wh.duckdb", demo_file, "A", "B")
     got = cli("--warehouse", wh, "drop", "A")
     assert got.exit_code == 0 and got.output.startswith("dropped benchmark 'A'")
     names = [

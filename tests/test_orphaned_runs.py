@@ -21,6 +21,7 @@ from clonemem.schemas.config import RunConfig
 from clonemem.tasks.runs import begin_run_task, flow_run_record, opener, tracked
 from clonemem.warehouse import Warehouse
 from tests.dashboard_kit import app, frame, imported_warehouse, texts
+from tests.shared_kit import copy_warehouse
 
 KILLED_FLOW_RUN = "0b6a3c1e-0000-4000-8000-00000000dead"
 FAILED_FLOW_RUN = "0b6a3c1e-0000-4000-8000-0000000fa11d"
@@ -48,11 +49,12 @@ def _status(wh: Path) -> dict[str, tuple]:
         }
 
 
-@pytest.fixture
-def runs_warehouse(tmp_path: Path) -> Path:
+@pytest.fixture(scope="module")
+def runs_warehouse_once(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The imported fixtures, plus: a run killed mid-run (its own process), a run that failed (through
-    ``tracked``, as a flow records it), and a run of this live process still under way."""
-    wh = imported_warehouse(tmp_path / "wh.duckdb")
+    ``tracked``, as a flow records it), and a run of this live process still under way. Built once (the
+    killed child pays Python's start-up and imports); each test writes to a copy (``runs_warehouse``)."""
+    wh = imported_warehouse(tmp_path_factory.mktemp("runs") / "wh.duckdb")
     child = subprocess.run(
         [sys.executable, "-c", CHILD, str(wh), KILLED_FLOW_RUN],
         capture_output=True,
@@ -75,6 +77,11 @@ def runs_warehouse(tmp_path: Path) -> Path:
         "live": "running",
     }
     return wh
+
+
+@pytest.fixture
+def runs_warehouse(runs_warehouse_once: Path, tmp_path: Path) -> Path:
+    return copy_warehouse(runs_warehouse_once, tmp_path / "wh.duckdb")
 
 
 def test_the_next_run_marks_a_killed_runs_row_crashed_and_leaves_live_ones_running(

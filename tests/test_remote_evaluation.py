@@ -142,13 +142,17 @@ def test_a_remote_system_can_be_named_and_configured(imported: Path, tmp_path: P
 
 def test_replay_of_every_system_scores_the_built_ins_as_built(imported: Path) -> None:
     from clonemem.flows.evaluation import evaluate_flow
+    from clonemem.prefect_env import on_early_server
     from clonemem.schemas.config import RunConfig
 
     systems = ["oracle", "full_context", "random", "bm25"]
 
     def recall(replay: bool) -> dict:
         cfg = RunConfig.model_validate({"evaluation": {"replay": replay}})
-        got = evaluate_flow(str(imported), "imported", systems, [1, 3], config=cfg)
+        # on the server an `evaluate` of this process started, if any (as the command runs its flow),
+        # rather than Prefect starting a second one
+        with on_early_server():
+            got = evaluate_flow(str(imported), "imported", systems, [1, 3], config=cfg)
         return {
             (r.system, r.k): (r.recall_flat, r.recall_any_any, r.write_coverage)
             for r in got.results

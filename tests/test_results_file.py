@@ -14,8 +14,9 @@ from typer.testing import CliRunner
 
 from clonemem.cli import app
 from clonemem.warehouse import Warehouse
+from tests.cli_kit import command_built_once  # noqa: F401  # a fixture
 
-pytestmark = pytest.mark.prefect
+pytestmark = [pytest.mark.prefect, pytest.mark.usefixtures("command_built_once")]
 
 runner = CliRunner()
 EVAL_TABLES = (
@@ -57,6 +58,9 @@ def evaluated(tmp_path_factory) -> tuple[Path, str]:
 
     folder = tmp_path_factory.mktemp("results_file")
     wh = folder / "wh.duckdb"
+    # through the CLI's import flow, which starts Prefect's own server: `evaluate` then uses it too,
+    # while an `evaluate` first would start its early server, and the results-file scoring (which runs
+    # outside it) a second one
     assert cli(wh, "import", "release", str(fixture_files()[0]), "--name", "X").exit_code == 0
     got = cli(
         wh,

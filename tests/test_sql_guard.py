@@ -13,6 +13,7 @@ from typer.testing import CliRunner
 
 from clonemem.cli import app
 from clonemem.warehouse.guard import SqlRefused, open_guarded
+from tests.cli_kit import command_built_once  # noqa: F401  # a fixture
 
 runner = CliRunner()
 SECRET = "sk-test-guard-0123456789"
@@ -96,15 +97,19 @@ def _sha(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
+pytestmark = pytest.mark.usefixtures("command_built_once")
+
+
 @pytest.fixture(scope="module")
 def imported_once(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The demo release imported directly (no Prefect flow: this file tests reading, not importing)."""
     from clonemem.demo import fixture_files
+    from clonemem.importers import import_files
+    from clonemem.warehouse import Warehouse
 
     wh = tmp_path_factory.mktemp("guard") / "wh.duckdb"
-    got = runner.invoke(
-        app, ["--warehouse", str(wh), "import", "release", str(fixture_files()[0]), "--name", "X"]
-    )
-    assert got.exit_code == 0, got.output
+    with Warehouse.open_writer(wh) as w:
+        import_files(w, "release", [fixture_files()[0]], "X")
     return wh
 
 
