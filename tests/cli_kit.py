@@ -15,7 +15,9 @@ def command_built_once() -> Iterator[None]:
     """While the module's tests run, ``CliRunner().invoke(app, ...)`` reuses one click command of
     ``clonemem.cli.app`` (other apps are built as before)."""
     from clonemem.cli import app
+    from clonemem.thirdparty import written_for
 
+    written_for("typer", "0.29.1", "tests/cli_kit.py (typer.testing._get_command)")
     build = typer.testing._get_command
     built = build(app)
 

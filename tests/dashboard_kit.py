@@ -23,6 +23,7 @@ from streamlit.testing.v1 import AppTest
 from clonemem.dashboard import APP, PAGES
 from clonemem.demo import fixture_files
 from clonemem.importers import import_files
+from clonemem.thirdparty import written_for
 from clonemem.warehouse import Warehouse
 
 LOCOMO = Path(__file__).parent / "fixtures" / "locomo" / "conv-mini.json"
@@ -110,8 +111,8 @@ def _components() -> Any:
 def app(page: str = "Benchmarks", benchmark: str | None = None, **query: str) -> AppTest:
     """Run the app (warehouse from $CLONEMEM_WAREHOUSE) on one page, optionally with ?benchmark=NAME."""
     at = AppTest.from_file(str(APP), default_timeout=60)
-    if hasattr(at, "_bidi_component_manager"):  # (Streamlit 1.5x's AppTest; otherwise it discovers)
-        at._bidi_component_manager = _components()
+    written_for("streamlit", "1.67.0", "tests/dashboard_kit.py (AppTest._bidi_component_manager)")
+    at._bidi_component_manager = _components()
     if benchmark:
         at.query_params["benchmark"] = benchmark
     for k, v in query.items():
