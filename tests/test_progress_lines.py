@@ -90,7 +90,7 @@ QUIET = 2.0
 
 @pytest.mark.prefect
 @pytest.mark.timeout(600)
-def test_a_small_generation_shows_a_line_at_least_every_10_s_naming_stage_and_counts(
+def test_a_small_generation_shows_a_line_at_least_every_twice_the_quiet_time_naming_its_stage(
     tmp_path: Path,
 ) -> None:
     """Generation under ``progress.shown`` with a quiet time of 2 s: lines at most 2 x 2 s apart (10 s
