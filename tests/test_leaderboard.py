@@ -196,7 +196,7 @@ def test_the_leaderboard_and_history_mark_the_server_version_change(
         and "at http://127.0.0.1:" in text
     )
     monkeypatch.setenv("CLONEMEM_WAREHOUSE", str(wh))
-    at = app("History", benchmark=benchmark_id(wh, "release")).run(timeout=120)
+    at = app("History", benchmark=benchmark_id(wh, "release"))
     assert_clean(at, "History")
     changes = frame(at, "system", "changes").filter(pl.col("system") == "mine")
     assert changes.height == 1 and re.fullmatch(
@@ -364,7 +364,7 @@ def test_the_leaderboard_page_shows_the_board_and_compares_only_shared_systems(
     so (on 810f4d0: a table of NaN on one side, captioned "Same provenance")."""
     wh = evaluated["wh"]
     monkeypatch.setenv("CLONEMEM_WAREHOUSE", str(wh))
-    at = app("Leaderboard", benchmark=benchmark_id(wh, "release")).run(timeout=120)
+    at = app("Leaderboard", benchmark=benchmark_id(wh, "release"))
     assert_clean(at, "Leaderboard")
     at.selectbox(key="board_k").set_value(3).run(timeout=120)
     board = frame(at, "rank", "system", "mode", "questions", "eval_run_id", "provenance")

@@ -19,20 +19,20 @@ from tests.dashboard_kit import app, sql, texts
 
 @pytest.fixture(scope="module")
 def two_evaluations(tmp_path_factory) -> tuple[Path, dict, dict]:
-    """The demo release (imported in this process: no flow) evaluated with mem0 twice through the console
-    script (one Prefect home, so the second run may use the first one's cache): the default extractor,
-    then another extractor model with the paper's aggregation (the CLI options)."""
+    """The demo release (imported in this process: no flow) evaluated with mem0 twice through the CLI, in
+    this process (one Prefect home, so the second run may use the first one's cache): the default
+    extractor, then another extractor model with the paper's aggregation (the CLI options)."""
     from clonemem.demo import fixture_files
     from clonemem.importers import import_files
     from clonemem.warehouse import Warehouse
-    from tests.pipeline_kit import clonemem
+    from tests import shared_kit
 
     folder = tmp_path_factory.mktemp("provenance")
-    wh, home = folder / "wh.duckdb", folder / "home"
+    wh = folder / "wh.duckdb"
 
     def cli(*args: str) -> None:
-        got = clonemem(wh, home, *args)
-        assert got.returncode == 0, got.stdout + got.stderr
+        got = shared_kit.cli(wh, *args)
+        assert got.exit_code == 0, got.stdout + got.stderr
 
     with Warehouse.open_writer(wh) as writer:
         import_files(writer, "release", fixture_files()[:1], "demo")
@@ -220,6 +220,7 @@ def test_leaderboard_artifact_lists_the_provenance(two_evaluations) -> None:
     from prefect.client.orchestration import get_client
     from prefect.client.schemas.filters import FlowRunFilter
 
+    from clonemem.prefect_env import on_early_server
     from clonemem.tasks.reporting import publish_leaderboard
 
     _wh, _a, b = two_evaluations
@@ -229,11 +230,13 @@ def test_leaderboard_artifact_lists_the_provenance(two_evaluations) -> None:
     def publish() -> None:
         publish_leaderboard(result)
 
-    state = publish(return_state=True)
-    with get_client(sync_client=True) as client:
-        artifacts = client.read_artifacts(
-            flow_run_filter=FlowRunFilter(id={"any_": [state.state_details.flow_run_id]})
-        )  # type: ignore[arg-type]
+    # on the Prefect server the CLI started in this process, if it did (rather than a second one)
+    with on_early_server():
+        state = publish(return_state=True)
+        with get_client(sync_client=True) as client:
+            artifacts = client.read_artifacts(
+                flow_run_filter=FlowRunFilter(id={"any_": [state.state_details.flow_run_id]})
+            )  # type: ignore[arg-type]
     board = next(a for a in artifacts if a.key == "leaderboard-demo")
     mem0 = result.provenance.system("mem0")
     assert (

@@ -11,6 +11,7 @@ bound the README states: the run ends within ``call_deadline_s`` + 60 s of its f
 
 from __future__ import annotations
 
+import re
 import time
 from pathlib import Path
 
@@ -95,7 +96,7 @@ def test_a_stuck_provider_stops_the_run_after_one_calls_budget(tmp_path: Path, m
     with FakeAPIServer("openai") as server:
         server.stuck = True
         cfg = stuck_config(
-            tmp_path, server, "timeout_s = 3\nmax_retries = 1\nbackoff_base_s = 0.1\n"
+            tmp_path, server, "timeout_s = 1\nmax_retries = 1\nbackoff_base_s = 0.1\n"
         )
         started = time.monotonic()
         with pytest.raises(ProviderUnresponsive) as err:
@@ -109,11 +110,14 @@ def test_a_stuck_provider_stops_the_run_after_one_calls_budget(tmp_path: Path, m
         f"requests per call: {sorted(per_call.values())}"
     )
     assert per_call and max(per_call.values()) == 2, per_call  # 1 + max_retries; was 6
-    assert message.startswith(
-        "generator openai/test-model is not answering: gave up after 2 attempts in 6."
+    said = re.match(
+        r"generator openai/test-model is not answering: gave up after 2 attempts in (\d+\.\d) s ",
+        message,
     )
+    # two attempts of 1 s and a 0.1 s wait, in the message
+    assert said and 2 * 1 <= float(said[1]) < 2 * 1 + 1, message
     assert "(max_retries = 1)" in message and SECRET not in message and "\n" not in message
-    assert took < 2 * 3 + 0.1 + STOP_MARGIN_S, took
+    assert took < 2 * 1 + 0.1 + STOP_MARGIN_S, took
     assert check_warehouse(wh, 2) == message
 
 
@@ -164,7 +168,6 @@ def test_a_stuck_answerer_stops_an_evaluation_with_its_calls_on_record(
     budget, its row in ``runs`` says ``failed`` and its calls are in ``llm_calls``, owned by it (before, a
     failed evaluation left no trace of what it spent)."""
     from clonemem.demo import fixture_files
-    from clonemem.expectations.gate import run_gate
     from clonemem.flows.evaluation import evaluate_flow
     from clonemem.importers import import_files
 
@@ -172,7 +175,6 @@ def test_a_stuck_answerer_stops_an_evaluation_with_its_calls_on_record(
     wh = tmp_path / "wh.duckdb"
     with Warehouse.open_writer(wh) as w:
         import_files(w, "release", fixture_files(), "imported")
-    assert run_gate(wh, "imported", docs_dir=tmp_path / "docs").status == "passed"
     with FakeAPIServer("openai") as server:
         server.stuck = True
         cfg = RunConfig.model_validate(
@@ -182,7 +184,7 @@ def test_a_stuck_answerer_stops_an_evaluation_with_its_calls_on_record(
                     "openai": {
                         "base_url": server.base_url,
                         "api_key_env": "CLONEMEM_TEST_KEY",
-                        "timeout_s": 2,
+                        "timeout_s": 1,
                         "max_retries": 1,
                         "backoff_base_s": 0.1,
                     }
@@ -190,10 +192,11 @@ def test_a_stuck_answerer_stops_an_evaluation_with_its_calls_on_record(
             }
         )
         with pytest.raises(ProviderUnresponsive) as err:
-            evaluate_flow(str(wh), "imported", ["bm25"], [5], config=cfg)
+            # forced: the gate is not what this is about (it would cost seconds of Great Expectations)
+            evaluate_flow(str(wh), "imported", ["bm25"], [5], force=True, config=cfg)
         took = time.monotonic() - min(s.at for s in server.seen)
         per_call = requests_per_call(server)
-    assert max(per_call.values()) == 2 and took < 2 * 2 + 0.1 + STOP_MARGIN_S, (per_call, took)
+    assert max(per_call.values()) == 2 and took < 2 * 1 + 0.1 + STOP_MARGIN_S, (per_call, took)
     assert str(err.value).startswith(
         "answerer openai/test-model is not answering: gave up after 2 attempts in "
     )
