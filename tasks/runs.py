@@ -29,6 +29,7 @@ from clonemem.warehouse.runs import (
     RunRecord,
     RunStatus,
     begin_run,
+    interrupt_own_runs,
     open_run,
     record_run,
     utcnow,
@@ -177,6 +178,8 @@ def tracked(
         try:
             with Warehouse.open_writer(warehouse_path) as wh:
                 finish_run(wh, run.finished(status, error=error), calls=made() if made else ())
+                if status == "interrupted":  # the runs of this process that other threads ran
+                    interrupt_own_runs(wh, error)
         except Exception as secondary:  # the first error is the one to report
             log.warning(
                 "run %s: could not record its %s status: %s",

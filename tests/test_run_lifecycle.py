@@ -230,3 +230,27 @@ def test_an_error_raised_while_ctrl_c_unwinds_is_recorded_as_the_interrupt(
         assert r.rows("SELECT status, error FROM runs") == [
             ("interrupted", "KeyboardInterrupt (raised while unwinding: Task run is not set)")
         ]
+
+
+def test_a_ctrl_c_ends_every_run_this_process_still_has_running(wh_path: Path) -> None:
+    """Ctrl-C reaches the main thread only. When it came as stage IV began, the generation flow was still
+    finishing in another thread: its row stayed `running` after the process left (found by
+    tests/test_interrupt_runs.py). The interrupted run's handler ends every run row of this process;
+    another process's row is its own business."""
+    from dataclasses import replace
+
+    from clonemem.warehouse import owners
+    from clonemem.warehouse.runs import open_run
+
+    me = owners.this_process()
+    mine = {"host": me.host, "pid": me.pid, "process_start": me.process_start}
+    with Warehouse.open_writer(wh_path) as wh:
+        open_run(wh, replace(_run("generate"), **mine))  # a flow of another thread
+        open_run(wh, replace(_run("elsewhere", "qa"), host=me.host, pid=1, process_start="x"))
+    with pytest.raises(KeyboardInterrupt), tracked(str(wh_path), replace(_run("pipe"), **mine)):
+        raise KeyboardInterrupt
+    assert _status(wh_path) == {
+        "generate": ("interrupted", None),
+        "pipe": ("interrupted", None),
+        "elsewhere": ("running", None),
+    }

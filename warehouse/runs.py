@@ -149,6 +149,30 @@ def reap_orphans(wh: Warehouse) -> list[str]:
     return list(dead)
 
 
+def interrupt_own_runs(wh: Warehouse, error: str) -> list[str]:
+    """Mark ``interrupted`` every run this process still has ``running``; their ids. Ctrl-C reaches the main
+    thread only: a stage's flow finishing in another thread (generation's, while stage IV has begun) never
+    sees it, and its row would stay ``running`` when the process leaves."""
+    from clonemem.warehouse import owners
+
+    me = owners.this_process()
+    ids = [
+        run_id
+        for (run_id,) in wh.rows(
+            "SELECT run_id FROM runs WHERE status = 'running' AND host = ? AND pid = ? "
+            "AND process_start IS NOT DISTINCT FROM ? ORDER BY run_id",
+            [me.host, me.pid, me.process_start],
+        )
+    ]
+    for run_id in ids:
+        wh.execute(
+            "UPDATE runs SET status = 'interrupted', finished_at = ?, error = ? "
+            "WHERE run_id = ? AND status = 'running'",
+            [utcnow(), error, run_id],
+        )
+    return ids
+
+
 def open_run(wh: Warehouse, run: RunRecord) -> None:
     """The run's row with status ``running``, unless it already has one."""
     if wh.scalar("SELECT count(*) FROM runs WHERE run_id = ?", [run.run_id]):
