@@ -46,6 +46,8 @@ _finishing = (
 _writes = False
 _leaving = threading.Lock()
 _hooks: list[Callable[[], None]] = []
+_last_words: list[Callable[[], None]] = []
+LAST_WORDS_S = 1.5  # what a leaving process may still write (its runs' rows), at most
 
 
 def install() -> None:
@@ -59,6 +61,27 @@ def install() -> None:
     threading.Thread(
         target=_watch, args=(read_end,), name="clonemem-interrupts", daemon=True
     ).start()
+
+
+def before_leaving(hook: Callable[[], None]) -> None:
+    """Call ``hook`` when a Ctrl-C makes this process leave (with :data:`LAST_WORDS_S` to do it): for
+    records that must say the command was interrupted although the thread that keeps them never saw the
+    KeyboardInterrupt (it reaches the main thread only)."""
+    _last_words.append(hook)
+
+
+def _say_last_words() -> None:
+    for hook in list(_last_words):
+        worker = threading.Thread(target=_quietly, args=(hook,), daemon=True)
+        worker.start()
+        worker.join(LAST_WORDS_S)
+
+
+def _quietly(hook: Callable[[], None]) -> None:
+    try:
+        hook()
+    except Exception:  # the process is leaving: what could not be written, the next run finds
+        pass
 
 
 def received() -> bool:
@@ -165,5 +188,6 @@ def leave() -> NoReturn:
         sys.stdout.flush()
     except (OSError, ValueError):  # the terminal may be gone already
         pass
+    _say_last_words()
     stop_servers(grace_s=1.5)
     os._exit(int(ExitCode.INTERRUPTED))

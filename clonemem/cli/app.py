@@ -99,5 +99,19 @@ def writing(warehouse: Path, *, runs_flows: bool = True) -> Iterator[None]:
     interrupts.note_writes()
     if runs_flows:
         die_with_parent_server()
-    with writer_lock(warehouse.expanduser().resolve(), wait_s=State.wait, command=State.command):
+    path = warehouse.expanduser().resolve()
+    interrupts.before_leaving(lambda: end_own_runs(path))
+    with writer_lock(path, wait_s=State.wait, command=State.command):
         yield
+
+
+def end_own_runs(path: Path) -> None:
+    """On the way out after Ctrl-C: every run row this process still has ``running`` ends ``interrupted``
+    (a stage's flow in another thread never saw the KeyboardInterrupt; the main thread may not have
+    unwound to its own run's handler before the process leaves)."""
+    from clonemem.warehouse import Warehouse
+    from clonemem.warehouse.runs import interrupt_own_runs
+
+    if path.exists():
+        with Warehouse.open_writer(path, wait_s=1.0) as wh:
+            interrupt_own_runs(wh, "KeyboardInterrupt")
