@@ -127,21 +127,30 @@ def test_a_view_file_must_define_the_view_it_is_named_after(monkeypatch, tmp_pat
         migrate.available_views()
 
 
+def _older_warehouse(path: Path, below: int) -> duckdb.DuckDBPyConnection:
+    """A connection to a new warehouse file with only the migrations numbered below ``below`` applied,
+    as an older release left it."""
+    from clonemem.warehouse import migrate
+
+    every = migrate.available_migrations()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(
+            migrate, "available_migrations", lambda: [m for m in every if m.version < below]
+        )
+        con = duckdb.connect(str(path))
+        apply_migrations(con)
+    return con
+
+
 def test_per_question_metrics_are_a_column_each_and_old_rows_keep_their_long_view(
-    monkeypatch, tmp_path: Path
+    tmp_path: Path,
 ) -> None:
     """Migration 0012: a warehouse written with the long table (a row per metric) reads the same through
     the view after the upgrade, and the wide table has exactly the aggregated metrics as columns."""
     from clonemem.schemas.results import AGGREGATED
-    from clonemem.warehouse import migrate
 
     path = tmp_path / "old.duckdb"
-    every = migrate.available_migrations()
-    con = duckdb.connect(str(path))
-    monkeypatch.setattr(
-        migrate, "available_migrations", lambda: [m for m in every if m.version < 12]
-    )
-    apply_migrations(con)
+    con = _older_warehouse(path, 12)
     old = [
         ("e1", "bm25", 5, "q1", "recall_flat", 0.5),
         ("e1", "bm25", 5, "q1", "choice_accuracy", None),
@@ -150,7 +159,6 @@ def test_per_question_metrics_are_a_column_each_and_old_rows_keep_their_long_vie
     ]
     con.executemany("INSERT INTO eval_question_metrics VALUES (?, ?, ?, ?, ?, ?)", old)
     con.close()
-    monkeypatch.undo()
     with Warehouse.open_writer(path) as wh:
         described = [r[0] for r in wh.rows("DESCRIBE eval_question_scores")]
         assert described == ["eval_run_id", "system", "k", "question_id", *AGGREGATED]
@@ -177,14 +185,10 @@ def test_pending_migrations_and_views_land_in_one_transaction(monkeypatch, tmp_p
     from clonemem.warehouse import migrate
 
     path = tmp_path / "old.duckdb"
-    every = migrate.available_migrations()
-    con = duckdb.connect(str(path))
-    monkeypatch.setattr(
-        migrate, "available_migrations", lambda: [m for m in every if m.version < 20]
-    )
-    apply_migrations(con)
+    con = _older_warehouse(path, 20)
     views = "SELECT view_name FROM duckdb_views() WHERE NOT internal ORDER BY ALL"
     before = con.execute(views).fetchall()
+    every = migrate.available_migrations()
     broken = migrate.Migration(every[-1].version + 1, "broken", "SELECT * FROM no_such_table;")
     monkeypatch.setattr(migrate, "available_migrations", lambda: [*every, broken])
     with pytest.raises(MigrationError, match=f"{broken.version:04d}_broken.sql failed"):
@@ -194,7 +198,7 @@ def test_pending_migrations_and_views_land_in_one_transaction(monkeypatch, tmp_p
     con.close()
 
 
-def test_a_reader_refuses_a_file_without_the_schema_it_reads(monkeypatch, tmp_path: Path) -> None:
+def test_a_reader_refuses_a_file_without_the_schema_it_reads(tmp_path: Path) -> None:
     """An empty file (a first writer still setting it up), an older schema and a newer one each get a
     line that says so, never a DuckDB binder error from deep inside a query."""
     from clonemem.warehouse import migrate
@@ -208,15 +212,8 @@ def test_a_reader_refuses_a_file_without_the_schema_it_reads(monkeypatch, tmp_pa
         Warehouse.open_reader(empty)
 
     old = tmp_path / "old.duckdb"
-    every = migrate.available_migrations()
-    con = duckdb.connect(str(old))
-    monkeypatch.setattr(
-        migrate, "available_migrations", lambda: [m for m in every if m.version < 20]
-    )
-    apply_migrations(con)
-    con.close()
-    monkeypatch.undo()
-    latest = every[-1].version
+    _older_warehouse(old, 20).close()
+    latest = migrate.latest_version()
     with pytest.raises(
         WarehouseError, match=f"has schema version 19; this clonemem reads version {latest}"
     ):
