@@ -23,9 +23,11 @@ $(DEV): $(STAMP) examples/clonemem-example-plugin/pyproject.toml
 demo: $(STAMP)
 	$(VENV)/bin/clonemem demo
 
-# two processes (the machine's two cores), each test file on one of them so its module fixtures are built once
+# two processes (the machine's two cores), each group of tests on one of them so its module and shared
+# fixtures are built once: a file, or the files sharing a session-built warehouse; the longest first
+# (tests/conftest.py)
 test: $(DEV)
-	$(PY) -m pytest -n 2 --dist loadfile
+	$(PY) -m pytest -n 2 --dist loadfile --no-loadscope-reorder
 
 # the long scenarios (kill/resume, faults, budgets, real Prefect servers and workers, a browser, real
 # conversations); CI runs them after `make test`. Two processes, each test file on one of them, except

@@ -37,7 +37,7 @@ def timeout_s() -> float:
 
 
 def make_test_args() -> list[str]:
-    """The pytest options of the Makefile's `test` target (two processes, a file to each), so the suite is
+    """The pytest options of the Makefile's `test` target (two processes, groups of files), so the suite is
     timed as `make test` runs it."""
     for line in (ROOT / "Makefile").read_text("utf-8").split("\ntest:", 1)[1].splitlines()[1:]:
         if "-m pytest" in line:

@@ -29,8 +29,12 @@ def _source(name: str) -> str | None:
         return fh.read()
 
 
-def _imports(name: str, source: str) -> set[str]:
-    """Absolute names of the modules ``source`` imports (relative imports resolved against ``name``)."""
+@lru_cache(maxsize=None)
+def _imports(name: str, source: str) -> frozenset[str]:
+    """Absolute names of the modules ``source`` imports (relative imports resolved against ``name``).
+
+    Cached by the source itself: the closures of the many modules hashed share most of their modules,
+    and parsing each of them again for every closure took seconds; an edited module is parsed anew."""
     package = name if _is_package(name) else name.rpartition(".")[0]
     out: set[str] = set()
     for node in ast.walk(ast.parse(source)):
@@ -44,7 +48,7 @@ def _imports(name: str, source: str) -> set[str]:
             out.add(base)
             # `from pkg import module` imports a module too
             out.update(f"{base}.{alias.name}" for alias in node.names)
-    return out
+    return frozenset(out)
 
 
 def _is_package(name: str) -> bool:

@@ -9,16 +9,30 @@ it (sqlite, mssql, ...); this does the same for duckdb.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 from clonemem.thirdparty import written_for
 
 # the version of GX whose internals this module relies on (the execution engine's `get_connection`, the
-# `_connection` it keeps, the engines found by scanning the heap): checked before each use
+# `_connection` it keeps): checked before each use
 GX_VERSION = "1.24.1"
 _WHAT = "clonemem.expectations.gx_duckdb (GX's DuckDB connection)"
 _patched = False
+# What may hold the warehouse open, recorded as it opens (scanning the heap for it took about a second
+# per gate in a big process): GX's execution engines with a persisted connection, and every SQLAlchemy
+# engine that connected to DuckDB (GX's datasources make engines of their own besides the execution
+# engines' ones).
+_persisting: weakref.WeakSet[Any] = weakref.WeakSet()
+_duckdb_engines: weakref.WeakSet[Any] = weakref.WeakSet()
+
+
+def _record_engine(connection: Any) -> None:
+    """SQLAlchemy's ``engine_connect`` event, for every engine: keeps the DuckDB ones."""
+    if connection.engine.url.drivername.startswith("duckdb"):
+        _duckdb_engines.add(connection.engine)
 
 
 def patch_duckdb_connection() -> None:
@@ -26,6 +40,7 @@ def patch_duckdb_connection() -> None:
     if _patched:
         return
     written_for("great-expectations", GX_VERSION, _WHAT)
+    import sqlalchemy
     from great_expectations.execution_engine import sqlalchemy_execution_engine as engine_module
 
     original = engine_module.SqlAlchemyExecutionEngine.get_connection
@@ -38,6 +53,7 @@ def patch_duckdb_connection() -> None:
             return
         if getattr(self, "_connection", None) is None:
             self._connection = self.engine.connect()
+            _persisting.add(self)
         try:
             yield self._connection
         except Exception:
@@ -48,6 +64,7 @@ def patch_duckdb_connection() -> None:
     # a patch of GX's method, checked against its version first (setattr: mypy forbids assigning to a
     # method, which is exactly what this does on purpose)
     setattr(engine_module.SqlAlchemyExecutionEngine, "get_connection", get_connection)
+    sqlalchemy.event.listen(sqlalchemy.engine.Engine, "engine_connect", _record_engine)
     _patched = True
 
 
@@ -64,15 +81,11 @@ def close_engine(execution_engine: object) -> None:
 
 def close_all_engines() -> None:
     """GX builds execution engines of its own (checkpoints reload datasources from the context), so
-    find every one and close it: DuckDB refuses the writer while they hold the file."""
+    close every one that connected since the patch: DuckDB refuses the writer while they hold the file."""
     written_for("great-expectations", GX_VERSION, _WHAT)
-    import gc
-
-    import sqlalchemy
-    from great_expectations.execution_engine import SqlAlchemyExecutionEngine
-
-    for obj in gc.get_objects():
-        if isinstance(obj, SqlAlchemyExecutionEngine):
-            close_engine(obj)
-        elif isinstance(obj, sqlalchemy.engine.Engine) and obj.url.drivername.startswith("duckdb"):
-            obj.dispose()
+    for execution_engine in list(_persisting):
+        close_engine(execution_engine)
+    _persisting.clear()
+    for engine in list(_duckdb_engines):
+        engine.dispose()
+    _duckdb_engines.clear()

@@ -7,6 +7,7 @@ import json
 import os
 import shutil
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 # Before anything imports prefect: Prefect reads its settings at import time.
@@ -28,6 +29,24 @@ import pytest  # noqa: E402
 
 from clonemem.demo import fixture_files  # noqa: E402
 from clonemem.warehouse import Warehouse  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def prefect_server() -> Iterator[str]:
+    """This process's temporary Prefect server, for the flows of every test marked ``prefect``: started
+    once. Without it, a flow run after an in-process CLI command started a second server (a command
+    points Prefect at its early server only while it runs)."""
+    from clonemem.prefect_env import on_early_server, start_server_early, temporary_server_url
+
+    start_server_early()
+    with on_early_server():
+        yield temporary_server_url() or ""
+
+
+@pytest.fixture(autouse=True)
+def _prefect_tests_share_one_server(request: pytest.FixtureRequest) -> None:
+    if request.node.get_closest_marker("prefect") is not None:
+        request.getfixturevalue("prefect_server")
 
 
 @pytest.fixture
@@ -97,3 +116,60 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     leave(
         _EXIT_STATUS
     )  # threads' exit hooks, then atexit (the temporary PREFECT_HOME above is removed)
+
+
+# -- how the files share out over test processes ----------------------------------------------------
+#
+# `make test` runs `pytest -n 2 --dist loadfile --no-loadscope-reorder`: xdist gives each group of tests to
+# one process, in the order collected. A group is a file (its module fixtures are built once), or the
+# files that start from the same session-built warehouse (built once for all of them, not once in each
+# process that happens to run one of them). The longest groups go first, so the two processes end
+# together instead of one running a long file alone at the end (figures: `--durations=0`).
+
+SHARED = {
+    "test_dashboard.py": "full_once",
+    "test_dashboard_figures.py": "full_once",
+    "test_privacy.py": "tiny_gated_once",
+    "test_privacy_scoring.py": "tiny_gated_once",
+    "test_provider_rejection.py": "tiny_gated_once",
+}
+LONGEST_FIRST = (
+    "full_once",
+    "tiny_gated_once",
+    "test_qa_gate.py",
+    "test_release.py",
+    "test_remote_evaluation.py",
+    "test_gym.py",
+    "test_results_file.py",
+    "test_cli.py",
+    "test_leaderboard.py",
+    "test_evaluation.py",
+    "test_memory_systems.py",
+)
+
+
+def _group(path: str) -> str:
+    """A test's group, from its node id's file path."""
+    name = path.split("::", 1)[0].rsplit("/", 1)[-1]
+    return SHARED.get(name, name)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+    # a stable sort: the rest stay in the order collected
+    items.sort(key=lambda item: rank.get(_group(item.nodeid), len(rank)))
+
+
+@pytest.hookimpl(optionalhook=True)  # xdist's hook: unknown to a run with `-p no:xdist`
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | None:
+    """``--dist loadfile`` by the groups above (xdist's own ``loadgroup`` marks no test with pytest 9:
+    it renames node ids through an attribute pytest 9 no longer reads)."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class GroupScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return _group(nodeid)
+
+    return GroupScheduling(config, log)  # type: ignore[arg-type]  # xdist's Producer, passed through
