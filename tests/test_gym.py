@@ -349,6 +349,8 @@ def test_openings_that_hide_their_states_fail_the_gate_with_exit_3(tmp_path: Pat
         assert w.rows("SELECT kind, status FROM runs") == [("gym", "failed")]
 
 
+# the dry run's flow runs outside the command's early server: on the process's one server (conftest)
+@pytest.mark.prefect
 def test_estimate_prices_the_user_simulator(tmp_path: Path) -> None:
     # the dry run is the whole gym flow: a smaller gym than the base preset prices the same stages
     cfg = tmp_path / "gym.toml"
@@ -362,21 +364,16 @@ def test_estimate_prices_the_user_simulator(tmp_path: Path) -> None:
         assert len(re.findall(rf"^{setting} = \d+", small, re.M)) == 1, setting
         small = re.sub(rf"^{setting} = \d+", f"{setting} = {value}", small, flags=re.M)
     cfg.write_text(small)
-    from clonemem.prefect_env import on_early_server
-
-    # the dry run's flow runs outside the command's early server: on the one a `gym` of this process
-    # started, if any, rather than on a second server Prefect would start
-    with on_early_server():
-        got = _cli(
-            "--warehouse",
-            str(tmp_path / "w.duckdb"),
-            "gym",
-            "--config",
-            str(cfg),
-            "--systems",
-            "bm25",
-            "--estimate",
-        )
+    got = _cli(
+        "--warehouse",
+        str(tmp_path / "w.duckdb"),
+        "gym",
+        "--config",
+        str(cfg),
+        "--systems",
+        "bm25",
+        "--estimate",
+    )
     assert got.exit_code == 0, got.output
     line = next(x for x in got.output.splitlines() if x.startswith("gym.user_turn"))
     assert line.split()[1:3] == ["user_sim", "offline/user"] and int(line.split()[3]) > 0

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -17,7 +16,6 @@ from clonemem.schemas.versions import RELEASE
 from clonemem.warehouse import Warehouse, catalog
 from tests.cli_kit import command_built_once  # noqa: F401  # a fixture
 from tests.conftest import write_json
-from tests.shared_kit import copy_warehouse
 
 pytestmark = pytest.mark.usefixtures("command_built_once")
 
@@ -32,22 +30,6 @@ CONTENT_TABLES = [
     "evidence",
     "evidence_traces",
 ]
-
-
-@pytest.fixture(scope="module")
-def empty_once(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A new warehouse (every migration applied: ~0.2 s), made once; ``wh`` opens a copy of it."""
-    path = tmp_path_factory.mktemp("empty") / "wh.duckdb"
-    with Warehouse.open_writer(path):
-        pass
-    return path
-
-
-@pytest.fixture
-def wh(empty_once: Path, wh_path: Path) -> Iterator[Warehouse]:
-    """conftest's ``wh`` (an empty warehouse open for writing), copied rather than migrated anew."""
-    with Warehouse.open_writer(copy_warehouse(empty_once, wh_path)) as w:
-        yield w
 
 
 def table_rows(wh: Warehouse) -> dict[str, list]:
