@@ -184,23 +184,34 @@ def _validate(
         ),
     )
     context.variables.progress_bars = ProgressBarsConfig(globally=False)
-    # Same connection settings as the pipeline's writer, so both may be open in one process (DuckDB
-    # refuses a second configuration of one file); the gate only ever runs SELECTs.
-    datasource = context.data_sources.add_or_update_sql(
-        name="warehouse", connection_string=f"duckdb:///{path}"
-    )
     validations = []
     by_suite: dict[str, list[tuple[Check, str]]] = {}
     for i, check in enumerate(checks):
         by_suite.setdefault(f"{check.suite}.{i:02d}", []).append(
             (check, check.batch_query(bid, params))
         )
+    # Same connection settings as the pipeline's writer, so both may be open in one process (DuckDB
+    # refuses a second configuration of one file); the gate only ever runs SELECTs. Every query asset
+    # is declared with the data source: added one at a time, each asset and each batch definition
+    # saved the whole context configuration again (67 YAML dumps and as many test queries per gate).
+    datasource = context.data_sources.add_or_update_sql(
+        name="warehouse",
+        connection_string=f"duckdb:///{path}",
+        assets=[
+            {
+                "type": "query",
+                "name": f"q{key}",
+                "query": items[0][1],
+                "batch_definitions": [{"name": "all", "partitioner": None}],
+            }
+            for key, items in by_suite.items()
+        ],
+    )
     outcomes: list[ExpectationOutcome] = []
     try:
         for key, items in by_suite.items():
             check, query = items[0]
-            asset = datasource.add_query_asset(name=f"q{key}", query=query)
-            batch_def = asset.add_batch_definition_whole_table("all")
+            batch_def = datasource.get_asset(f"q{key}").get_batch_definition("all")
             suite = context.suites.add_or_update(gx.ExpectationSuite(name=key))
             expectation = check.expectation(params)
             expectation.meta = {"check": check.name}
