@@ -159,6 +159,8 @@ def _validate(
     from great_expectations.data_context.types.resource_identifiers import (
         ExpectationSuiteIdentifier,
     )
+    from great_expectations.datasource.fluent import BatchDefinition, SQLDatasource
+    from great_expectations.datasource.fluent.sql_datasource import QueryAsset
 
     patch_duckdb_connection()
     site = docs / "gx" / "uncommitted" / "data_docs" / "local_site"
@@ -194,18 +196,14 @@ def _validate(
     # refuses a second configuration of one file); the gate only ever runs SELECTs. Every query asset
     # is declared with the data source: added one at a time, each asset and each batch definition
     # saved the whole context configuration again (67 YAML dumps and as many test queries per gate).
+    assets = [
+        QueryAsset(
+            name=f"q{key}", query=items[0][1], batch_definitions=[BatchDefinition(name="all")]
+        )
+        for key, items in by_suite.items()
+    ]
     datasource = context.data_sources.add_or_update_sql(
-        name="warehouse",
-        connection_string=f"duckdb:///{path}",
-        assets=[
-            {
-                "type": "query",
-                "name": f"q{key}",
-                "query": items[0][1],
-                "batch_definitions": [{"name": "all", "partitioner": None}],
-            }
-            for key, items in by_suite.items()
-        ],
+        SQLDatasource(name="warehouse", connection_string=f"duckdb:///{path}", assets=assets)
     )
     outcomes: list[ExpectationOutcome] = []
     try:
