@@ -43,6 +43,16 @@ def prefect_server() -> Iterator[str]:
         yield temporary_server_url() or ""
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _flows_run_as_a_command_runs_them() -> Iterator[None]:
+    """Every flow of a test process runs on a temporary server, as a command's flows do: with the same
+    settings (no heartbeats: ``prefect_env.on_temporary_server``)."""
+    from clonemem.prefect_env import on_temporary_server
+
+    with on_temporary_server():
+        yield
+
+
 @pytest.fixture(autouse=True)
 def _prefect_tests_share_one_server(request: pytest.FixtureRequest) -> None:
     if request.node.get_closest_marker("prefect") is not None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Annotated
 
@@ -93,7 +93,7 @@ def writing(warehouse: Path, *, runs_flows: bool = True) -> Iterator[None]:
     Every command that writes runs flows, so this is also where the ephemeral Prefect server is
     tied to this process's life."""
     from clonemem import interrupts
-    from clonemem.prefect_env import die_with_parent_server
+    from clonemem.prefect_env import die_with_parent_server, on_temporary_server
     from clonemem.warehouse.lock import writer_lock  # lazy: the warehouse package loads DuckDB
 
     interrupts.note_writes()
@@ -101,7 +101,9 @@ def writing(warehouse: Path, *, runs_flows: bool = True) -> Iterator[None]:
         die_with_parent_server()
     path = warehouse.expanduser().resolve()
     interrupts.before_leaving(lambda: end_own_runs(path))
-    with writer_lock(path, wait_s=State.wait, command=State.command):
+    # only a command that runs flows loads Prefect's settings
+    flows = on_temporary_server() if runs_flows else nullcontext()
+    with writer_lock(path, wait_s=State.wait, command=State.command), flows:
         yield
 
 
