@@ -89,8 +89,10 @@ def main() -> None:
         p.start()
     try:
         runs = []
-        for _ in range(args.runs):
+        for n in range(args.runs):
             runs.append(one_run(args.pytest_args))
+            # each run as it ends (stderr): an hour-long measurement cut short still says what it saw
+            print(json.dumps({"run": n + 1, **runs[-1]}), file=sys.stderr, flush=True)
             if runs[-1]["exit_code"]:
                 break  # "in a row": the first red run ends the measurement
     finally:
