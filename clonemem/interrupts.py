@@ -63,11 +63,19 @@ def install() -> None:
     ).start()
 
 
-def before_leaving(hook: Callable[[], None]) -> None:
-    """Call ``hook`` when a Ctrl-C makes this process leave (with :data:`LAST_WORDS_S` to do it): for
-    records that must say the command was interrupted although the thread that keeps them never saw the
-    KeyboardInterrupt (it reaches the main thread only)."""
+@contextmanager
+def last_words(hook: Callable[[], None]) -> Iterator[None]:
+    """Within this block, a Ctrl-C that makes this process leave calls ``hook`` (with :data:`LAST_WORDS_S`
+    to do it): for records that must say the command was interrupted although the thread that keeps them
+    never saw the KeyboardInterrupt (it reaches the main thread only). A block that ends without a Ctrl-C
+    forgets its hook (a process running many commands keeps none of theirs); after a Ctrl-C the hook stays
+    for :func:`leave`, which runs once the main thread has unwound."""
     _last_words.append(hook)
+    try:
+        yield
+    finally:
+        if not _received.is_set():
+            _last_words.remove(hook)
 
 
 def _say_last_words() -> None:

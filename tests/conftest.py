@@ -17,9 +17,14 @@ os.environ["PREFECT_HOME"] = _PREFECT_HOME
 os.environ.pop("PREFECT_API_URL", None)
 os.environ["CLONEMEM_DISABLE_LIVE_LLM"] = os.environ.get("CLONEMEM_LIVE_TESTS") and "0" or "1"
 os.environ.pop("CLONEMEM_WAREHOUSE", None)
-# Embeddings cached on disk for this session only (shared with the CLI subprocesses it starts), never
-# the user's own cache.
-os.environ["CLONEMEM_EMBED_CACHE"] = os.path.join(_PREFECT_HOME, "embeddings.sqlite3")
+# Embeddings cached on disk for this run only, never the user's own cache: one file for the whole run,
+# as the machine's processes share one. The process that starts the run makes it (in its temporary home,
+# removed at its exit); its xdist processes inherit its environment and keep that file, and so do the CLI
+# subprocesses they start.
+_EMBED_CACHE = (
+    os.environ.get("PYTEST_XDIST_WORKER") and os.environ.get("CLONEMEM_TEST_EMBED_CACHE")
+) or (os.path.join(_PREFECT_HOME, "embeddings.sqlite3"))
+os.environ["CLONEMEM_TEST_EMBED_CACHE"] = os.environ["CLONEMEM_EMBED_CACHE"] = _EMBED_CACHE
 
 from clonemem.prefect_env import configure  # noqa: E402
 

@@ -197,6 +197,21 @@ def test_unexpected_errors_are_one_line_and_debug_keeps_the_traceback(
     assert isinstance(got.exception, KeyError)
 
 
+def test_commands_run_in_one_process_leave_no_last_words_behind(
+    tmp_path: Path, demo_file: Path
+) -> None:
+    """What a Ctrl-C would still write on the way out (the runs of the command under way) is dropped when
+    the command ends: a process that runs many commands (a notebook, a service, these tests) does not
+    collect one hook per command, each opening a warehouse long done with as the process leaves."""
+    from clonemem import interrupts
+
+    before = list(interrupts._last_words)
+    for name in ("A", "B", "C"):
+        wh = imported(tmp_path / f"{name}.duckdb", demo_file, name)
+        assert cli("--warehouse", wh, "drop", name).exit_code == 0
+    assert interrupts._last_words == before
+
+
 def test_drop_removes_a_benchmark_in_one_go(tmp_path: Path, demo_file: Path) -> None:
     wh = imported(tmp_path / "wh.duckdb", demo_file, "A", "B")
     got = cli("--warehouse", wh, "drop", "A")

@@ -100,10 +100,13 @@ def writing(warehouse: Path, *, runs_flows: bool = True) -> Iterator[None]:
     if runs_flows:
         die_with_parent_server()
     path = warehouse.expanduser().resolve()
-    interrupts.before_leaving(lambda: end_own_runs(path))
     # only a command that runs flows loads Prefect's settings
     flows = on_temporary_server() if runs_flows else nullcontext()
-    with writer_lock(path, wait_s=State.wait, command=State.command), flows:
+    with (
+        interrupts.last_words(lambda: end_own_runs(path)),
+        writer_lock(path, wait_s=State.wait, command=State.command),
+        flows,
+    ):
         yield
 
 
