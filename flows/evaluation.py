@@ -12,11 +12,11 @@ from prefect import flow
 from prefect.context import FlowRunContext
 from prefect.futures import as_completed
 from prefect.task_runners import TaskRunner, ThreadPoolTaskRunner
-from prefect.utilities.annotations import opaque
 
 from clonemem import progress, runtime
 from clonemem.schemas.config import RunConfig, resolve_config
 from clonemem.schemas.results import EvaluationResult
+from clonemem.tasks.context import as_is
 from clonemem.tasks.evaluation import (
     answer_task,
     cacheable,
@@ -81,7 +81,7 @@ def _evaluate(
     run = evaluation_run(
         bid, name, systems, ks, force, cfg, content_hash=content_hash, sample=sampled
     )
-    # Values, not futures, go in: ``opaque`` spares Prefect walking every trace and question of them
+    # Values, not futures, go in: ``as_is`` spares Prefect walking every trace and question of them
     # for dependencies (it was a third of a bm25 run's time); the cache key still hashes the values.
     # slow systems build for minutes: the log says what is under way at least every 30 s
     rt = runtime.Runtime(cfg, run_id=run.eval_run_id, warehouse=warehouse_path)
@@ -100,7 +100,7 @@ def _evaluate(
         retrieving = {
             (s, p.persona_id): retrieval_task(s).submit(
                 s,
-                opaque(p),
+                as_is(p),
                 depth,
                 budget,
                 replayed(s, cfg),
@@ -112,8 +112,8 @@ def _evaluate(
         }
         retrievals = _collect(retrieving, "evaluation: build and retrieve (system × persona)")
         answering = {
-            (s, k, p.persona_id): answer_task.submit(  # type: ignore[call-overload]  # opaque()
-                s, k, opaque(p), opaque(retrievals[(s, p.persona_id)].value)
+            (s, k, p.persona_id): answer_task.submit(
+                s, k, as_is(p), as_is(retrievals[(s, p.persona_id)].value)
             )
             for s in systems
             for k in ks
@@ -124,12 +124,12 @@ def _evaluate(
         submit = protocol_answer_task.submit
         protocol_answering = (
             {
-                (s, k, p.persona_id): submit(  # type: ignore[call-overload]  # opaque() arguments
+                (s, k, p.persona_id): submit(
                     s,
                     k,
-                    opaque(p),
-                    opaque(retrievals[(s, p.persona_id)].value),
-                    opaque(protocols.for_persona(p.persona_id)),
+                    as_is(p),
+                    as_is(retrievals[(s, p.persona_id)].value),
+                    as_is(protocols.for_persona(p.persona_id)),
                 )
                 for s in systems
                 for k in ks
@@ -144,15 +144,15 @@ def _evaluate(
     # the calls land with the results they paid for
     paid_for = (*retrievals.values(), *answers.values(), *protocol_answers.values())
     calls = [c for paid in paid_for for c in paid.calls]
-    result = land_task(  # type: ignore[call-overload]  # opaque() arguments
+    result = land_task(
         warehouse_path,
         run,
-        opaque(personas),
-        opaque({k: v.value for k, v in retrievals.items()}),
-        opaque({k: v.value for k, v in answers.items()}),
-        opaque(calls),
-        opaque(protocols),
-        opaque({k: v.value for k, v in protocol_answers.items()}),
+        as_is(personas),
+        as_is({k: v.value for k, v in retrievals.items()}),
+        as_is({k: v.value for k, v in answers.items()}),
+        as_is(calls),
+        as_is(protocols),
+        as_is({k: v.value for k, v in protocol_answers.items()}),
     )
     if resume is not None:
         remote_resume(bid, renew=True)  # finished: the next evaluation asks the servers again

@@ -8,11 +8,11 @@ from typing import Any
 
 from prefect import flow
 from prefect.task_runners import TaskRunner, ThreadPoolTaskRunner
-from prefect.utilities.annotations import opaque
 
 from clonemem import runtime
 from clonemem.schemas.config import RunConfig, resolve_config
 from clonemem.schemas.results_file import ResultsFileScored
+from clonemem.tasks.context import as_is
 from clonemem.tasks.evaluation import land_task, load_task, protocol_answer_task, protocol_data_task
 from clonemem.tasks.reporting import log, publish_leaderboard
 from clonemem.tasks.results_file import (
@@ -67,19 +67,17 @@ def evaluate_results_file_flow(
     with runtime.use(runtime.Runtime(cfg, run_id=run.eval_run_id, warehouse=warehouse_path)):
         lines = {p.persona_id: resolved.by_persona.get(p.persona_id, {}) for p in personas}
         reading = {
-            p.persona_id: file_retrieve_task.submit(  # type: ignore[call-overload]  # opaque()
-                name, opaque(p), opaque(lines[p.persona_id])
-            )
+            p.persona_id: file_retrieve_task.submit(name, as_is(p), as_is(lines[p.persona_id]))
             for p in personas
         }
         retrievals = {(name, pid): f.result() for pid, f in reading.items()}
         answering = {
-            (name, k, p.persona_id): file_answer_task.submit(  # type: ignore[call-overload]  # opaque()
+            (name, k, p.persona_id): file_answer_task.submit(
                 name,
                 k,
-                opaque(p),
-                opaque(retrievals[(name, p.persona_id)].value),
-                opaque(lines[p.persona_id]),
+                as_is(p),
+                as_is(retrievals[(name, p.persona_id)].value),
+                as_is(lines[p.persona_id]),
             )
             for k in ks
             for p in personas
@@ -89,12 +87,12 @@ def evaluate_results_file_flow(
         submit = protocol_answer_task.submit
         protocol_answering = (
             {
-                (name, k, p.persona_id): submit(  # type: ignore[call-overload]  # opaque() arguments
+                (name, k, p.persona_id): submit(
                     name,
                     k,
-                    opaque(p),
-                    opaque(retrievals[(name, p.persona_id)].value),
-                    opaque(protocols.for_persona(p.persona_id)),
+                    as_is(p),
+                    as_is(retrievals[(name, p.persona_id)].value),
+                    as_is(protocols.for_persona(p.persona_id)),
                     given_texts(lines[p.persona_id]),
                     predictions_format is not None,
                 )
@@ -105,17 +103,21 @@ def evaluate_results_file_flow(
             else {}
         )
         protocol_answers = {at: f.result() for at, f in protocol_answering.items()}
-    paid_for = (*retrievals.values(), *answers.values(), *protocol_answers.values())
-    calls = [c for paid in paid_for for c in paid.calls]
-    result = land_task(  # type: ignore[call-overload]  # opaque() arguments
+    # the calls land with the results they paid for
+    calls = [
+        *(c for paid in retrievals.values() for c in paid.calls),
+        *(c for paid in answers.values() for c in paid.calls),
+        *(c for paid in protocol_answers.values() for c in paid.calls),
+    ]
+    result = land_task(
         warehouse_path,
         run,
-        opaque(personas),
-        opaque({k: v.value for k, v in retrievals.items()}),
-        opaque({k: v.value for k, v in answers.items()}),
-        opaque(calls),
-        opaque(protocols),
-        opaque({k: v.value for k, v in protocol_answers.items()}),
+        as_is(personas),
+        as_is({k: v.value for k, v in retrievals.items()}),
+        as_is({k: v.value for k, v in answers.items()}),
+        as_is(calls),
+        as_is(protocols),
+        as_is({k: v.value for k, v in protocol_answers.items()}),
         ranked_any(resolved),
     )
     result = result.model_copy(update={"seconds": round(time.perf_counter() - started, 2)})

@@ -30,6 +30,7 @@ from clonemem.tasks.caching import (
     step_key,
     step_store,
 )
+from clonemem.tasks.context import as_is
 from clonemem.tasks.runs import finish_run
 from clonemem.warehouse import Warehouse
 from clonemem.warehouse.runs import FailureRecord, RunRecord
@@ -85,7 +86,9 @@ def generate_and_land(warehouse_path: str, config: RunConfig, tally: GenerationT
         landed = (
             None
             if assembly is None
-            else land_persona_task(warehouse_path, assembly, tally.benchmark_id, dag.calls)
+            else land_persona_task(
+                warehouse_path, as_is(assembly), tally.benchmark_id, as_is(dag.calls)
+            )
         )
         tally.add(dag, assembly, landed)
         progress.advance(

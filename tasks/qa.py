@@ -25,6 +25,7 @@ from clonemem.schemas.config import QAConfig, RunConfig
 from clonemem.schemas.qa import Segment
 from clonemem.schemas.results import CueStats
 from clonemem.tasks.caching import StagePolicy, cached_step, policy_stages, step_key
+from clonemem.tasks.context import as_is
 from clonemem.warehouse import Warehouse
 from clonemem.warehouse.runs import stops_run
 
@@ -137,7 +138,12 @@ def land_persona_items(
         persona.persona_id, tally.benchmark_id, persona.segments, results, persona.arc_ids
     )
     tally.landed += land_qa_task(
-        warehouse_path, persona.persona_id, tally.benchmark_id, rows, tally.snapshot(), items.calls
+        warehouse_path,
+        persona.persona_id,
+        tally.benchmark_id,
+        as_is(rows),
+        tally.snapshot(),
+        as_is(items.calls),
     )
 
 
