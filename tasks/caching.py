@@ -15,17 +15,20 @@ key that does not cover it.
 
 from __future__ import annotations
 
+import datetime as dt
 import functools
 import inspect
 import logging
+import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, TypeVar
 
 from prefect.cache_policies import INPUTS, NO_CACHE, CachePolicy, CompoundCachePolicy
 from prefect.context import TaskRunContext
-from prefect.filesystems import NullFileSystem
-from prefect.results import ResultStore, get_default_result_storage, get_result_store
+from prefect.filesystems import LocalFileSystem, NullFileSystem
+from prefect.results import ResultRecord, ResultStore, get_default_result_storage, get_result_store
 from prefect.settings import get_current_settings
 from prefect.transactions import CommitMode, transaction
 from prefect.utilities.hashing import hash_objects
@@ -155,11 +158,41 @@ def step_store() -> ResultStore:
     written_for("prefect", PREFECT_VERSION, "the step cache (clonemem.tasks.caching)")
     store = get_result_store()
     update: dict[str, Any] = {"cache_result_in_memory": False}  # read once per run: no copy kept
-    if store.result_storage is None:
-        update["result_storage"] = get_default_result_storage(_sync=True)  # type: ignore[call-arg]  # Prefect's sync/async dispatch keyword
+    storage = store.result_storage
+    if storage is None:
+        storage = get_default_result_storage(_sync=True)  # type: ignore[call-arg,assignment]  # Prefect's sync/async dispatch keyword: with it, the storage itself, not a coroutine
+    if type(storage) is LocalFileSystem and storage.basepath:
+        storage = StepFiles(basepath=storage.basepath)
+    update["result_storage"] = storage
     if isinstance(store.metadata_storage, NullFileSystem):
         update["metadata_storage"] = None
     return store.model_copy(update=update)
+
+
+_FILE_NAME = re.compile(r"[A-Za-z0-9_-]+")
+
+
+@functools.lru_cache(maxsize=16)
+def _folder(basepath: str) -> Path:
+    return Path(basepath).expanduser().resolve()
+
+
+class StepFiles(LocalFileSystem):
+    """Prefect's local result storage, finding a step's file without resolving paths again and again.
+
+    ``LocalFileSystem`` resolves its folder and the file's path (two walks of every path component) on
+    each read, write and existence check, and its result store asks four times per cached step: 0.1 ms
+    each, the most of reading a cached step. Here the folder is resolved once and a key that is a
+    plain file name (a cache key is a hash) is joined to it; anything else is resolved as Prefect does.
+    A block type of its own (``_block_type_name``): a subclass would otherwise take the name, and the
+    place in Prefect's registry, of the class it extends."""
+
+    _block_type_name = "CloneMem step files"
+
+    def _resolve_path(self, path: str) -> Path:
+        if path and self.basepath and _FILE_NAME.fullmatch(path):
+            return _folder(str(self.basepath)) / path
+        return super()._resolve_path(path)
 
 
 def is_transient(exc: BaseException) -> bool:
@@ -183,16 +216,37 @@ def cached_step(key: str, body: Callable[[], T], store: ResultStore) -> tuple[T,
     before, else computed and committed at once (eagerly: a run killed later keeps it). A failure commits
     nothing and is raised: the step is not tried again here, its LLM calls were retried by their wrapper
     within their budget (a step retry would multiply the attempts)."""
-    with transaction(key=key, store=store, commit_mode=CommitMode.EAGER, logger=_log) as txn:
-        # PREFECT_TASKS_REFRESH_CACHE runs (and stores again) every step, as it does every task: the
-        # cost estimate's dry run counts every call that way
-        if not get_current_settings().tasks.refresh_cache and txn.is_committed():
-            record = txn.read()
-            if record is not None:
-                return record.result, True
+    # PREFECT_TASKS_REFRESH_CACHE runs (and stores again) every step, as it does every task: the cost
+    # estimate's dry run counts every call that way
+    if not get_current_settings().tasks.refresh_cache:
+        record = _committed(store, key)
+        if record is not None:
+            return record.result, True
+    # Known not to be committed (or to be refreshed): ``overwrite`` spares the transaction asking the
+    # store again (Prefect's check reads and decodes the whole record, as the read above did).
+    with transaction(
+        key=key, store=store, commit_mode=CommitMode.EAGER, overwrite=True, logger=_log
+    ) as txn:
         value = body()
         txn.stage(value)
     return value, False
+
+
+def _committed(store: ResultStore, key: str) -> ResultRecord[Any] | None:
+    """The record committed under ``key``, read once; None when there is none, it expired or it cannot be
+    read (then the step runs and writes it again), as Prefect's own check (``ResultStore.exists``) says.
+    That check reads and decodes the record only to answer yes, and a transaction's read then decodes
+    it again: a cached step read its record twice."""
+    try:
+        record = store.read(key)
+    except (
+        Exception
+    ):  # missing, partly written or unreadable: not committed, as Prefect's check has it
+        return None
+    expiration = record.metadata.expiration
+    if expiration is not None and expiration <= dt.datetime.now(dt.UTC):
+        return None
+    return record
 
 
 # -- replies of remote memory systems, kept for a resumed run ------------------------------------------
