@@ -12,6 +12,7 @@ from prefect import flow
 from clonemem import runtime
 from clonemem.schemas.config import RunConfig, resolve_config
 from clonemem.schemas.gym import GymResult
+from clonemem.tasks.context import as_is
 from clonemem.tasks.gym import (
     blueprint_task,
     gate_task,
@@ -48,31 +49,41 @@ def gym_flow(
     ):
         made = [blueprint_task(cfg, p) for p in personas]
         blueprints = [m.value for m in made]
-        gate = gate_task(blueprints, cfg.gym.min_exposure_rate)
+        gate = gate_task(as_is(blueprints), cfg.gym.min_exposure_rate)
         gym, seed, budget = cfg.gym, cfg.seed, cfg.evaluation.full_context_tokens
         names = list(dict.fromkeys([*systems, ORACLE_STATES, cfg.gym.reference]))
         talking = {
-            (s, i): interact_task.submit(s, "on", b, gym, seed, budget)
+            (s, i): interact_task.submit(s, "on", as_is(b), gym, seed, budget)
             for s in names
             for i, b in enumerate(blueprints)
         }
         on = {key: f.result() for key, f in talking.items()}
         reference = [on[(cfg.gym.reference, i)].value.turns for i in range(len(blueprints))]
         replaying = {
-            (s, i): interact_task.submit(s, "off", b, gym, seed, budget, reference[i])
+            (s, i): interact_task.submit(s, "off", as_is(b), gym, seed, budget, as_is(reference[i]))
             for s in systems
             for i, b in enumerate(blueprints)
         }
         off = {key: f.result() for key, f in replaying.items()}
         on_by = {s: [on[(s, i)].value for i in range(len(blueprints))] for s in names}
         off_by = {s: [off[(s, i)].value for i in range(len(blueprints))] for s in systems}
-        result = score_task(cfg, run.run_id, systems, len(personas), on_by, off_by, gate)
+        result = score_task(
+            cfg, run.run_id, systems, len(personas), as_is(on_by), as_is(off_by), gate
+        )
         calls = [c for paid in made for c in paid.calls] + [
             c for paid in [*on.values(), *off.values()] for c in paid.calls
         ]
         if warehouse_path:
             land_gym_task(
-                warehouse_path, run, cfg, systems, blueprints, on_by, off_by, result, calls
+                warehouse_path,
+                run,
+                cfg,
+                systems,
+                as_is(blueprints),
+                as_is(on_by),
+                as_is(off_by),
+                result,
+                as_is(calls),
             )
     result = result.model_copy(
         update={

@@ -24,18 +24,29 @@ import string
 from collections import Counter
 from collections.abc import Sequence
 from functools import lru_cache
+from types import SimpleNamespace
 
-from nltk.stem import PorterStemmer
-from nltk.tokenize import NLTKWordTokenizer
-from nltk.tokenize.punkt import PunktSentenceTokenizer
-from nltk.translate.bleu_score import SmoothingFunction, sentence_bleu
-
-_STEMMER = PorterStemmer()  # NLTK's default mode, as LoCoMo's evaluation constructs it
 _PUNCTUATION = frozenset(string.punctuation)
 _ARTICLES = re.compile(r"\b(a|an|the|and)\b")
-_SENTENCES = PunktSentenceTokenizer()
-_WORDS = NLTKWordTokenizer()
-_SMOOTH = SmoothingFunction().method1
+
+
+@lru_cache(maxsize=1)
+def _nltk() -> SimpleNamespace:
+    """NLTK's stemmer, tokenizers and BLEU, loaded when first scored with: importing any part of
+    ``nltk`` runs its package ``__init__``, which loads SciPy (~2 s of CPU here, paid by every process
+    that imports the evaluation flows, most of which never score text)."""
+    from nltk.stem import PorterStemmer  # lazy: see above
+    from nltk.tokenize import NLTKWordTokenizer  # lazy: see above
+    from nltk.tokenize.punkt import PunktSentenceTokenizer  # lazy: see above
+    from nltk.translate.bleu_score import SmoothingFunction, sentence_bleu  # lazy: see above
+
+    return SimpleNamespace(
+        stemmer=PorterStemmer(),  # NLTK's default mode, as LoCoMo's evaluation constructs it
+        sentences=PunktSentenceTokenizer(),
+        words=NLTKWordTokenizer(),
+        smooth=SmoothingFunction().method1,
+        sentence_bleu=sentence_bleu,
+    )
 
 
 def locomo_normalize(text: str) -> str:
@@ -48,7 +59,7 @@ def locomo_normalize(text: str) -> str:
 
 @lru_cache(maxsize=65536)
 def _stem(word: str) -> str:
-    return _STEMMER.stem(word)
+    return str(_nltk().stemmer.stem(word))
 
 
 def locomo_tokens(text: str) -> list[str]:
@@ -89,7 +100,8 @@ def word_tokens(text: str) -> list[str]:
     """``nltk.word_tokenize`` without the Punkt data: sentences by untrained Punkt, each
     word-tokenized by NLTK's Treebank-style tokenizer (see the module's note on where this can
     differ)."""
-    return [w for sentence in _SENTENCES.tokenize(text) for w in _WORDS.tokenize(sentence)]
+    nltk = _nltk()
+    return [w for sentence in nltk.sentences.tokenize(text) for w in nltk.words.tokenize(sentence)]
 
 
 def bleu1(prediction: str, reference: str) -> float:
@@ -100,5 +112,7 @@ def bleu1(prediction: str, reference: str) -> float:
     if not hypothesis:
         return 0.0  # NLTK's brevity penalty would divide by the empty hypothesis' length
     return float(
-        sentence_bleu(references, hypothesis, weights=(1, 0, 0, 0), smoothing_function=_SMOOTH)
+        _nltk().sentence_bleu(
+            references, hypothesis, weights=(1, 0, 0, 0), smoothing_function=_nltk().smooth
+        )
     )
