@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import duckdb
@@ -27,6 +28,48 @@ def test_edited_migration_is_detected(wh_path: Path) -> None:
     with pytest.raises(MigrationError, match="0001_core.sql changed after it was applied"):
         apply_migrations(con)
     con.close()
+
+
+def _schema_of(path: Path) -> tuple[list, list, list]:
+    with Warehouse.open_writer(path) as wh:
+        return (
+            wh.rows("SELECT version, name, checksum FROM schema_migrations ORDER BY 1"),
+            wh.rows("SELECT name, checksum FROM schema_views ORDER BY 1"),
+            wh.rows(
+                "SELECT table_name, column_name, data_type FROM information_schema.columns "
+                "WHERE table_schema = 'main' ORDER BY 1, ordinal_position"
+            ),
+        )
+
+
+def test_new_warehouses_of_a_process_have_the_schema_its_files_define(
+    monkeypatch, tmp_path: Path
+) -> None:
+    """From a process's second new warehouse on, a new file is a copy of an empty warehouse it made once:
+    each copy has every migration and view and the same tables as a file migrated in place, and a schema
+    whose files differ (one view fewer here) gets an empty warehouse of its own."""
+    from clonemem.warehouse import migrate, scratch
+
+    in_place = tmp_path / "in-place.duckdb"
+    con = duckdb.connect(str(in_place))
+    migrate.apply_schema(con)
+    con.close()
+    expected = _schema_of(in_place)
+    assert expected[0] and expected[1] and expected[2]
+    copies = [_schema_of(tmp_path / f"new-{i}.duckdb") for i in range(3)]
+    assert copies == [expected] * 3
+    made = sorted(scratch.base().glob(f"{scratch.SCHEMA}-{os.getpid()}-*/empty.duckdb"))
+    assert made, "no empty warehouse was made to copy"
+    views = migrate.available_views()
+    monkeypatch.setattr(migrate, "available_views", lambda: views[:-1])
+    fewer = [_schema_of(tmp_path / f"fewer-{i}.duckdb") for i in range(2)]
+    assert fewer[0][1] == expected[1][:-1] and fewer[0][0] == expected[0]
+    assert fewer[1] == fewer[0]
+    assert (
+        len(sorted(scratch.base().glob(f"{scratch.SCHEMA}-{os.getpid()}-*/empty.duckdb")))
+        == len(made) + 1
+    )
+    assert not list(tmp_path.glob(".*.part"))  # nothing half-copied left beside them
 
 
 def test_upsert_is_idempotent(wh: Warehouse) -> None:

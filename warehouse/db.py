@@ -10,6 +10,7 @@ a CLI command can hold it across the stages it runs); a second writer waits, the
 
 from __future__ import annotations
 
+import os
 import shutil
 import threading
 import time
@@ -24,7 +25,7 @@ import polars as pl
 from clonemem.errors import UserError
 from clonemem.warehouse import scratch
 from clonemem.warehouse.lock import WarehouseBusy, default_wait, is_held_elsewhere, writer_lock
-from clonemem.warehouse.migrate import apply_schema, latest_version, schema_version
+from clonemem.warehouse.migrate import apply_schema, latest_version, schema_key, schema_version
 
 # A bulk writer's row groups (see ``open_writer(bulk=True)``). DuckDB writes a transaction's appended rows to
 # the file once a row group of them is full and keeps the rest in memory until the commit, which copies them
@@ -239,6 +240,7 @@ def _connect_writer(path: Path, wait_s: float, bulk: bool = False) -> duckdb.Duc
     if path.is_dir():
         raise WarehouseError(f"warehouse {path} is a folder, not a DuckDB file")
     path.parent.mkdir(parents=True, exist_ok=True)
+    _copy_schema(path)
     deadline = time.monotonic() + wait_s
     told = False
     while True:
@@ -272,6 +274,59 @@ def _connect_writer(path: Path, wait_s: float, bulk: bool = False) -> duckdb.Duc
             raise WarehouseError(
                 f"cannot open warehouse {path} for writing: {_first_line(exc)}"
             ) from None
+
+
+# -- new files ------------------------------------------------------------------------------
+#
+# A new warehouse gets every migration and view: ~0.3 s of DDL and its checkpoint. A process that makes a
+# second new file (a test run, a script importing into several warehouses) makes an empty warehouse once,
+# in its scratch folder, and copies it for the second and every later one (a copy of the small file takes
+# about a millisecond); the schema's files name the copy, so a changed schema never gets a stale one. The
+# first new file of a process is migrated in place, as before: a command making one file pays nothing more.
+
+_schema_lock = threading.Lock()
+_new_files = 0
+_schemas: dict[str, Path] = {}
+
+
+def _copy_schema(path: Path) -> None:
+    """Make ``path`` (when neither it nor a WAL of it exists) a copy of this process's empty warehouse of
+    the current schema, from the process's second new file on. Called with the writer lock held."""
+    global _new_files
+    if path.exists() or path.with_name(path.name + ".wal").exists():
+        return
+    with _schema_lock:
+        _new_files += 1
+        if _new_files < 2:
+            return
+        key = schema_key()
+        empty = _schemas.get(key)
+        if empty is None or not empty.exists():
+            empty = _schemas[key] = _empty_warehouse(key)
+    part = path.with_name(f".{path.name}.{os.getpid()}-{threading.get_ident()}.part")
+    try:
+        shutil.copyfile(empty, part)
+        try:
+            os.link(part, path)  # never over a file that appeared meanwhile
+        except FileExistsError:
+            pass
+        except OSError:  # a file system without hard links
+            if not path.exists():
+                os.replace(part, path)
+    finally:
+        part.unlink(missing_ok=True)
+
+
+def _empty_warehouse(key: str) -> Path:
+    file = scratch.named(scratch.SCHEMA, key) / "empty.duckdb"
+    file.unlink(missing_ok=True)
+    file.with_name(file.name + ".wal").unlink(missing_ok=True)
+    con = duckdb.connect(str(file))
+    try:
+        apply_schema(con)
+    finally:
+        con.close()
+    return file
 
 
 def _snapshot(path: Path) -> Path:

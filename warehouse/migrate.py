@@ -57,6 +57,13 @@ def latest_version() -> int:
     return max(m.version for m in available_migrations())
 
 
+def schema_key() -> str:
+    """The schema this code's files define (every migration and view, by checksum), as one hash."""
+    parts = [f"{m.version}:{m.checksum}" for m in available_migrations()]
+    parts += [f"{v.name}:{v.checksum}" for v in available_views()]
+    return hashlib.sha256("\n".join(parts).encode("utf-8")).hexdigest()[:16]
+
+
 def apply_schema(con: duckdb.DuckDBPyConnection) -> tuple[list[int], list[str]]:
     """Every pending migration and every changed view in one transaction; returns what was applied.
 

@@ -1,6 +1,7 @@
-"""Readers' scratch folders in the system's temporary folder: snapshot copies of a warehouse being
-written (``clonemem-snapshot-<pid>-*``) and the guarded connection's spill folders
-(``clonemem-sqltmp-<pid>-*``).
+"""Scratch folders in the system's temporary folder: readers' snapshot copies of a warehouse being
+written (``clonemem-snapshot-<pid>-*``), the guarded connection's spill folders
+(``clonemem-sqltmp-<pid>-*``) and a writer's empty warehouse that new files copy
+(``clonemem-schema-<pid>-*``).
 
 Each name carries the id of the process that owns it. The owner removes its folders when it closes
 what uses them, and at exit; a process killed outright (``kill -9``) cannot, so every reader first
@@ -19,7 +20,8 @@ from pathlib import Path
 
 SNAPSHOT = "clonemem-snapshot"
 SPILL = "clonemem-sqltmp"
-_OWNED = re.compile(rf"^(?:{SNAPSHOT}|{SPILL})-(?P<pid>\d+)-")
+SCHEMA = "clonemem-schema"
+_OWNED = re.compile(rf"^(?:{SNAPSHOT}|{SPILL}|{SCHEMA})-(?P<pid>\d+)-")
 
 _mine: set[Path] = set()
 _lock = threading.Lock()
