@@ -162,6 +162,8 @@ def _validate(
     from great_expectations.datasource.fluent import BatchDefinition, SQLDatasource
     from great_expectations.datasource.fluent.sql_datasource import QueryAsset
 
+    from clonemem.expectations.docs_views import site_views  # loads GX: as above
+
     patch_duckdb_connection()
     site = docs / "gx" / "uncommitted" / "data_docs" / "local_site"
     site.mkdir(parents=True, exist_ok=True)
@@ -179,7 +181,7 @@ def _validate(
                         "class_name": "TupleFilesystemStoreBackend",
                         "base_directory": str(site),
                     },
-                    "site_index_builder": {"class_name": "DefaultSiteIndexBuilder"},
+                    **site_views(),  # GX's views, compiling each template once per process
                 }
             },
             analytics_enabled=False,

@@ -230,6 +230,7 @@ def test_gate_catches_broken_data(bench: Path, tmp_path: Path) -> None:
 
 
 def test_gate_on_an_imported_release(tmp_path: Path, demo_file: Path) -> None:
+    from clonemem.expectations.docs_views import COMPILED
     from clonemem.expectations.gate import run_gate
 
     wh_path = tmp_path / "imp.duckdb"
@@ -237,6 +238,8 @@ def test_gate_on_an_imported_release(tmp_path: Path, demo_file: Path) -> None:
         import_files(wh, "release", [demo_file], "imported")
     ok = run_gate(wh_path, "imported", docs_dir=tmp_path / "docs")
     assert ok.status == "passed"
+    compiled = COMPILED.compiled  # the Data Docs templates, compiled once per process
+    assert compiled > 0
     assert all(
         o.suite in ("format_integrity", "distractor_validation", "privacy") for o in ok.outcomes
     )
@@ -249,6 +252,10 @@ def test_gate_on_an_imported_release(tmp_path: Path, demo_file: Path) -> None:
         "every evidence trace id exists",
         "every question trace id exists",
     }
+    assert COMPILED.compiled == compiled  # the second gate's site: no template compiled again
+    site = Path(bad.data_docs or "").parent
+    pages = [p.read_text("utf-8") for p in (site / "validations").rglob("*.html")]
+    assert pages and any("Failed" in page for page in pages)  # rendered all the same
 
 
 def test_export_writes_questions_with_choices(bench: Path, tmp_path: Path) -> None:

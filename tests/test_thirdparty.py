@@ -43,6 +43,9 @@ def test_a_library_at_its_version_passes_and_another_is_refused_in_one_line(monk
 def test_the_pins_are_the_installed_versions() -> None:
     assert thirdparty.installed("prefect") == prefect_env.PREFECT_VERSION
     assert thirdparty.installed("great-expectations") == gx_duckdb.GX_VERSION
+    from clonemem.expectations import docs_views
+
+    assert docs_views.GX_VERSION == gx_duckdb.GX_VERSION
 
 
 def test_the_server_patch_refuses_another_prefect(
@@ -69,6 +72,16 @@ def test_the_gx_patch_refuses_another_gx(other_versions, monkeypatch: pytest.Mon
         gx_duckdb.patch_duckdb_connection()
     with pytest.raises(thirdparty.UnsupportedLibraryVersion, match=r"great-expectations==1\.24\.1"):
         gx_duckdb.close_all_engines()
+
+
+def test_the_data_docs_views_refuse_another_gx(other_versions) -> None:
+    from clonemem.expectations.docs_views import IndexPageView, PageView
+
+    for view in (PageView, IndexPageView):
+        with pytest.raises(
+            thirdparty.UnsupportedLibraryVersion, match=rf"great-expectations {OTHER} is installed"
+        ):
+            view()
 
 
 def test_the_step_cache_refuses_another_prefect(other_versions) -> None:
