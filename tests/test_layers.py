@@ -5,9 +5,11 @@ is the single source: change the doc and this check changes with it."""
 from __future__ import annotations
 
 import ast
+import functools
 import re
 import sys
 import tomllib
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -83,10 +85,20 @@ def is_module(module: str) -> bool:
     return key.with_suffix(".py").is_file() or key.is_dir()
 
 
+@functools.cache
+def parsed(source: str) -> ast.Module:
+    """A file's tree, parsed once for all the checks here (each only reads it)."""
+    return ast.parse(source)
+
+
 def project_imports(source: str) -> list[tuple[int, str]]:
     """(line, module) of every import of the project's own modules, at any depth of the file."""
+    return _project_imports(ast.walk(parsed(source)))
+
+
+def _project_imports(nodes: Iterable[ast.AST]) -> list[tuple[int, str]]:
     out: list[tuple[int, str]] = []
-    for node in ast.walk(ast.parse(source)):
+    for node in nodes:
         if isinstance(node, ast.Import):
             out += [(node.lineno, a.name) for a in node.names if a.name.split(".")[0] == "clonemem"]
         elif (
@@ -170,7 +182,7 @@ def second_names(path: Path, test_modules: frozenset[str]) -> list[str]:
     """Imports that name a module by a second name: a mapped folder as a top-level package (`flows.qa`
     for `clonemem.flows.qa`) or a module of tests/ without `tests.` (`dashboard_kit`)."""
     wrong = []
-    for node in ast.walk(ast.parse(path.read_text("utf-8"))):
+    for node in ast.walk(parsed(path.read_text("utf-8"))):
         names = (
             [a.name for a in node.names]
             if isinstance(node, ast.Import)
@@ -231,11 +243,21 @@ def _type_checking_only(node: ast.AST) -> bool:
 
 def runtime_imports(source: str) -> set[str]:
     """The project modules ``source`` imports when it runs (at any depth; not `if TYPE_CHECKING:` blocks)."""
-    tree = ast.parse(source)
-    for node in ast.walk(tree):
+    return {target for _, target in _project_imports(_runtime_nodes(parsed(source)))}
+
+
+def _runtime_nodes(tree: ast.AST) -> Iterator[ast.AST]:
+    """Every node of ``tree`` but those inside the body of an `if TYPE_CHECKING:` (its test and its
+    `else:` run)."""
+    todo = [tree]
+    while todo:
+        node = todo.pop()
+        yield node
         if _type_checking_only(node):
-            node.body = [ast.Pass()]  # type: ignore[attr-defined]  # an ast.If, checked above
-    return {target for _, target in project_imports(ast.unparse(tree))}
+            assert isinstance(node, ast.If)
+            todo += [node.test, *node.orelse]
+        else:
+            todo.extend(ast.iter_child_nodes(node))
 
 
 def circles(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -273,7 +295,7 @@ def private_imports(source: str) -> list[str]:
     """`from clonemem.x import _name`: a module reaching into another's private names."""
     return [
         f"line {n.lineno}: {n.module}.{a.name}"
-        for n in ast.walk(ast.parse(source))
+        for n in ast.walk(parsed(source))
         if isinstance(n, ast.ImportFrom) and n.module and n.module.split(".")[0] == "clonemem"
         for a in n.names
         if a.name.startswith("_") and not a.name.startswith("__")
