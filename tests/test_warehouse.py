@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 import duckdb
@@ -70,6 +71,17 @@ def test_new_warehouses_of_a_process_have_the_schema_its_files_define(
         == len(made) + 1
     )
     assert not list(tmp_path.glob(".*.part"))  # nothing half-copied left beside them
+
+    # a copy that cannot be written is one line naming the file, and leaves no file but the lock behind
+    def full_disk(*_args: object, **_kwargs: object) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(shutil, "copyfile", full_disk)
+    with pytest.raises(
+        WarehouseError, match=r"cannot create warehouse .*full\.duckdb: No space left on device$"
+    ):
+        Warehouse.open_writer(tmp_path / "full.duckdb")
+    assert not list(tmp_path.glob("*full.duckdb*[!k]"))  # neither the file nor a part of it
 
 
 def test_upsert_is_idempotent(wh: Warehouse) -> None:

@@ -313,6 +313,8 @@ def _copy_schema(path: Path) -> None:
         except OSError:  # a file system without hard links
             if not path.exists():
                 os.replace(part, path)
+    except OSError as exc:  # a full disk, a folder not writable: nothing is left behind
+        raise WarehouseError(f"cannot create warehouse {path}: {exc.strerror or exc}") from None
     finally:
         part.unlink(missing_ok=True)
 
