@@ -15,10 +15,11 @@ from typing import Any
 import jinja2
 from great_expectations.render.view import DefaultJinjaIndexPageView, DefaultJinjaPageView
 
+from clonemem.expectations.gx_duckdb import GX_VERSION
 from clonemem.thirdparty import written_for
 
-# the GX whose views keep their Jinja environment in `env`, made in `__init__`: checked when a view is made
-GX_VERSION = "1.24.1"
+# GX's views keep their Jinja environment in `env`, made in `__init__` (the GX the gate's other patch is
+# pinned to): checked when a view is made
 _WHAT = "clonemem.expectations.docs_views (the Data Docs views' Jinja environment)"
 
 

@@ -111,8 +111,9 @@ def bleu1(prediction: str, reference: str) -> float:
     references = [word_tokens(reference.lower())]
     if not hypothesis:
         return 0.0  # NLTK's brevity penalty would divide by the empty hypothesis' length
+    nltk = _nltk()
     return float(
-        _nltk().sentence_bleu(
-            references, hypothesis, weights=(1, 0, 0, 0), smoothing_function=_nltk().smooth
+        nltk.sentence_bleu(
+            references, hypothesis, weights=(1, 0, 0, 0), smoothing_function=nltk.smooth
         )
     )
