@@ -124,6 +124,20 @@ def write_json(path: Path, doc: object) -> Path:
 _EXIT_STATUS = 0
 
 
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Start the shared Prefect server (``prefect_server``) as soon as the tests that need it are known:
+    it takes 10-20 s to start, which then overlaps the tests run before the first of them instead of
+    holding that one up. Not in xdist's controlling process, which runs no test."""
+    if os.environ.get("PYTEST_XDIST_WORKER") is None and session.config.pluginmanager.has_plugin(
+        "dsession"
+    ):
+        return
+    if any(item.get_closest_marker("prefect") is not None for item in session.items):
+        from clonemem.prefect_env import start_server_early
+
+        start_server_early()
+
+
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     global _EXIT_STATUS
     _EXIT_STATUS = int(exitstatus)

@@ -83,9 +83,10 @@ def test_an_activity_line_names_its_stage_and_counts() -> None:
 
 # A line is due once ``quiet_s`` passed without one, and the ticker looks at least every second: lines
 # come about ``quiet_s`` + 1 s apart at most; the bound stated for the CLI (10 s) is twice its quiet time
-# (``progress.QUIET_S``, 5 s), room for a loaded machine. The run below has a quiet time of 2 s and the
-# same proportion, so that a run several bounds long takes seconds, not half a minute.
-QUIET = 2.0
+# (``progress.QUIET_S``, 5 s), room for a loaded machine. The run below has a quiet time of 1.5 s (the
+# ticker then looks every 0.75 s) and the same proportion, so that a run several bounds long takes
+# seconds, not half a minute.
+QUIET = 1.5
 
 
 @pytest.mark.prefect
@@ -93,14 +94,14 @@ QUIET = 2.0
 def test_a_small_generation_shows_a_line_at_least_every_twice_the_quiet_time_naming_its_stage(
     tmp_path: Path,
 ) -> None:
-    """Generation under ``progress.shown`` with a quiet time of 2 s: lines at most 2 x 2 s apart (10 s
-    with the CLI's 5 s), each naming the stage and its counts."""
+    """Generation under ``progress.shown`` with a quiet time of 1.5 s: lines at most 2 x 1.5 s apart
+    (10 s with the CLI's 5 s), each naming the stage and its counts."""
     from clonemem.flows.generation import generate_flow
 
     assert 2 * progress.QUIET_S <= 10  # the CLI's own bound, in the same proportion
     bound = 2 * QUIET
-    # one persona of about 50 LLM steps at 0.25 s each, one at a time: over 10 s of generation
-    cfg = tiny_config(tmp_path, latency_ms=250)
+    # one persona of about 50 LLM steps at 0.15 s each, one at a time: over 6 s of generation
+    cfg = tiny_config(tmp_path, latency_ms=150)
     # a seed no other test uses: served from the step cache another test filled, nothing would be under way
     text = cfg.read_text("utf-8").replace("\nseed = 7\n", "\nseed = 7031\n", 1)
     cfg.write_text(text.replace("[qa]", "workers = 1\n[qa]", 1), "utf-8")
