@@ -49,11 +49,16 @@ def prefect_server() -> Iterator[str]:
 
 
 @pytest.fixture(scope="session", autouse=True)
-def _flows_run_as_a_command_runs_them() -> Iterator[None]:
+def _flows_run_as_a_command_runs_them(request: pytest.FixtureRequest) -> Iterator[None]:
     """Every flow of a test process runs on a temporary server, as a command's flows do: with the same
-    settings (no heartbeats: ``prefect_env.on_temporary_server``)."""
+    settings (no heartbeats: ``prefect_env.on_temporary_server``). When the process started the shared
+    server (``pytest_collection_finish``), on that one from the first test: the flows of session and
+    module fixtures run before any test's own fixtures, and Prefect would start a second server of its
+    own for them (10 s of CPU, and a second server serving every run)."""
     from clonemem.prefect_env import on_temporary_server
 
+    if _SHARED_SERVER_STARTED:
+        request.getfixturevalue("prefect_server")
     with on_temporary_server():
         yield
 
@@ -124,6 +129,9 @@ def write_json(path: Path, doc: object) -> Path:
 _EXIT_STATUS = 0
 
 
+_SHARED_SERVER_STARTED = False
+
+
 def pytest_collection_finish(session: pytest.Session) -> None:
     """Start the shared Prefect server (``prefect_server``) as soon as the tests that need it are known:
     it takes 10-20 s to start, which then overlaps the tests run before the first of them instead of
@@ -135,7 +143,9 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     if any(item.get_closest_marker("prefect") is not None for item in session.items):
         from clonemem.prefect_env import start_server_early
 
+        global _SHARED_SERVER_STARTED
         start_server_early()
+        _SHARED_SERVER_STARTED = True
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
