@@ -13,6 +13,7 @@ from clonemem.dashboard import charts
 from clonemem.dashboard import queries as Q
 from clonemem.dashboard.context import Session, pick_run, run_page
 from clonemem.dashboard.links import count
+from clonemem.schemas import question_types
 
 TITLE = "QA quality"
 
@@ -111,7 +112,8 @@ def _composition(session: Session) -> None:
         unknown = comp.filter(~pl.col("question_type_known"))
         if unknown.height:
             left.caption(
-                f"{int(unknown['questions'].sum())} question(s) have a type outside the eight "
+                f"{int(unknown['questions'].sum())} question(s) have a type outside the "
+                f"{len(question_types.names())} declared types "
                 f"({', '.join(unknown['question_type'].unique().sort().to_list())}), kept as the source wrote it."
             )
     else:
