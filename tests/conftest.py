@@ -132,13 +132,19 @@ _EXIT_STATUS = 0
 _SHARED_SERVER_STARTED = False
 
 
+def _xdist_role(config: pytest.Config) -> str:
+    """``worker`` (runs tests), ``controller`` (xdist's parent: hands tests out, runs none, reports) or
+    ``single`` (a run without ``-n``)."""
+    if hasattr(config, "workerinput"):
+        return "worker"
+    return "controller" if config.pluginmanager.has_plugin("dsession") else "single"
+
+
 def pytest_collection_finish(session: pytest.Session) -> None:
     """Start the shared Prefect server (``prefect_server``) as soon as the tests that need it are known:
     it takes 10-20 s to start, which then overlaps the tests run before the first of them instead of
     holding that one up. Not in xdist's controlling process, which runs no test."""
-    if os.environ.get("PYTEST_XDIST_WORKER") is None and session.config.pluginmanager.has_plugin(
-        "dsession"
-    ):
+    if _xdist_role(session.config) == "controller":
         return
     if any(item.get_closest_marker("prefect") is not None for item in session.items):
         from clonemem.prefect_env import start_server_early
@@ -159,8 +165,8 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     constants that Prefect's background threads keep referenced; every warehouse is closed by now."""
     import sys
 
-    if config.pluginmanager.has_plugin("xdist") and hasattr(config, "workerinput"):
-        return  # an xdist worker: its controller reports
+    if _xdist_role(config) == "worker":
+        return  # its controller reports
     from clonemem.cli import leave
 
     config.get_terminal_writer().flush()

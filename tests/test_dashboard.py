@@ -203,7 +203,7 @@ def test_qa_page_on_a_release_cues_equal_the_gates_statistics(reading, imported:
         "WHERE benchmark = 'release' ORDER BY question_type, dimension",
     )
     assert comp.select("question_type", "dimension", "questions").to_dicts() == want.to_dicts()
-    declared = len(question_types.names())  # ten today; the caption counts the registry, not prose
+    declared = len(question_types.names())  # the caption counts the registry, not prose
     assert f"outside the {declared} declared types (self_reflection)" in texts(at)
 
 
